@@ -1,0 +1,98 @@
+import path from "node:path";
+import { z } from "zod";
+
+/**
+ * One schema over the environment, parsed once at boot. Every setting Backline reads is here,
+ * and the README's configuration table is this list. Modules receive the parsed `Config`;
+ * nothing below `src/start` reads `process.env` itself.
+ */
+const bool = z
+  .enum(["true", "false", "1", "0", "yes", "no"], { message: "must be true or false" })
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+
+const postgresUrl = z
+  .string()
+  .refine((v) => /^postgres(ql)?:\/\//.test(v), { message: "must be a postgres:// or postgresql:// URL" });
+
+const schema = z.object({
+  PORT: z.coerce
+    .number({ message: "must be a port number" })
+    .int({ message: "must be a whole number" })
+    .min(0, { message: "must be between 0 and 65535" })
+    .max(65535, { message: "must be between 0 and 65535" })
+    .default(54321),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PUBLIC_URL: z.url({ message: "must be an absolute URL such as https://api.example.com" }).optional(),
+  DATA_DIR: z.string().min(1).default("./.backline"),
+  DATABASE_URL: postgresUrl.optional(),
+  MIGRATION_DATABASE_URL: postgresUrl.optional(),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  MIGRATE_ON_START: bool.default(true),
+  DEV_TENANT: bool.optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+});
+
+export type Env = z.input<typeof schema>;
+
+export interface Config {
+  port: number;
+  host: string;
+  /** The address clients use; written to dev-tenant.json. */
+  publicUrl: string;
+  dataDir: string;
+  database:
+    | { engine: "pglite"; dataDir: string }
+    | { engine: "postgres"; url: string; migrationUrl: string; poolSize: number };
+  migrateOnStart: boolean;
+  /** Create the development tenant and write dev-tenant.json on start. */
+  devTenant: boolean;
+  logLevel: z.infer<typeof schema>["LOG_LEVEL"];
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  readonly setting: string;
+
+  constructor(setting: string, problem: string) {
+    super(`Invalid configuration: ${setting} ${problem}`);
+    this.name = "ConfigError";
+    this.setting = setting;
+  }
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset", as in most .env tooling.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const setting = String(issue?.path[0] ?? "environment");
+    const value = cleaned[setting];
+    const shown = value === undefined ? "" : ` (got ${JSON.stringify(value)})`;
+    throw new ConfigError(setting, `${issue?.message ?? "is invalid"}${shown}`);
+  }
+  const e = parsed.data;
+  const dataDir = path.resolve(e.DATA_DIR);
+  const displayHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
+  const database: Config["database"] = e.DATABASE_URL
+    ? {
+        engine: "postgres",
+        url: e.DATABASE_URL,
+        migrationUrl: e.MIGRATION_DATABASE_URL ?? e.DATABASE_URL,
+        poolSize: e.DATABASE_POOL_SIZE,
+      }
+    : { engine: "pglite", dataDir: path.join(dataDir, "pgdata") };
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    publicUrl: (e.PUBLIC_URL ?? `http://${displayHost}:${e.PORT}`).replace(/\/+$/, ""),
+    dataDir,
+    database,
+    migrateOnStart: e.MIGRATE_ON_START,
+    // The development tenant is a convenience of the embedded database; on PostgreSQL it must be asked for.
+    devTenant: e.DEV_TENANT ?? database.engine === "pglite",
+    logLevel: e.LOG_LEVEL,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+  };
+}

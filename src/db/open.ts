@@ -1,0 +1,79 @@
+import type { Logger } from "pino";
+import type { Config } from "../config.ts";
+import { Db } from "./db.ts";
+import { loadMigrations, migrate, migrationStatus } from "./migrate.ts";
+import { PgliteEngine } from "./pglite.ts";
+import { PostgresEngine } from "./postgres.ts";
+import type { Engine } from "./types.ts";
+
+export class DatabaseUnavailableError extends Error {
+  override name = "DatabaseUnavailableError";
+}
+
+/** host:port/database as user, without the password: safe to print. */
+export function describeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    const user = u.username ? `${decodeURIComponent(u.username)}@` : "";
+    return `${user}${u.hostname}${u.port ? `:${u.port}` : ""}${u.pathname}`;
+  } catch {
+    return "(unparseable URL)";
+  }
+}
+
+async function connectPostgres(url: string, poolSize: number, purpose: string): Promise<PostgresEngine> {
+  const engine = new PostgresEngine({ url, poolSize, applicationName: `backline ${purpose}` });
+  try {
+    await engine.transaction((tx) => tx.query("select 1"), { readOnly: true });
+    return engine;
+  } catch (error) {
+    await engine.close().catch(() => {});
+    const reason = error instanceof Error ? error.message || error.name : String(error);
+    throw new DatabaseUnavailableError(`Cannot connect to PostgreSQL at ${describeUrl(url)}: ${reason}`, {
+      cause: error,
+    });
+  }
+}
+
+export interface OpenOptions {
+  /** Apply pending migrations (as the migration login on PostgreSQL). */
+  migrate: boolean;
+  logger?: Pick<Logger, "info">;
+}
+
+/** Opens the configured database, applying migrations when asked, and returns the request-facing Db. */
+export async function openDatabase(config: Config, options: OpenOptions): Promise<Db> {
+  const dbc = config.database;
+  let engine: Engine;
+  if (dbc.engine === "pglite") {
+    engine = await PgliteEngine.open({ dataDir: dbc.dataDir });
+    if (options.migrate) await runMigrations(engine, options.logger);
+  } else {
+    engine = await connectPostgres(dbc.url, dbc.poolSize, "api");
+    if (options.migrate) {
+      const separate = dbc.migrationUrl !== dbc.url;
+      const migrator = separate ? await connectPostgres(dbc.migrationUrl, 1, "migrate") : engine;
+      try {
+        await runMigrations(migrator, options.logger);
+      } finally {
+        if (separate) await migrator.close();
+      }
+    }
+  }
+  const db = new Db(engine);
+  if (!options.migrate) {
+    const { pending } = await db.asService((tx) => migrationStatus(tx), { readOnly: true });
+    if (pending.length > 0) {
+      await db.close();
+      throw new DatabaseUnavailableError(
+        `The database is ${pending.length} migration(s) behind (next: ${pending[0]?.version} ${pending[0]?.name}). Run \`backline migrate\`.`,
+      );
+    }
+  }
+  return db;
+}
+
+async function runMigrations(engine: Engine, logger?: Pick<Logger, "info">): Promise<void> {
+  const applied = await migrate(engine, loadMigrations());
+  for (const m of applied) logger?.info({ version: m.version, name: m.name }, "migration applied");
+}

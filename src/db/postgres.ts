@@ -1,0 +1,69 @@
+import pg from "pg";
+import type { Engine, QueryResult, Tx } from "./types.ts";
+
+// Return int8 and numeric as strings (never lossy floats), and dates as 'YYYY-MM-DD' text, as PGlite does.
+const types = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    if (oid === pg.types.builtins.DATE) return (v: string) => v;
+    return pg.types.getTypeParser(oid, format);
+  },
+};
+
+export interface PostgresOptions {
+  url: string;
+  poolSize?: number;
+  /** How long to wait for a connection before giving up. */
+  connectTimeoutMs?: number;
+  applicationName?: string;
+}
+
+/** PostgreSQL through a node-postgres pool. One transaction = one pooled connection. */
+export class PostgresEngine implements Engine {
+  readonly kind = "postgres";
+  private readonly pool: pg.Pool;
+
+  constructor(options: PostgresOptions) {
+    this.pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      application_name: options.applicationName ?? "backline",
+      types,
+    });
+    // An idle connection dropped by the server must not crash the process; the pool replaces it.
+    this.pool.on("error", () => {});
+  }
+
+  async transaction<T>(fn: (tx: Tx) => Promise<T>, options: { readOnly: boolean }): Promise<T> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query(options.readOnly ? "begin read only" : "begin");
+      const tx: Tx = {
+        async query<Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+          const r = await client.query(text, params as unknown[] | undefined);
+          return { rows: r.rows as Row[], rowCount: r.rowCount ?? 0 };
+        },
+        async exec(sql: string) {
+          await client.query(sql);
+        },
+      };
+      const result = await fn(tx);
+      await client.query("commit");
+      return result;
+    } catch (error) {
+      try {
+        await client.query("rollback");
+      } catch {
+        broken = true;
+      }
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}

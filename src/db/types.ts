@@ -1,0 +1,43 @@
+/** What the rest of Backline sees of a database: queries inside transactions, nothing else. */
+
+export interface QueryResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+/** A live transaction. Values are always bind parameters; `exec` is for trusted, multi-statement SQL. */
+export interface Tx {
+  query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+  exec(sql: string): Promise<void>;
+}
+
+export type EngineKind = "pglite" | "postgres";
+
+/**
+ * The adapter contract: one per engine. `transaction` runs `fn` in a transaction on the
+ * engine's own identity (the database owner for PGlite, the login role for PostgreSQL).
+ * Only `Db` and the migration runner hold an Engine; handlers go through `Db`.
+ */
+export interface Engine {
+  readonly kind: EngineKind;
+  transaction<T>(fn: (tx: Tx) => Promise<T>, options: { readOnly: boolean }): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** The three database roles a request can take (see docs/database.md). */
+export const DB_ROLES = ["anon", "authenticated", "service_role"] as const;
+export type DbRole = (typeof DB_ROLES)[number];
+
+/**
+ * The claims a request runs with, readable in SQL through `auth.jwt()`. The same shape serves a
+ * user's access token (`sub` set, memberships decide the accounts) and a public-API key
+ * (`account_id` set: exactly one account, with `account_role` deciding write access).
+ */
+export interface Claims {
+  role: DbRole;
+  sub?: string;
+  tenant_id?: string;
+  account_id?: string;
+  account_role?: "owner" | "admin" | "member" | "viewer";
+  [claim: string]: unknown;
+}

@@ -1,0 +1,52 @@
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import type { Config } from "../config.ts";
+import type { Db } from "../db/db.ts";
+import { healthRoutes } from "./health.ts";
+import { problemErrorHandler, sendProblem } from "./problem.ts";
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  /** A pino logger; tests pass a silent one. */
+  logger: Logger;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The one app builder: the server, the tests (over real sockets) and scripts all call it. Each
+ * interface is a plugin under its prefix (/auth/v1, /rest/v1, /storage/v1, /api/public/v1,
+ * /admin/v1) with its own error shape; this file only wires them.
+ */
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    // A caller's X-Request-Id is kept when it is sane, so requests can be traced across services.
+    genReqId: (req) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    requestIdHeader: false,
+    bodyLimit: 1024 * 1024,
+    // Close idle keep-alive sockets on shutdown so close() does not wait for them.
+    forceCloseConnections: "idle",
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+  app.setErrorHandler(problemErrorHandler);
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, request, {
+      status: 404,
+      code: "not_found",
+      detail: `No route for ${request.method} ${request.url.split("?")[0]}`,
+    }),
+  );
+
+  app.register(healthRoutes, { db: deps.db });
+  return app;
+}

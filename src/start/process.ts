@@ -1,0 +1,47 @@
+import pino, { type Logger } from "pino";
+import { type Config, ConfigError, loadConfig } from "../config.ts";
+import { MigrationError } from "../db/migrate.ts";
+import { DatabaseUnavailableError } from "../db/open.ts";
+import { DataDirInUseError } from "../db/pglite.ts";
+
+/** What every entry point shares: reading the config, the logger, and dying with one clear line. */
+
+const EXPECTED = [ConfigError, DatabaseUnavailableError, MigrationError, DataDirInUseError];
+
+/** A one-line explanation for errors a user can fix; undefined for bugs. */
+export function explain(error: unknown): string | undefined {
+  if (EXPECTED.some((type) => error instanceof type)) return (error as Error).message;
+  const e = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e?.code === "EADDRINUSE")
+    return `Port ${e.port ?? ""} on ${e.address ?? "this host"} is already in use: set PORT to another port.`;
+  if (e?.code === "EACCES" && e.syscall === "listen")
+    return `Not allowed to listen on port ${e.port ?? ""}: choose a PORT above 1023.`;
+  if (e?.code === "EACCES" || e?.code === "EROFS")
+    return `Cannot write to ${e.path ?? "the data directory"}: set DATA_DIR to a writable folder.`;
+  return undefined;
+}
+
+/** Prints `backline: <reason>` (the stack only for unexpected errors) and exits 1. */
+export function die(error: unknown): never {
+  const known = explain(error);
+  if (known) {
+    process.stderr.write(`backline: ${known}\n`);
+  } else {
+    process.stderr.write(
+      `backline: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+  }
+  process.exit(1);
+}
+
+export function loadConfigOrDie(): Config {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    die(error);
+  }
+}
+
+export function createLogger(config: Pick<Config, "logLevel">): Logger {
+  return pino({ level: config.logLevel, base: { service: "backline" } });
+}

@@ -1,0 +1,83 @@
+import type { Logger } from "pino";
+import type { Config } from "../config.ts";
+import { openDatabase } from "../db/open.ts";
+import { buildApp } from "../http/app.ts";
+import { type DevTenantFile, ensureDevTenant } from "../tenancy/dev-tenant.ts";
+
+export interface RunningServer {
+  url: string;
+  devTenant: DevTenantFile | undefined;
+  close(): Promise<void>;
+}
+
+/** Opens the database (migrating it), prepares the development tenant, and listens. */
+export async function serve(config: Config, logger: Logger): Promise<RunningServer> {
+  const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
+  try {
+    let devTenant: DevTenantFile | undefined;
+    if (config.devTenant) {
+      const dev = await ensureDevTenant(db, { dataDir: config.dataDir, url: config.publicUrl });
+      devTenant = dev.file;
+      logger.info(
+        { path: dev.path, tenant_id: dev.file.tenant_id, created: dev.created },
+        "development tenant ready",
+      );
+    }
+    const app = buildApp({ config, db, logger });
+    await app.listen({ port: config.port, host: config.host });
+    return {
+      url: config.publicUrl,
+      devTenant,
+      async close() {
+        await app.close();
+        await db.close();
+      },
+    };
+  } catch (error) {
+    await db.close().catch(() => {});
+    throw error;
+  }
+}
+
+/** Serves until SIGTERM or SIGINT, then stops accepting, lets requests in flight finish, and closes the database. */
+export async function serveUntilSignalled(config: Config, logger: Logger): Promise<void> {
+  const server = await serve(config, logger);
+  if (server.devTenant) printDevTenant(server.devTenant, config.dataDir);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    const timer = setTimeout(() => {
+      logger.error({ timeout_ms: config.shutdownTimeoutMs }, "shutdown timed out; exiting");
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    try {
+      await server.close();
+      process.exit(0);
+    } catch (error) {
+      logger.error({ err: error }, "error during shutdown");
+      process.exit(1);
+    }
+  };
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+  process.once("SIGINT", () => void stop("SIGINT"));
+}
+
+function printDevTenant(file: DevTenantFile, dataDir: string) {
+  const lines = [
+    "",
+    "Backline is running with a development tenant.",
+    "",
+    `         API URL: ${file.url}`,
+    `       tenant_id: ${file.tenant_id}`,
+    `      account_id: ${file.account_id}`,
+    `        anon key: ${file.anon_key}`,
+    `service_role key: ${file.service_role_key}`,
+    "",
+    `Saved to ${dataDir}/dev-tenant.json. Keep the service_role key on the server side.`,
+    "",
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+}

@@ -1,0 +1,56 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { Db } from "../db/db.ts";
+import { createAccount, createTenant, getTenantKeys, listAccounts } from "./tenants.ts";
+
+/**
+ * The development tenant, as `supabase start` has its local project: created on the first start,
+ * reused on every later one, its URL and keys written to <DATA_DIR>/dev-tenant.json.
+ */
+export interface DevTenantFile {
+  url: string;
+  anon_key: string;
+  service_role_key: string;
+  tenant_id: string;
+  account_id: string;
+}
+
+export const DEV_TENANT_FILE = "dev-tenant.json";
+
+export async function ensureDevTenant(
+  db: Db,
+  options: { dataDir: string; url: string },
+): Promise<{ file: DevTenantFile; path: string; created: boolean }> {
+  let created = false;
+  let tenantId = await db.asService(
+    async (tx) =>
+      (
+        await tx.query<{ id: string }>(
+          "select id from internal.tenants where is_development order by created_at, id limit 1",
+        )
+      ).rows[0]?.id,
+    { readOnly: true },
+  );
+  if (!tenantId) {
+    const { tenant } = await createTenant(db, {
+      name: "Development",
+      slug: "dev",
+      isDevelopment: true,
+      // Local development needs no mail server and no review queue (docs/auth.md, docs/releases.md).
+      settings: { email_confirmation: false, auto_review: true },
+    });
+    tenantId = tenant.id;
+    created = true;
+  }
+  let account = (await listAccounts(db, tenantId))[0];
+  if (!account) account = await createAccount(db, { tenantId, name: "Development label", kind: "label" });
+  const keys = await getTenantKeys(db, tenantId);
+  if (!keys) throw new Error(`development tenant ${tenantId} vanished`);
+
+  const file: DevTenantFile = { url: options.url, ...keys, tenant_id: tenantId, account_id: account.id };
+  const target = path.join(options.dataDir, DEV_TENANT_FILE);
+  fs.mkdirSync(options.dataDir, { recursive: true });
+  // The service-role key gives full access: readable by this user only.
+  fs.writeFileSync(target, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
+  return { file, path: target, created };
+}

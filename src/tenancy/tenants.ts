@@ -1,0 +1,149 @@
+import type { Db } from "../db/db.ts";
+import type { Tx } from "../db/types.ts";
+import { newJwtSecret, type TenantKeys, tenantKeys } from "./keys.ts";
+
+/** Tenants (white-label customers) and their accounts: the operator's side, on the service path. */
+
+export const POLICY_PRESETS = ["account-members", "owner-only"] as const;
+export type PolicyPreset = (typeof POLICY_PRESETS)[number];
+export const ACCOUNT_KINDS = ["label", "artist"] as const;
+export type AccountKind = (typeof ACCOUNT_KINDS)[number];
+
+export interface Tenant {
+  id: string;
+  slug: string;
+  name: string;
+  policy_preset: PolicyPreset;
+  plan: string;
+  is_development: boolean;
+  created_at: Date;
+}
+
+export interface Account {
+  id: string;
+  tenant_id: string;
+  name: string;
+  kind: AccountKind;
+  is_sandbox: boolean;
+  created_at: Date;
+}
+
+const TENANT_COLUMNS = "id, slug, name, policy_preset, plan, is_development, created_at";
+const ACCOUNT_COLUMNS = "id, tenant_id, name, kind, is_sandbox, created_at";
+
+export function slugify(name: string): string {
+  const slug = name
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 63)
+    .replace(/-+$/, "");
+  return slug || "tenant";
+}
+
+export interface CreateTenantInput {
+  name: string;
+  slug?: string;
+  policyPreset?: PolicyPreset;
+  plan?: string;
+  isDevelopment?: boolean;
+  settings?: Record<string, unknown>;
+}
+
+export async function createTenant(
+  db: Db,
+  input: CreateTenantInput,
+): Promise<{ tenant: Tenant; keys: TenantKeys }> {
+  const row = await db.asService(async (tx) => {
+    const r = await tx.query<Tenant & { jwt_secret: string }>(
+      `insert into internal.tenants (name, slug, policy_preset, plan, is_development, settings, jwt_secret)
+       values ($1, $2, $3, $4, $5, $6, $7)
+       returning ${TENANT_COLUMNS}, jwt_secret`,
+      [
+        input.name,
+        input.slug ?? slugify(input.name),
+        input.policyPreset ?? "account-members",
+        input.plan ?? "standard",
+        input.isDevelopment ?? false,
+        JSON.stringify(input.settings ?? {}),
+        newJwtSecret(),
+      ],
+    );
+    const created = r.rows[0];
+    if (!created) throw new Error("insert into internal.tenants returned no row");
+    await tx.query("insert into internal.organization_settings (tenant_id, display_name) values ($1, $2)", [
+      created.id,
+      input.name,
+    ]);
+    return created;
+  });
+  const { jwt_secret, ...tenant } = row;
+  return { tenant, keys: await tenantKeys(row) };
+}
+
+export async function listTenants(db: Db): Promise<Tenant[]> {
+  return db.asService(
+    async (tx) =>
+      (await tx.query<Tenant>(`select ${TENANT_COLUMNS} from internal.tenants order by created_at, id`)).rows,
+    { readOnly: true },
+  );
+}
+
+/** Finds a tenant by id or slug. */
+export async function findTenant(tx: Tx, idOrSlug: string): Promise<Tenant | undefined> {
+  const r = await tx.query<Tenant>(
+    `select ${TENANT_COLUMNS} from internal.tenants where slug = $1 or id::text = $1 order by (slug = $1) desc limit 1`,
+    [idOrSlug],
+  );
+  return r.rows[0];
+}
+
+export async function getTenantKeys(db: Db, tenantId: string): Promise<TenantKeys | undefined> {
+  const row = await db.asService(
+    async (tx) =>
+      (
+        await tx.query<{ id: string; jwt_secret: string; created_at: Date }>(
+          "select id, jwt_secret, created_at from internal.tenants where id = $1",
+          [tenantId],
+        )
+      ).rows[0],
+    { readOnly: true },
+  );
+  return row ? tenantKeys(row) : undefined;
+}
+
+export interface CreateAccountInput {
+  tenantId: string;
+  name: string;
+  kind?: AccountKind;
+  isSandbox?: boolean;
+}
+
+export async function createAccount(db: Db, input: CreateAccountInput): Promise<Account> {
+  return db.asService(async (tx) => {
+    const r = await tx.query<Account>(
+      `insert into internal.accounts (tenant_id, name, kind, is_sandbox) values ($1, $2, $3, $4)
+       returning ${ACCOUNT_COLUMNS}`,
+      [input.tenantId, input.name, input.kind ?? "label", input.isSandbox ?? false],
+    );
+    const account = r.rows[0];
+    if (!account) throw new Error("insert into internal.accounts returned no row");
+    return account;
+  });
+}
+
+export async function listAccounts(db: Db, tenantId?: string): Promise<Account[]> {
+  return db.asService(
+    async (tx) =>
+      (
+        await tx.query<Account>(
+          `select ${ACCOUNT_COLUMNS} from internal.accounts where $1::uuid is null or tenant_id = $1
+           order by created_at, id`,
+          [tenantId ?? null],
+        )
+      ).rows,
+    { readOnly: true },
+  );
+}
