@@ -23,7 +23,7 @@ export class Db {
     this.kind = engine.kind;
   }
 
-  withRequestContext<T>(
+  async withRequestContext<T>(
     claims: Claims,
     fn: (tx: Tx) => Promise<T>,
     options: ContextOptions = {},

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
@@ -22,7 +22,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export function buildApp(deps: AppDeps): FastifyInstance {
   const app = Fastify({
-    loggerInstance: deps.logger,
+    loggerInstance: deps.logger as FastifyBaseLogger,
     // A caller's X-Request-Id is kept when it is sane, so requests can be traced across services.
     genReqId: (req) => {
       const given = req.headers["x-request-id"];

@@ -7,9 +7,9 @@ import { migrationStatus } from "../db/migrate.ts";
  * GET /ready: the database answers and its schema is current (for readiness probes and load balancers).
  */
 export async function healthRoutes(app: FastifyInstance, opts: { db: Db }) {
-  app.get("/health", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  app.get("/health", async () => ({ status: "ok" }));
 
-  app.get("/ready", { schema: { hide: true } }, async (_request, reply) => {
+  app.get("/ready", async (_request, reply) => {
     try {
       const status = await opts.db.asService((tx) => migrationStatus(tx), { readOnly: true });
       const body = {

@@ -1,0 +1,171 @@
+import { createHash, randomBytes } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe } from "node:test";
+import { Db } from "../../src/db/db.ts";
+import { loadMigrations, migrate } from "../../src/db/migrate.ts";
+import { PgliteEngine } from "../../src/db/pglite.ts";
+import { PostgresEngine } from "../../src/db/postgres.ts";
+import { rolesSetupSql } from "../../src/db/roles.ts";
+import type { Engine, EngineKind } from "../../src/db/types.ts";
+
+/**
+ * Integration tests run on PGlite always and on PostgreSQL when TEST_DATABASE_URL is set
+ * (TEST_ENGINES=pglite,postgres narrows the list). Every test file gets a fresh database cloned
+ * from a migrated template: a PGlite snapshot file, or a PostgreSQL template database.
+ *
+ * On PostgreSQL the Db under test logs in as the non-superuser `authenticator` role, exactly as
+ * in production; `owner` is the superuser connection, for setup the tests must not do as a caller.
+ */
+
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
+export const LOGIN_ROLE = "authenticator";
+
+export const ENGINES: EngineKind[] = (() => {
+  const available: EngineKind[] = TEST_DATABASE_URL ? ["pglite", "postgres"] : ["pglite"];
+  const only = process.env.TEST_ENGINES?.split(",").map((s) => s.trim());
+  if (!only?.length) return available;
+  if (only.includes("postgres") && !TEST_DATABASE_URL)
+    throw new Error("TEST_ENGINES names postgres but TEST_DATABASE_URL is not set");
+  return available.filter((e) => only.includes(e));
+})();
+
+export interface TestDb {
+  kind: EngineKind;
+  /** The request-facing database, as the app uses it. */
+  db: Db;
+  /** The schema owner (PGlite's superuser, or the PostgreSQL superuser from TEST_DATABASE_URL). */
+  owner: Engine;
+  /** Connection URL of this test database for the app's login role (PostgreSQL only). */
+  url: string | undefined;
+  close(): Promise<void>;
+}
+
+const schemaHash = createHash("sha256")
+  .update(
+    loadMigrations()
+      .map((m) => m.checksum)
+      .join(","),
+  )
+  .digest("hex")
+  .slice(0, 12);
+
+export async function createTestDb(kind: EngineKind): Promise<TestDb> {
+  return kind === "pglite" ? createPgliteDb() : createPostgresDb();
+}
+
+async function pgliteTemplate(): Promise<Blob> {
+  const file = path.join(os.tmpdir(), `backline-test-template-${schemaHash}.tar`);
+  if (!fs.existsSync(file)) {
+    const engine = await PgliteEngine.open();
+    await migrate(engine);
+    const dump = await engine.dump();
+    await engine.close();
+    // Written then renamed, so a concurrent test process never reads half a file.
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, Buffer.from(await dump.arrayBuffer()));
+    fs.renameSync(tmp, file);
+  }
+  return new Blob([fs.readFileSync(file)]);
+}
+
+async function createPgliteDb(): Promise<TestDb> {
+  const engine = await PgliteEngine.open({ loadDataDir: await pgliteTemplate() });
+  return { kind: "pglite", db: new Db(engine), owner: engine, url: undefined, close: () => engine.close() };
+}
+
+function withDatabase(url: string, database: string, user?: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  if (user) {
+    u.username = user;
+    u.password = "";
+  }
+  return u.toString();
+}
+
+/** Runs one statement on the server from TEST_DATABASE_URL, outside any transaction (CREATE/DROP DATABASE). */
+async function bare(sql: string): Promise<void> {
+  const pg = (await import("pg")).default;
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function ensurePostgresTemplate(): Promise<string> {
+  if (!TEST_DATABASE_URL) throw new Error("TEST_DATABASE_URL is not set");
+  const template = `backline_tmpl_${schemaHash}`;
+  const pg = (await import("pg")).default;
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    // One test process builds the template; the others wait on this lock, then find it built.
+    await client.query("select pg_advisory_lock(4242002)");
+    await client.query(rolesSetupSql(LOGIN_ROLE));
+    const exists = await client.query("select 1 from pg_database where datname = $1", [template]);
+    if (exists.rowCount === 0) {
+      const building = `${template}_building`;
+      await client.query(`drop database if exists ${building}`);
+      await client.query(`create database ${building}`);
+      const engine = new PostgresEngine({ url: withDatabase(TEST_DATABASE_URL, building), poolSize: 1 });
+      try {
+        await migrate(engine);
+      } finally {
+        await engine.close();
+      }
+      await client.query(`alter database ${building} rename to ${template}`);
+    }
+    await client.query("select pg_advisory_unlock(4242002)");
+  } finally {
+    await client.end();
+  }
+  return template;
+}
+
+async function createPostgresDb(): Promise<TestDb> {
+  if (!TEST_DATABASE_URL) throw new Error("TEST_DATABASE_URL is not set");
+  const template = await ensurePostgresTemplate();
+  const name = `backline_test_${process.pid}_${randomBytes(4).toString("hex")}`;
+  await bare(`create database ${name} template ${template}`);
+  const url = withDatabase(TEST_DATABASE_URL, name, LOGIN_ROLE);
+  const owner = new PostgresEngine({ url: withDatabase(TEST_DATABASE_URL, name), poolSize: 2 });
+  const db = new Db(new PostgresEngine({ url, poolSize: 5 }));
+  return {
+    kind: "postgres",
+    db,
+    owner,
+    url,
+    async close() {
+      await db.close();
+      await owner.close();
+      await bare(`drop database if exists ${name} with (force)`);
+    },
+  };
+}
+
+/**
+ * Declares `fn`'s tests once per engine, each engine with its own fresh database.
+ * `t()` returns the TestDb inside tests and hooks.
+ */
+export function describeEachEngine(name: string, fn: (t: () => TestDb) => void): void {
+  for (const kind of ENGINES) {
+    describe(`${name} [${kind}]`, () => {
+      let current: TestDb | undefined;
+      before(async () => {
+        current = await createTestDb(kind);
+      });
+      after(async () => {
+        await current?.close();
+      });
+      fn(() => {
+        if (!current) throw new Error("test database not ready");
+        return current;
+      });
+    });
+  }
+}

@@ -1,0 +1,76 @@
+import { randomUUID } from "node:crypto";
+import type { Db } from "../../src/db/db.ts";
+import type { Claims, Tx } from "../../src/db/types.ts";
+import {
+  type Account,
+  createAccount,
+  createTenant,
+  type PolicyPreset,
+  type Tenant,
+} from "../../src/tenancy/tenants.ts";
+
+/** Seed helpers: tenants, accounts, users and memberships through the service path, and the claims to act as them. */
+
+export interface SeedUser {
+  id: string;
+  tenant_id: string;
+  email: string;
+}
+
+export async function seedTenant(db: Db, preset: PolicyPreset = "account-members"): Promise<Tenant> {
+  const slug = `t-${randomUUID().slice(0, 8)}`;
+  return (await createTenant(db, { name: `Tenant ${slug}`, slug, policyPreset: preset })).tenant;
+}
+
+export function seedAccount(db: Db, tenant: Tenant, name = "Label"): Promise<Account> {
+  return createAccount(db, { tenantId: tenant.id, name });
+}
+
+export async function seedUser(
+  db: Db,
+  tenant: Tenant,
+  memberships: { account: Account; role?: "owner" | "admin" | "member" | "viewer" }[] = [],
+): Promise<SeedUser> {
+  return db.asService(async (tx) => {
+    const email = `user-${randomUUID().slice(0, 8)}@example.com`;
+    const r = await tx.query<SeedUser>(
+      "insert into internal.users (tenant_id, email, email_confirmed_at) values ($1, $2, now()) returning id, tenant_id, email",
+      [tenant.id, email],
+    );
+    const user = r.rows[0];
+    if (!user) throw new Error("no user");
+    for (const m of memberships) {
+      await tx.query(
+        "insert into internal.memberships (tenant_id, account_id, user_id, role) values ($1, $2, $3, $4)",
+        [tenant.id, m.account.id, user.id, m.role ?? "member"],
+      );
+    }
+    return user;
+  });
+}
+
+/** The claims of a logged-in user's access token. */
+export function userClaims(user: SeedUser): Claims {
+  return { role: "authenticated", sub: user.id, tenant_id: user.tenant_id, aud: "authenticated" };
+}
+
+/** The claims a public-API key of `account` runs with. */
+export function keyClaims(account: Account, accountRole: "admin" | "member" | "viewer" = "member"): Claims {
+  return {
+    role: "authenticated",
+    tenant_id: account.tenant_id,
+    account_id: account.id,
+    account_role: accountRole,
+    api_key_id: randomUUID(),
+  };
+}
+
+export const anonClaims = (tenant: Tenant): Claims => ({ role: "anon", tenant_id: tenant.id });
+export const serviceClaims: Claims = { role: "service_role" };
+
+/** Sets a release's status on the service path, walking the lifecycle as the operator would. */
+export async function forceReleaseStatus(db: Db, releaseId: string, status: string): Promise<void> {
+  await db.asService((tx: Tx) =>
+    tx.query("update public.releases set status = $2 where id = $1", [releaseId, status]),
+  );
+}
