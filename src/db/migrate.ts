@@ -123,14 +123,40 @@ export async function migrationStatus(tx: Tx, migrations = loadMigrations()): Pr
   return compare(await readApplied(tx), migrations);
 }
 
+/**
+ * Reads the applied migrations with whatever login this is: the schema owner reads its own table;
+ * the server's non-superuser login reads it through service_role, the one role granted SELECT.
+ */
+async function readAppliedAsLogin(tx: Tx) {
+  const r = await tx.query<{ ok: boolean }>(
+    "select coalesce((select pg_has_role(session_user, oid, 'MEMBER') from pg_roles where rolname = 'service_role'), false) as ok",
+  );
+  if (r.rows[0]?.ok) await tx.query("select set_config('role', 'service_role', true)");
+  return readApplied(tx);
+}
+
 /** Applies every pending migration in order; returns those it applied. */
 export async function migrate(engine: Engine, migrations = loadMigrations()): Promise<Migration[]> {
+  // Nothing to do is the common case at start-up, and needs no privilege beyond reading.
+  const before = await engine.transaction(async (tx) => compare(await readAppliedAsLogin(tx), migrations), {
+    readOnly: true,
+  });
+  if (before.pending.length === 0) return [];
+
   const done: Migration[] = [];
   for (;;) {
     const applied = await engine.transaction(
       async (tx) => {
-        await tx.query("select pg_advisory_xact_lock($1)", [LOCK_KEY]);
-        await tx.exec(BOOTSTRAP);
+        try {
+          await tx.query("select pg_advisory_xact_lock($1)", [LOCK_KEY]);
+          await tx.exec(BOOTSTRAP);
+        } catch (error) {
+          throw new MigrationError(
+            `Cannot apply migrations as this database login: ${error instanceof Error ? error.message : String(error)}. ` +
+              "Run `backline migrate` with MIGRATION_DATABASE_URL set to the schema owner's login (docs/database.md).",
+            { cause: error },
+          );
+        }
         // Read again under the lock: another process may have applied it meanwhile.
         const next = compare(await readApplied(tx), migrations).pending[0];
         if (!next) return undefined;

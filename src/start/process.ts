@@ -1,5 +1,6 @@
 import pino, { type Logger } from "pino";
 import { type Config, ConfigError, loadConfig } from "../config.ts";
+import { asDbError, mapDbError } from "../db/errors.ts";
 import { MigrationError } from "../db/migrate.ts";
 import { DatabaseUnavailableError } from "../db/open.ts";
 import { DataDirInUseError } from "../db/pglite.ts";
@@ -11,6 +12,9 @@ const EXPECTED = [ConfigError, DatabaseUnavailableError, MigrationError, DataDir
 /** A one-line explanation for errors a user can fix; undefined for bugs. */
 export function explain(error: unknown): string | undefined {
   if (EXPECTED.some((type) => error instanceof type)) return (error as Error).message;
+  // A request the database refused (a duplicate slug, a bad value): its message says what.
+  const db = asDbError(error);
+  if (db && mapDbError(db).status < 500) return [db.message, db.detail].filter(Boolean).join(": ");
   const e = error as NodeJS.ErrnoException & { address?: string; port?: number };
   if (e?.code === "EADDRINUSE")
     return `Port ${e.port ?? ""} on ${e.address ?? "this host"} is already in use: set PORT to another port.`;

@@ -148,6 +148,23 @@ async function createPostgresDb(): Promise<TestDb> {
   };
 }
 
+/** An empty PostgreSQL database (roles set up, nothing migrated): for migration and start-up tests. */
+export async function createEmptyPostgresDb(): Promise<{
+  ownerUrl: string;
+  loginUrl: string;
+  drop(): Promise<void>;
+}> {
+  if (!TEST_DATABASE_URL) throw new Error("TEST_DATABASE_URL is not set");
+  await ensurePostgresTemplate(); // also sets up the roles
+  const name = `backline_empty_${process.pid}_${randomBytes(4).toString("hex")}`;
+  await bare(`create database ${name}`);
+  return {
+    ownerUrl: withDatabase(TEST_DATABASE_URL, name),
+    loginUrl: withDatabase(TEST_DATABASE_URL, name, LOGIN_ROLE),
+    drop: () => bare(`drop database if exists ${name} with (force)`),
+  };
+}
+
 /**
  * Declares `fn`'s tests once per engine, each engine with its own fresh database.
  * `t()` returns the TestDb inside tests and hooks.

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import path from "node:path";
+import { describe, test } from "node:test";
+import { ConfigError, loadConfig } from "./config.ts";
+
+describe("loadConfig", () => {
+  test("defaults: embedded database under ./.backline, port 54321, a development tenant", () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 54321);
+    assert.equal(c.host, "127.0.0.1");
+    assert.equal(c.dataDir, path.resolve(".backline"));
+    assert.deepEqual(c.database, { engine: "pglite", dataDir: path.resolve(".backline/pgdata") });
+    assert.equal(c.publicUrl, "http://127.0.0.1:54321");
+    assert.equal(c.devTenant, true);
+    assert.equal(c.migrateOnStart, true);
+  });
+
+  test("DATABASE_URL switches to PostgreSQL; migrations use MIGRATION_DATABASE_URL when given", () => {
+    const c = loadConfig({
+      DATABASE_URL: "postgres://app@db/backline",
+      MIGRATION_DATABASE_URL: "postgresql://owner@db/backline",
+    });
+    assert.deepEqual(c.database, {
+      engine: "postgres",
+      url: "postgres://app@db/backline",
+      migrationUrl: "postgresql://owner@db/backline",
+      poolSize: 10,
+    });
+    assert.equal(c.devTenant, false, "no development tenant on PostgreSQL unless asked");
+    assert.equal(loadConfig({ DATABASE_URL: "postgres://a@b/c", DEV_TENANT: "true" }).devTenant, true);
+  });
+
+  test("PUBLIC_URL wins over HOST and PORT, without a trailing slash; 0.0.0.0 shows as localhost", () => {
+    assert.equal(loadConfig({ PUBLIC_URL: "https://api.example.com/" }).publicUrl, "https://api.example.com");
+    assert.equal(loadConfig({ HOST: "0.0.0.0", PORT: "8080" }).publicUrl, "http://localhost:8080");
+  });
+
+  test("empty values count as unset", () => {
+    assert.equal(loadConfig({ PORT: "", DATABASE_URL: "" }).database.engine, "pglite");
+  });
+
+  const bad: [Record<string, string>, string][] = [
+    [{ PORT: "abc" }, 'Invalid configuration: PORT must be a port number (got "abc")'],
+    [{ PORT: "1.5" }, 'Invalid configuration: PORT must be a whole number (got "1.5")'],
+    [{ PORT: "-1" }, 'Invalid configuration: PORT must be between 0 and 65535 (got "-1")'],
+    [
+      { DATABASE_URL: "mysql://x" },
+      'Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (got "mysql://x")',
+    ],
+    [{ DEV_TENANT: "sure" }, 'Invalid configuration: DEV_TENANT must be true or false (got "sure")'],
+    [
+      { PUBLIC_URL: "not a url" },
+      'Invalid configuration: PUBLIC_URL must be an absolute URL such as https://api.example.com (got "not a url")',
+    ],
+  ];
+  for (const [env, message] of bad) {
+    test(`refuses ${JSON.stringify(env)}`, () => {
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) =>
+          e instanceof ConfigError && e.message === message && e.setting === Object.keys(env)[0],
+      );
+    });
+  }
+});

@@ -1,0 +1,273 @@
+import { Command, InvalidArgumentError, Option } from "commander";
+import pino from "pino";
+import type { Config } from "../config.ts";
+import type { Db } from "../db/db.ts";
+import { migrate, migrationStatus } from "../db/migrate.ts";
+import { openDatabase } from "../db/open.ts";
+import { PgliteEngine } from "../db/pglite.ts";
+import { PostgresEngine } from "../db/postgres.ts";
+import { rolesSetupSql } from "../db/roles.ts";
+import {
+  ACCOUNT_KINDS,
+  createAccount,
+  createTenant,
+  findTenant,
+  getTenantKeys,
+  listAccounts,
+  listTenants,
+  POLICY_PRESETS,
+} from "../tenancy/tenants.ts";
+import { createLogger, die, loadConfigOrDie } from "./process.ts";
+import { serveUntilSignalled } from "./serve.ts";
+
+/**
+ * `backline`: a thin shell over the same services the server uses. Every command prints a
+ * human-readable answer, or JSON with --json; errors are one line on stderr and exit code 1.
+ */
+
+interface GlobalOptions {
+  json?: boolean;
+}
+
+function output(program: Command, human: string, data: unknown): void {
+  const { json } = program.opts<GlobalOptions>();
+  process.stdout.write(json ? `${JSON.stringify(data, null, 2)}\n` : `${human}\n`);
+}
+
+function table(rows: Record<string, unknown>[], columns: string[]): string {
+  if (rows.length === 0) return "(none)";
+  const cell = (v: unknown) => (v instanceof Date ? v.toISOString() : String(v ?? ""));
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
+  return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join("\n");
+}
+
+/** Opens the database for one command (migrating it when MIGRATE_ON_START allows), then closes it. */
+async function withDb<T>(fn: (db: Db, config: Config) => Promise<T>): Promise<T> {
+  const config = loadConfigOrDie();
+  const logger = pino({ level: "warn" }, pino.destination(2));
+  const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
+  try {
+    return await fn(db, config);
+  } finally {
+    await db.close();
+  }
+}
+
+function choice<T extends string>(values: readonly T[]) {
+  return (value: string): T => {
+    if (!(values as readonly string[]).includes(value)) {
+      throw new InvalidArgumentError(`expected one of ${values.join(", ")}`);
+    }
+    return value as T;
+  };
+}
+
+const program = new Command("backline")
+  .description("Backline: the backend of a white-label music distribution platform")
+  .option("--json", "print JSON instead of text")
+  .showHelpAfterError()
+  .configureOutput({ outputError: (str, write) => write(`backline: ${str.replace(/^error: /, "")}`) });
+
+program
+  .command("serve")
+  .description("run the API server (what `npm start` runs)")
+  .action(async () => {
+    const config = loadConfigOrDie();
+    await serveUntilSignalled(config, createLogger(config));
+  });
+
+program
+  .command("migrate")
+  .description(
+    "apply pending database migrations (MIGRATION_DATABASE_URL, else DATABASE_URL, else the embedded database)",
+  )
+  .option("--status", "only show which migrations are applied and pending")
+  .action(async (opts: { status?: boolean }) => {
+    const config = loadConfigOrDie();
+    const dbc = config.database;
+    const engine =
+      dbc.engine === "pglite"
+        ? await PgliteEngine.open({ dataDir: dbc.dataDir })
+        : new PostgresEngine({ url: dbc.migrationUrl, poolSize: 1, applicationName: "backline migrate" });
+    try {
+      const applied = opts.status ? [] : await migrate(engine);
+      const status = await engine.transaction((tx) => migrationStatus(tx), { readOnly: true });
+      const human = [
+        ...applied.map((m) => `applied ${String(m.version).padStart(4, "0")} ${m.name}`),
+        `${status.applied.length} applied, ${status.pending.length} pending` +
+          (status.pending.length
+            ? `: ${status.pending.map((m) => `${m.version} ${m.name}`).join(", ")}`
+            : ""),
+      ].join("\n");
+      output(program, human, {
+        applied_now: applied.map((m) => ({ version: m.version, name: m.name })),
+        applied: status.applied.map((m) => ({ version: m.version, name: m.name, applied_at: m.appliedAt })),
+        pending: status.pending.map((m) => ({ version: m.version, name: m.name })),
+      });
+    } finally {
+      await engine.close();
+    }
+  });
+
+const dbCommand = program.command("db").description("PostgreSQL setup");
+dbCommand
+  .command("setup-sql")
+  .description("print the SQL a superuser runs once to create Backline's roles (pipe it into psql)")
+  .option("--login <role>", "name of the login role the server connects as", "authenticator")
+  .action((opts: { login: string }) => {
+    const sql = rolesSetupSql(opts.login);
+    output(program, sql.trimEnd(), { sql });
+  });
+
+const tenants = program.command("tenants").description("white-label customers");
+tenants
+  .command("create")
+  .description("create a tenant and print its URL and keys")
+  .requiredOption("--name <name>", "the customer's name")
+  .option("--slug <slug>", "short identifier (default: from the name)")
+  .addOption(
+    new Option("--policy <preset>", "row-level security preset")
+      .choices(POLICY_PRESETS)
+      .default("account-members"),
+  )
+  .option("--plan <plan>", "plan name, for rate limits", "standard")
+  .action(
+    async (opts: { name: string; slug?: string; policy: (typeof POLICY_PRESETS)[number]; plan: string }) => {
+      await withDb(async (db, config) => {
+        const { tenant, keys } = await createTenant(db, {
+          name: opts.name,
+          ...(opts.slug ? { slug: opts.slug } : {}),
+          policyPreset: opts.policy,
+          plan: opts.plan,
+        });
+        const data = { ...tenant, url: config.publicUrl, ...keys };
+        output(
+          program,
+          [
+            `Created tenant ${tenant.name} (${tenant.slug})`,
+            `       tenant_id: ${tenant.id}`,
+            `          policy: ${tenant.policy_preset}`,
+            `             url: ${config.publicUrl}`,
+            `        anon key: ${keys.anon_key}`,
+            `service_role key: ${keys.service_role_key}`,
+          ].join("\n"),
+          data,
+        );
+      });
+    },
+  );
+
+tenants
+  .command("list")
+  .description("list tenants")
+  .action(async () => {
+    await withDb(async (db) => {
+      const rows = await listTenants(db);
+      output(
+        program,
+        table(rows as unknown as Record<string, unknown>[], [
+          "id",
+          "slug",
+          "name",
+          "policy_preset",
+          "plan",
+          "created_at",
+        ]),
+        rows,
+      );
+    });
+  });
+
+tenants
+  .command("keys")
+  .description("print a tenant's URL, anon key and service-role key")
+  .argument("<tenant>", "tenant id or slug")
+  .action(async (ref: string) => {
+    await withDb(async (db, config) => {
+      const tenant = await db.asService((tx) => findTenant(tx, ref), { readOnly: true });
+      if (!tenant) throw new CliError(`no tenant ${ref}`);
+      const keys = await getTenantKeys(db, tenant.id);
+      output(
+        program,
+        `url: ${config.publicUrl}\nanon key: ${keys?.anon_key}\nservice_role key: ${keys?.service_role_key}`,
+        {
+          tenant_id: tenant.id,
+          url: config.publicUrl,
+          ...keys,
+        },
+      );
+    });
+  });
+
+const accounts = program.command("accounts").description("labels' and artists' accounts inside a tenant");
+accounts
+  .command("create")
+  .description("create an account in a tenant")
+  .requiredOption("--tenant <tenant>", "tenant id or slug")
+  .requiredOption("--name <name>", "account name")
+  .option("--kind <kind>", `one of ${ACCOUNT_KINDS.join(", ")}`, choice(ACCOUNT_KINDS), "label")
+  .option("--sandbox", "a sandbox account (simulated stores only)")
+  .action(
+    async (opts: {
+      tenant: string;
+      name: string;
+      kind: (typeof ACCOUNT_KINDS)[number];
+      sandbox?: boolean;
+    }) => {
+      await withDb(async (db) => {
+        const tenant = await db.asService((tx) => findTenant(tx, opts.tenant), { readOnly: true });
+        if (!tenant) throw new CliError(`no tenant ${opts.tenant}`);
+        const account = await createAccount(db, {
+          tenantId: tenant.id,
+          name: opts.name,
+          kind: opts.kind,
+          isSandbox: opts.sandbox ?? false,
+        });
+        output(program, `Created account ${account.name} (${account.id}) in ${tenant.slug}`, account);
+      });
+    },
+  );
+
+accounts
+  .command("list")
+  .description("list accounts")
+  .option("--tenant <tenant>", "only this tenant (id or slug)")
+  .action(async (opts: { tenant?: string }) => {
+    await withDb(async (db) => {
+      let tenantId: string | undefined;
+      if (opts.tenant) {
+        const ref = opts.tenant;
+        const tenant = await db.asService((tx) => findTenant(tx, ref), { readOnly: true });
+        if (!tenant) throw new CliError(`no tenant ${ref}`);
+        tenantId = tenant.id;
+      }
+      const rows = await listAccounts(db, tenantId);
+      output(
+        program,
+        table(rows as unknown as Record<string, unknown>[], [
+          "id",
+          "tenant_id",
+          "name",
+          "kind",
+          "is_sandbox",
+          "created_at",
+        ]),
+        rows,
+      );
+    });
+  });
+
+class CliError extends Error {}
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  if (error instanceof CliError) {
+    process.stderr.write(`backline: ${error.message}\n`);
+    process.exit(1);
+  }
+  die(error);
+});
