@@ -114,6 +114,6 @@ describe("backline CLI", () => {
     const r = await runCli(["db", "setup-sql", "--login", "backline_api"], env);
     assert.equal(r.code, 0);
     assert.match(r.stdout, /create role service_role nologin noinherit bypassrls/);
-    assert.match(r.stdout, /grant anon, authenticated, service_role to backline_api;/);
+    assert.match(r.stdout, /grant anon, authenticated, tenant_service, service_role to backline_api;/);
   });
 });

@@ -1,3 +1,5 @@
+import type { DbRole } from "./types.ts";
+
 /**
  * Database errors, normalised across node-postgres and PGlite, and the one table that maps a
  * SQLSTATE to an HTTP status and a machine-readable code. Every HTTP surface uses this mapping

@@ -1,5 +1,5 @@
 /**
- * The cluster-level setup PostgreSQL needs once, run by a superuser (docs/database.md): the three
+ * The cluster-level setup PostgreSQL needs once, run by a superuser (docs/database.md): the four
  * request roles and a login role that is not a superuser and may only switch to them. Idempotent.
  * `backline db setup-sql` prints it; the test harness runs the same text.
  */
@@ -13,6 +13,9 @@ begin
   if not exists (select from pg_roles where rolname = 'authenticated') then
     create role authenticated nologin noinherit;
   end if;
+  if not exists (select from pg_roles where rolname = 'tenant_service') then
+    create role tenant_service nologin noinherit;
+  end if;
   if not exists (select from pg_roles where rolname = 'service_role') then
     create role service_role nologin noinherit bypassrls;
   else
@@ -23,6 +26,6 @@ begin
   end if;
 end
 $setup$;
-grant anon, authenticated, service_role to ${login};
+grant anon, authenticated, tenant_service, service_role to ${login};
 `;
 }

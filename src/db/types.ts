@@ -24,8 +24,12 @@ export interface Engine {
   close(): Promise<void>;
 }
 
-/** The three database roles a request can take (see docs/database.md). */
-export const DB_ROLES = ["anon", "authenticated", "service_role"] as const;
+/**
+ * The database roles a request can take (docs/database.md): anon and authenticated for clients,
+ * tenant_service for a tenant's own service-role key (its whole tenant, nothing else), and
+ * service_role for the operator (every tenant).
+ */
+export const DB_ROLES = ["anon", "authenticated", "tenant_service", "service_role"] as const;
 export type DbRole = (typeof DB_ROLES)[number];
 
 /**

@@ -1,9 +1,10 @@
 -- Roles, schemas and the claim helpers every policy uses.
 --
--- A request runs as one of three database roles (set per transaction by Db.withRequestContext):
---   anon           the tenant's anon key alone (a public client before login)
---   authenticated  a logged-in user's access token, or a public-API key
---   service_role   the tenant's service-role key, workers and the operator (BYPASSRLS)
+-- A request runs as one of four database roles (set per transaction by Db.withRequestContext):
+--   anon            a tenant's anon key alone (a public client before login)
+--   authenticated   a logged-in user's access token, or a public-API key
+--   tenant_service  a tenant's service-role key: every row of that tenant, no other tenant's
+--   service_role    the operator: workers, the CLI, the admin API (BYPASSRLS, every tenant)
 -- On PostgreSQL in production a superuser creates these roles once (docs/database.md); this
 -- migration creates them only when they are missing, so the schema owner need not be a superuser.
 
@@ -15,8 +16,15 @@ begin
   if not exists (select from pg_roles where rolname = 'authenticated') then
     create role authenticated nologin noinherit;
   end if;
+  if not exists (select from pg_roles where rolname = 'tenant_service') then
+    create role tenant_service nologin noinherit;
+  end if;
   if not exists (select from pg_roles where rolname = 'service_role') then
     create role service_role nologin noinherit bypassrls;
+  end if;
+  if (select rolbypassrls from pg_roles where rolname = 'tenant_service') then
+    raise exception 'role tenant_service must not have BYPASSRLS'
+      using hint = 'As a superuser: alter role tenant_service nobypassrls';
   end if;
   if not (select rolbypassrls from pg_roles where rolname = 'service_role') then
     raise exception 'role service_role exists without BYPASSRLS'
@@ -29,11 +37,11 @@ $$;
 -- auth: functions reading the request's claims, in the style of Supabase's auth.uid().
 create schema if not exists auth;
 
-grant usage on schema public, auth to anon, authenticated, service_role;
+grant usage on schema public, auth to anon, authenticated, tenant_service, service_role;
 -- Trigger functions live in internal and run as the caller, so callers need to resolve names
 -- there. They get no privilege on any internal table, and every internal table has RLS enabled
 -- with no policy for them: USAGE alone reveals nothing.
-grant usage on schema internal to anon, authenticated, service_role;
+grant usage on schema internal to anon, authenticated, tenant_service, service_role;
 
 alter default privileges in schema internal grant all on tables to service_role;
 alter default privileges in schema internal grant all on sequences to service_role;
@@ -59,12 +67,13 @@ create function auth.tenant_id() returns uuid
 language sql stable
 as $$ select nullif(auth.jwt() ->> 'tenant_id', '')::uuid $$;
 
--- True for the service role and for code running as the schema owner (SECURITY DEFINER
--- functions and the operator's own path); false for anon and authenticated callers. This reads
--- current_user, not a claim, so nothing a client sends can change it.
+-- True for the operator: service_role and code running as the schema owner (SECURITY DEFINER
+-- functions, migrations); false for clients, including a tenant's own service key, which obeys
+-- the catalog's lifecycle rules like its users do. This reads current_user, not a claim, so
+-- nothing a client sends can change it.
 create function internal.is_privileged() returns boolean
 language sql stable
-as $$ select current_user not in ('anon', 'authenticated') $$;
+as $$ select current_user not in ('anon', 'authenticated', 'tenant_service') $$;
 
 -- Raises a Backline rule violation: SQLSTATE 'BLnnn' (the HTTP layers map each to a code and
 -- status in src/db/errors.ts), a sentence for people, and details for programs.

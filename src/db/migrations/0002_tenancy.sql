@@ -237,6 +237,13 @@ as $$
   end
 $$;
 
+-- Every account of the caller's tenant: what a tenant's service-role key (tenant_service) reaches.
+create function auth.tenant_account_ids() returns uuid[]
+language sql stable security definer set search_path = ''
+as $$
+  select coalesce((select array_agg(a.id) from internal.accounts a where a.tenant_id = auth.tenant_id()), '{}')
+$$;
+
 -- Under the owner-only preset a user reaches only the rows they created; under account-members
 -- (the default) every row of their accounts. A public-API key always acts for its whole account.
 create function auth.sees_whole_account() returns boolean
@@ -247,14 +254,16 @@ as $$
 $$;
 
 -- The account a new row belongs to when the request does not name one: the key's account, or the
--- user's default account, or else their first account they may write to.
+-- user's default account while they may still write to it, or else the first account they may write to.
 create function auth.default_account_id() returns uuid
 language sql stable security definer set search_path = ''
 as $$
   select case
     when auth.jwt() ? 'account_id' then nullif(auth.jwt() ->> 'account_id', '')::uuid
     else coalesce(
-      (select u.default_account_id from internal.users u where u.id = auth.uid() and u.tenant_id = auth.tenant_id()),
+      (select u.default_account_id from internal.users u
+        join internal.memberships m on m.account_id = u.default_account_id and m.user_id = u.id
+        where u.id = auth.uid() and u.tenant_id = auth.tenant_id() and m.role in ('owner', 'admin', 'member')),
       (select m.account_id from internal.memberships m
         where m.user_id = auth.uid() and m.tenant_id = auth.tenant_id() and m.role in ('owner', 'admin', 'member')
         order by m.created_at, m.account_id limit 1))

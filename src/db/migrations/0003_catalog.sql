@@ -114,6 +114,7 @@ create table public.tracks (
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   unique (id, account_id),
+  unique (id, release_id, account_id),
   -- Deferred to the end of the statement, so tracks can swap numbers in one update.
   constraint tracks_position unique (release_id, disc_number, track_number) deferrable initially immediate,
   foreign key (release_id, account_id) references public.releases (id, account_id) on delete cascade
@@ -180,13 +181,16 @@ create table public.track_analytics (
   currency char(3) not null check (currency ~ '^[A-Z]{3}$'),
   updated_at timestamptz not null default now(),
   unique (track_id, period_start, period_end, store, currency),
-  foreign key (track_id, account_id) references public.tracks (id, account_id) on delete cascade
+  -- The release is the track's own, and both are the account's.
+  foreign key (track_id, release_id, account_id) references public.tracks (id, release_id, account_id) on delete cascade
 );
 create index track_analytics_account on public.track_analytics (account_id, period_start);
 
 create table public.notifications (
   id uuid primary key default gen_random_uuid(),
-  user_id uuid not null references internal.users (id) on delete cascade,
+  -- The recipient's tenant, filled from the user; the pair keeps a notification inside its tenant.
+  tenant_id uuid not null,
+  user_id uuid not null,
   account_id uuid references internal.accounts (id) on delete cascade,
   -- What happened, e.g. 'release.approved', 'delivery.live', 'takedown.completed' (docs/notifications.md).
   kind text not null check (kind ~ '^[a-z_]+(\.[a-z_]+)*$'),
@@ -196,30 +200,49 @@ create table public.notifications (
   data jsonb not null default '{}' check (jsonb_typeof(data) = 'object'),
   read boolean not null default false,
   read_at timestamptz,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  foreign key (tenant_id, user_id) references internal.users (tenant_id, id) on delete cascade
 );
 create index notifications_user on public.notifications (user_id, created_at desc);
+create index notifications_tenant on public.notifications (tenant_id, created_at desc);
 
 -- Privileges. A role may touch only what is granted here; row-level security then decides rows.
 -- anon: nothing (every table needs a logged-in user). service_role: everything (default privileges).
-grant select, insert, delete on public.artist_profiles to authenticated;
+-- tenant_service: every table, every column; its policies keep it inside its tenant.
+grant select, insert, update, delete on public.artist_profiles, public.releases, public.tracks,
+  public.release_analytics, public.track_analytics, public.takedown_requests, public.notifications
+  to tenant_service;
+-- Column lists for INSERT as well as UPDATE: what the operator sets (status_reason, submitted_at,
+-- audio_metadata, completed_at, timestamps) a client can neither send on create nor change later.
+grant select, delete on public.artist_profiles to authenticated;
+grant insert (id, account_id, name, bio, "streamingA_id", "streamingB_id", store_ids, platform_links, localized_names)
+  on public.artist_profiles to authenticated;
 grant update (name, bio, "streamingA_id", "streamingB_id", store_ids, platform_links, localized_names)
   on public.artist_profiles to authenticated;
 
-grant select, insert, delete on public.releases to authenticated;
+grant select, delete on public.releases to authenticated;
+grant insert (id, account_id, artist_id, title, version, release_type, artist_name, primary_genre, secondary_genre,
+  genres, release_date, original_release_date, upc, label_name, catalog_number, licensed_territories_include,
+  territories, territories_exclude, services, copyright, copyright_year, phonographic_copyright,
+  phonographic_year, explicit, language, status)
+  on public.releases to authenticated;
 grant update (artist_id, title, version, release_type, artist_name, primary_genre, secondary_genre, genres,
   release_date, original_release_date, upc, label_name, catalog_number, licensed_territories_include,
   territories, territories_exclude, services, copyright, copyright_year, phonographic_copyright,
   phonographic_year, explicit, language, status)
   on public.releases to authenticated;
 
-grant select, insert, delete on public.tracks to authenticated;
+grant select, delete on public.tracks to authenticated;
+grant insert (id, release_id, account_id, title, version, isrc, duration, track_number, disc_number, artist_name,
+  explicit, language, contributors, splits)
+  on public.tracks to authenticated;
 grant update (title, version, isrc, duration, track_number, disc_number, artist_name, explicit, language,
   contributors, splits)
   on public.tracks to authenticated;
 
 -- Takedowns are requested by users and moved on only by the operator's backend.
-grant select, insert on public.takedown_requests to authenticated;
+grant select on public.takedown_requests to authenticated;
+grant insert (id, release_id, account_id, reason, status) on public.takedown_requests to authenticated;
 
 grant select on public.release_analytics, public.track_analytics to authenticated;
 
@@ -239,6 +262,10 @@ declare
   writable constant text :=
     'account_id = any ((select auth.writable_account_ids())::uuid[]) and ((select auth.sees_whole_account()) or created_by = (select auth.uid()))';
 begin
+  foreach t in array array['artist_profiles', 'releases', 'tracks', 'takedown_requests', 'release_analytics', 'track_analytics'] loop
+    execute format('create policy %I on public.%I for all to tenant_service using (%s) with check (%s)', t || '_tenant_service', t,
+      'account_id = any ((select auth.tenant_account_ids())::uuid[])', 'account_id = any ((select auth.tenant_account_ids())::uuid[])');
+  end loop;
   foreach t in array array['artist_profiles', 'releases', 'tracks', 'takedown_requests'] loop
     execute format('alter table public.%I enable row level security', t);
     execute format('create policy %I on public.%I for select to authenticated using (%s)', t || '_select', t, visible);
@@ -258,6 +285,9 @@ $$;
 
 alter table public.notifications enable row level security;
 create policy notifications_select on public.notifications for select to authenticated
-  using (user_id = (select auth.uid()));
+  using (user_id = (select auth.uid()) and tenant_id = (select auth.tenant_id()));
 create policy notifications_update on public.notifications for update to authenticated
-  using (user_id = (select auth.uid())) with check (user_id = (select auth.uid()));
+  using (user_id = (select auth.uid()) and tenant_id = (select auth.tenant_id()))
+  with check (user_id = (select auth.uid()) and tenant_id = (select auth.tenant_id()));
+create policy notifications_tenant_service on public.notifications for all to tenant_service
+  using (tenant_id = (select auth.tenant_id())) with check (tenant_id = (select auth.tenant_id()));

@@ -1,12 +1,14 @@
 -- Where side effects leave the database: every state change writes its history, its jobs and its
 -- events in the same transaction, and workers take them from here (ARCHITECTURE.md, principle 3).
 
--- Every status a release has passed through, who moved it and why.
+-- Every status a release has passed through, who moved it and why. An audit log: it has no
+-- foreign keys, so it outlives a deleted release (and records the deletion itself).
 create table internal.release_history (
   id bigint generated always as identity primary key,
-  release_id uuid not null references public.releases (id) on delete cascade,
+  release_id uuid not null,
   account_id uuid not null,
   from_status text,
+  -- A release status, or 'deleted'.
   to_status text not null,
   reason text,
   -- The database role of the request: authenticated, service_role, or 'system' for the owner's own path.

@@ -4,8 +4,9 @@
 --   BL002 invalid_status_transition  409
 --   BL003 takedown_not_allowed       409
 --   BL004 operator_only              403
--- The guards apply to anon and authenticated callers; service_role and the owner's path
--- (internal.is_privileged()) are the operator and may do what the lifecycle needs.
+-- The guards apply to clients (anon, authenticated, and a tenant's own service key as
+-- tenant_service); service_role and the owner's path (internal.is_privileged()) are the operator
+-- and may do what the lifecycle needs.
 
 -- Who owns a new row. created_by is always the caller (a client cannot claim someone else's row);
 -- account_id comes from the parent row named in the trigger's arguments, looked up as the caller so
@@ -156,6 +157,22 @@ $$;
 create trigger release_status_changed after insert or update of status on public.releases
   for each row execute function internal.release_status_changed();
 
+-- A deleted release leaves its last word in the history.
+create function internal.release_deleted() returns trigger
+language plpgsql security definer set search_path = ''
+as $$
+begin
+  insert into internal.release_history (release_id, account_id, from_status, to_status, actor_role, actor_user_id,
+    actor_api_key_id)
+  values (old.id, old.account_id, old.status, 'deleted', coalesce(auth.role(), 'system'), auth.uid(),
+    nullif(auth.jwt() ->> 'api_key_id', '')::uuid);
+  return null;
+end
+$$;
+
+create trigger release_deleted after delete on public.releases
+  for each row execute function internal.release_deleted();
+
 -- Tracks change only while their release is editable. ISRCs are stored normalised.
 create function internal.track_rules() returns trigger
 language plpgsql
@@ -191,6 +208,14 @@ $$;
 create trigger track_rules before insert or update or delete on public.tracks
   for each row execute function internal.track_rules();
 
+-- Whether a release already has an open takedown request, whoever made it (the owner-only preset
+-- hides a colleague's request from the caller).
+create function internal.has_open_takedown(release uuid) returns boolean
+language sql stable security definer set search_path = ''
+as $$
+  select exists (select 1 from public.takedown_requests t where t.release_id = release and t.status in ('pending', 'processing'))
+$$;
+
 -- Takedowns: a user asks, as pending, for a delivered or live release; the operator moves them on.
 create function internal.takedown_rules() returns trigger
 language plpgsql
@@ -206,6 +231,11 @@ begin
           jsonb_build_object('status', new.status)::text,
           'Leave status out or send pending; the operator''s backend moves it on.');
       end if;
+      if internal.has_open_takedown(new.release_id) then
+        raise exception using errcode = '23505', constraint = 'takedown_requests_open',
+          message = format('release %s already has an open takedown request', new.release_id),
+          detail = format('Key (release_id)=(%s) already exists.', new.release_id);
+      end if;
       select r.status into release_status from public.releases r where r.id = new.release_id;
       if release_status not in ('delivered', 'live') then
         perform internal.refuse('BL003',
@@ -216,8 +246,16 @@ begin
     end if;
     return new;
   end if;
-  if new.status is distinct from old.status and new.status = 'completed' then
-    new.completed_at := now();
+  if new.status is distinct from old.status then
+    if not internal.is_privileged() then
+      perform internal.refuse('BL004',
+        format('takedown request %s is %s; only the operator moves it on', old.id, old.status),
+        jsonb_build_object('status', old.status, 'to', new.status)::text,
+        'The operator''s backend sets processing, completed and rejected.');
+    end if;
+    if new.status = 'completed' then
+      new.completed_at := now();
+    end if;
   end if;
   return new;
 end
@@ -246,9 +284,16 @@ create trigger takedown_requested after insert on public.takedown_requests
   for each row execute function internal.takedown_requested();
 
 create function internal.notification_rules() returns trigger
-language plpgsql
+language plpgsql security definer set search_path = ''
 as $$
 begin
+  if tg_op = 'INSERT' then
+    -- The recipient's tenant. Looked up as the owner: the caller need not read internal.users.
+    if new.tenant_id is null then
+      select u.tenant_id into new.tenant_id from internal.users u where u.id = new.user_id;
+    end if;
+    return new;
+  end if;
   if new.read is distinct from old.read then
     new.read_at := case when new.read then now() end;
   end if;
@@ -256,5 +301,5 @@ begin
 end
 $$;
 
-create trigger notification_rules before update on public.notifications
+create trigger notification_rules before insert or update on public.notifications
   for each row execute function internal.notification_rules();

@@ -1,0 +1,715 @@
+import assert from "node:assert/strict";
+import { before, describe, test } from "node:test";
+import type { Db } from "../src/db/db.ts";
+import { asDbError } from "../src/db/errors.ts";
+import type { Claims } from "../src/db/types.ts";
+import { type Account, POLICY_PRESETS, type PolicyPreset } from "../src/tenancy/tenants.ts";
+import { describeEachEngine } from "./support/db.ts";
+import {
+  anonClaims,
+  forceReleaseStatus,
+  keyClaims,
+  type SeedUser,
+  seedAccount,
+  seedTenant,
+  seedUser,
+  serviceClaims,
+  userClaims,
+} from "./support/seed.ts";
+
+/**
+ * The RLS matrix: every caller against every exposed table, for select, count(*), insert, update
+ * and delete, under both tenant policy presets, on every engine. Each suite seeds one world:
+ *
+ *   tenant 1  account A  rows "A"  created by memberA, rows "A2" created by memberA2; viewerA reads
+ *             account B  rows "B"  created by memberB
+ *   tenant 2  account C  rows "C"  created by memberC (the "tenant2User" caller)
+ *
+ * Every group holds an artist, a spare artist (no releases), a draft release with a track and
+ * analytics, a delivered release with a takedown request (so now takedown_requested) and a live
+ * release; every person has one notification. Writes always aim at account A's rows created by
+ * memberA (or at account A itself for inserts), so each column of the matrix reads as "who may do
+ * this to memberA's data". Every write runs in its own transaction, which is rolled back.
+ */
+
+const TABLES = [
+  "artist_profiles",
+  "releases",
+  "tracks",
+  "release_analytics",
+  "track_analytics",
+  "takedown_requests",
+  "notifications",
+] as const;
+type Table = (typeof TABLES)[number];
+
+const CALLERS = [
+  "anon", // the anon key of tenant 1
+  "memberA", // member of account A
+  "memberA2", // another member of account A
+  "memberB", // member of account B, same tenant
+  "viewerA", // viewer of account A
+  "tenant2User", // member of account C in tenant 2
+  "keyA", // public-API key of account A
+  "viewerKeyA", // public-API key of account A with the viewer role
+  "service", // service_role
+  "tamperedUser", // memberA's token with tenant_id naming tenant 2
+  "tamperedKey", // keyA's claims with tenant_id naming tenant 2
+] as const;
+type Caller = (typeof CALLERS)[number];
+
+type Group = "A" | "A2" | "B" | "C";
+const PEOPLE = ["memberA", "memberA2", "memberB", "viewerA", "memberC"] as const;
+type Person = (typeof PEOPLE)[number];
+/** Who a seeded row belongs to: a catalog group, or for notifications the person it is addressed to. */
+type Tag = Group | Person;
+
+type Op = "select" | "count" | Mutation;
+type Mutation = "insert" | "update" | "delete";
+const OPS: readonly Op[] = ["select", "count", "insert", "update", "delete"];
+
+// ---------------------------------------------------------------------------------------------
+// Expected outcomes
+// ---------------------------------------------------------------------------------------------
+
+/** Missing privilege, or an RLS WITH CHECK failure. */
+const DENIED = "42501";
+/** The parent row (artist, release) is not visible to the caller. */
+const NO_PARENT = "23503";
+type SqlState = typeof DENIED | typeof NO_PARENT;
+
+/** select: the tags whose rows are visible; insert/update/delete: rows affected; or the SQLSTATE. */
+type Outcome = readonly Tag[] | number | SqlState;
+interface ByPreset {
+  byPreset: Record<PolicyPreset, Outcome>;
+}
+type Expected = Outcome | ByPreset;
+type Column = Record<Caller, Expected>;
+
+/** An outcome that depends on the tenant's policy preset. */
+const byPreset = (accountMembers: Outcome, ownerOnly: Outcome): ByPreset => ({
+  byPreset: { "account-members": accountMembers, "owner-only": ownerOnly },
+});
+
+/** select on the catalog and analytics tables: whose rows each caller sees. */
+const CATALOG_ROWS: Column = {
+  anon: DENIED,
+  memberA: byPreset(["A", "A2"], ["A"]),
+  memberA2: byPreset(["A", "A2"], ["A2"]),
+  memberB: ["B"],
+  viewerA: byPreset(["A", "A2"], []),
+  tenant2User: ["C"],
+  keyA: ["A", "A2"],
+  viewerKeyA: ["A", "A2"],
+  service: ["A", "A2", "B", "C"],
+  tamperedUser: [],
+  tamperedKey: [],
+};
+
+/** select on notifications: a user sees only their own. */
+const OWN_NOTIFICATIONS: Column = {
+  anon: DENIED,
+  memberA: ["memberA"],
+  memberA2: ["memberA2"],
+  memberB: ["memberB"],
+  viewerA: ["viewerA"],
+  tenant2User: ["memberC"],
+  keyA: [],
+  viewerKeyA: [],
+  service: ["memberA", "memberA2", "memberB", "viewerA", "memberC"],
+  tamperedUser: [],
+  tamperedKey: [],
+};
+
+/** Insert naming account A directly (artist_profiles). */
+const WRITERS_OF_ACCOUNT_A: Column = {
+  anon: DENIED,
+  memberA: 1,
+  memberA2: 1,
+  memberB: DENIED,
+  viewerA: DENIED,
+  tenant2User: DENIED,
+  keyA: 1,
+  viewerKeyA: DENIED,
+  service: 1,
+  tamperedUser: DENIED,
+  tamperedKey: DENIED,
+};
+
+/** Insert under a parent row memberA created in account A (a release of A's artist, a track, a takedown). */
+const WRITERS_UNDER_PARENT_OF_A: Column = {
+  anon: DENIED,
+  memberA: 1,
+  memberA2: byPreset(1, NO_PARENT),
+  memberB: NO_PARENT,
+  viewerA: byPreset(DENIED, NO_PARENT),
+  tenant2User: NO_PARENT,
+  keyA: 1,
+  viewerKeyA: DENIED,
+  service: 1,
+  tamperedUser: NO_PARENT,
+  tamperedKey: NO_PARENT,
+};
+
+/** Update or delete of a row memberA created in account A. */
+const WRITERS_OF_ROW_OF_A: Column = {
+  anon: DENIED,
+  memberA: 1,
+  memberA2: byPreset(1, 0),
+  memberB: 0,
+  viewerA: 0,
+  tenant2User: 0,
+  keyA: 1,
+  viewerKeyA: 0,
+  service: 1,
+  tamperedUser: 0,
+  tamperedKey: 0,
+};
+
+/** Marking memberA's notification read. */
+const RECIPIENT_OF_NOTIFICATION: Column = {
+  anon: DENIED,
+  memberA: 1,
+  memberA2: 0,
+  memberB: 0,
+  viewerA: 0,
+  tenant2User: 0,
+  keyA: 0,
+  viewerKeyA: 0,
+  service: 1,
+  tamperedUser: 0,
+  tamperedKey: 0,
+};
+
+/** No privilege for anon and authenticated; service_role may. */
+const SERVICE_ONLY: Column = {
+  anon: DENIED,
+  memberA: DENIED,
+  memberA2: DENIED,
+  memberB: DENIED,
+  viewerA: DENIED,
+  tenant2User: DENIED,
+  keyA: DENIED,
+  viewerKeyA: DENIED,
+  service: 1,
+  tamperedUser: DENIED,
+  tamperedKey: DENIED,
+};
+
+const MATRIX: Record<Table, Record<Exclude<Op, "count">, Column>> = {
+  artist_profiles: {
+    select: CATALOG_ROWS,
+    insert: WRITERS_OF_ACCOUNT_A,
+    update: WRITERS_OF_ROW_OF_A,
+    delete: WRITERS_OF_ROW_OF_A,
+  },
+  releases: {
+    select: CATALOG_ROWS,
+    insert: WRITERS_UNDER_PARENT_OF_A,
+    update: WRITERS_OF_ROW_OF_A,
+    delete: WRITERS_OF_ROW_OF_A,
+  },
+  tracks: {
+    select: CATALOG_ROWS,
+    insert: WRITERS_UNDER_PARENT_OF_A,
+    update: WRITERS_OF_ROW_OF_A,
+    delete: WRITERS_OF_ROW_OF_A,
+  },
+  release_analytics: {
+    select: CATALOG_ROWS,
+    insert: SERVICE_ONLY,
+    update: SERVICE_ONLY,
+    delete: SERVICE_ONLY,
+  },
+  track_analytics: { select: CATALOG_ROWS, insert: SERVICE_ONLY, update: SERVICE_ONLY, delete: SERVICE_ONLY },
+  takedown_requests: {
+    select: CATALOG_ROWS,
+    insert: WRITERS_UNDER_PARENT_OF_A,
+    update: SERVICE_ONLY,
+    delete: SERVICE_ONLY,
+  },
+  notifications: {
+    select: OWN_NOTIFICATIONS,
+    insert: SERVICE_ONLY,
+    update: RECIPIENT_OF_NOTIFICATION,
+    delete: SERVICE_ONLY,
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// The seeded world
+// ---------------------------------------------------------------------------------------------
+
+interface CatalogRows {
+  artist: string;
+  spareArtist: string;
+  draft: string;
+  delivered: string;
+  live: string;
+  track: string;
+  takedown: string;
+  releaseAnalytics: string;
+  trackAnalytics: string;
+}
+
+/** Which seeded rows live in each table (labels are `${tag}.${name}`, e.g. "A2.draft"). */
+const SEEDED_ROWS: Record<Table, readonly (keyof CatalogRows | "notification")[]> = {
+  artist_profiles: ["artist", "spareArtist"],
+  releases: ["draft", "delivered", "live"],
+  tracks: ["track"],
+  release_analytics: ["releaseAnalytics"],
+  track_analytics: ["trackAnalytics"],
+  takedown_requests: ["takedown"],
+  notifications: ["notification"],
+};
+
+interface World {
+  accounts: Record<"A" | "B" | "C", Account>;
+  people: Record<Person, SeedUser>;
+  catalog: Record<Group, CatalogRows>;
+  notifications: Record<Person, string>;
+  claims: Record<Caller, Claims>;
+  /** Row id -> label, so that visible rows are compared by exact id and reported readably. */
+  labels: Map<string, string>;
+}
+
+async function insertId(db: Db, claims: Claims, sql: string, params: unknown[]): Promise<string> {
+  const r = await db.withRequestContext(claims, (tx) => tx.query<{ id: string }>(sql, params));
+  const id = r.rows[0]?.id;
+  if (!id) throw new Error(`no id returned by: ${sql}`);
+  return id;
+}
+
+/** One group's catalog rows, created as `creator` (so created_by is theirs); analytics on the service path. */
+async function seedCatalog(db: Db, account: Account, creator: SeedUser): Promise<CatalogRows> {
+  const asCreator = (sql: string, params: unknown[]) => insertId(db, userClaims(creator), sql, params);
+  const asService = (sql: string, params: unknown[]) => insertId(db, serviceClaims, sql, params);
+  const artistNamed = (name: string) =>
+    asCreator("insert into public.artist_profiles (account_id, name) values ($1, $2) returning id", [
+      account.id,
+      name,
+    ]);
+  const artist = await artistNamed("Artist");
+  const spareArtist = await artistNamed("Spare Artist");
+  const releaseTitled = (title: string) =>
+    asCreator("insert into public.releases (artist_id, title) values ($1, $2) returning id", [artist, title]);
+  const draft = await releaseTitled("Draft");
+  const delivered = await releaseTitled("Delivered");
+  const live = await releaseTitled("Live");
+  const track = await asCreator(
+    "insert into public.tracks (release_id, title, track_number) values ($1, 'Track', 1) returning id",
+    [draft],
+  );
+  await forceReleaseStatus(db, delivered, "delivered");
+  await forceReleaseStatus(db, live, "live");
+  const takedown = await asCreator(
+    "insert into public.takedown_requests (release_id, reason) values ($1, 'Rights dispute') returning id",
+    [delivered],
+  );
+  const releaseAnalytics = await asService(
+    `insert into public.release_analytics (release_id, account_id, period_start, period_end, store, streams, currency)
+     values ($1, $2, '2026-01-01', '2026-01-31', 'spotify', 1000, 'USD') returning id`,
+    [draft, account.id],
+  );
+  const trackAnalytics = await asService(
+    `insert into public.track_analytics (track_id, release_id, account_id, period_start, period_end, store, streams, currency)
+     values ($1, $2, $3, '2026-01-01', '2026-01-31', 'spotify', 1000, 'USD') returning id`,
+    [track, draft, account.id],
+  );
+  return {
+    artist,
+    spareArtist,
+    draft,
+    delivered,
+    live,
+    track,
+    takedown,
+    releaseAnalytics,
+    trackAnalytics,
+  };
+}
+
+async function seedWorld(db: Db, preset: PolicyPreset): Promise<World> {
+  const tenant1 = await seedTenant(db, preset);
+  const tenant2 = await seedTenant(db, preset);
+  const accounts = {
+    A: await seedAccount(db, tenant1, "Label A"),
+    B: await seedAccount(db, tenant1, "Label B"),
+    C: await seedAccount(db, tenant2, "Label C"),
+  };
+  const accountOf: Record<Person, Account> = {
+    memberA: accounts.A,
+    memberA2: accounts.A,
+    memberB: accounts.B,
+    viewerA: accounts.A,
+    memberC: accounts.C,
+  };
+  const people = {} as Record<Person, SeedUser>;
+  for (const person of PEOPLE) {
+    const account = accountOf[person];
+    const tenant = account === accounts.C ? tenant2 : tenant1;
+    people[person] = await seedUser(db, tenant, [
+      { account, role: person === "viewerA" ? "viewer" : "member" },
+    ]);
+  }
+  const catalog: Record<Group, CatalogRows> = {
+    A: await seedCatalog(db, accounts.A, people.memberA),
+    A2: await seedCatalog(db, accounts.A, people.memberA2),
+    B: await seedCatalog(db, accounts.B, people.memberB),
+    C: await seedCatalog(db, accounts.C, people.memberC),
+  };
+  const notifications = {} as Record<Person, string>;
+  for (const person of PEOPLE) {
+    notifications[person] = await insertId(
+      db,
+      serviceClaims,
+      `insert into public.notifications (user_id, account_id, kind, title)
+       values ($1, $2, 'release.approved', 'Your release was approved') returning id`,
+      [people[person].id, accountOf[person].id],
+    );
+  }
+  const labels = new Map<string, string>();
+  for (const [group, rows] of Object.entries(catalog)) {
+    for (const [name, id] of Object.entries(rows)) labels.set(id, `${group}.${name}`);
+  }
+  for (const [person, id] of Object.entries(notifications)) labels.set(id, `${person}.notification`);
+
+  const claims: Record<Caller, Claims> = {
+    anon: anonClaims(tenant1),
+    memberA: userClaims(people.memberA),
+    memberA2: userClaims(people.memberA2),
+    memberB: userClaims(people.memberB),
+    viewerA: userClaims(people.viewerA),
+    tenant2User: userClaims(people.memberC),
+    keyA: keyClaims(accounts.A),
+    viewerKeyA: keyClaims(accounts.A, "viewer"),
+    service: serviceClaims,
+    tamperedUser: { ...userClaims(people.memberA), tenant_id: tenant2.id },
+    tamperedKey: { ...keyClaims(accounts.A), tenant_id: tenant2.id },
+  };
+  return { accounts, people, catalog, notifications, claims, labels };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The statements each mutation runs, all aimed at account A / memberA's rows
+// ---------------------------------------------------------------------------------------------
+
+interface Statement {
+  sql: string;
+  params: unknown[];
+}
+const sql = (text: string, ...params: unknown[]): Statement => ({ sql: text, params });
+
+const PERIOD = "'2026-02-01', '2026-02-28', 'matrix', 'USD'";
+
+const STATEMENTS: Record<Table, Record<Mutation, (w: World) => Statement>> = {
+  artist_profiles: {
+    insert: (w) =>
+      sql("insert into public.artist_profiles (account_id, name) values ($1, 'New Artist')", w.accounts.A.id),
+    update: (w) => sql("update public.artist_profiles set bio = 'Edited' where id = $1", w.catalog.A.artist),
+    delete: (w) => sql("delete from public.artist_profiles where id = $1", w.catalog.A.spareArtist),
+  },
+  releases: {
+    insert: (w) =>
+      sql("insert into public.releases (artist_id, title) values ($1, 'New Release')", w.catalog.A.artist),
+    update: (w) => sql("update public.releases set title = 'Edited' where id = $1", w.catalog.A.draft),
+    delete: (w) => sql("delete from public.releases where id = $1", w.catalog.A.draft),
+  },
+  tracks: {
+    insert: (w) =>
+      sql("insert into public.tracks (release_id, title) values ($1, 'New Track')", w.catalog.A.draft),
+    update: (w) => sql("update public.tracks set title = 'Edited' where id = $1", w.catalog.A.track),
+    delete: (w) => sql("delete from public.tracks where id = $1", w.catalog.A.track),
+  },
+  release_analytics: {
+    insert: (w) =>
+      sql(
+        `insert into public.release_analytics (release_id, account_id, period_start, period_end, store, currency)
+         values ($1, $2, ${PERIOD})`,
+        w.catalog.A.draft,
+        w.accounts.A.id,
+      ),
+    update: (w) =>
+      sql(
+        "update public.release_analytics set streams = streams + 1 where id = $1",
+        w.catalog.A.releaseAnalytics,
+      ),
+    delete: (w) => sql("delete from public.release_analytics where id = $1", w.catalog.A.releaseAnalytics),
+  },
+  track_analytics: {
+    insert: (w) =>
+      sql(
+        `insert into public.track_analytics (track_id, release_id, account_id, period_start, period_end, store, currency)
+         values ($1, $2, $3, ${PERIOD})`,
+        w.catalog.A.track,
+        w.catalog.A.draft,
+        w.accounts.A.id,
+      ),
+    update: (w) =>
+      sql(
+        "update public.track_analytics set streams = streams + 1 where id = $1",
+        w.catalog.A.trackAnalytics,
+      ),
+    delete: (w) => sql("delete from public.track_analytics where id = $1", w.catalog.A.trackAnalytics),
+  },
+  takedown_requests: {
+    insert: (w) =>
+      sql(
+        "insert into public.takedown_requests (release_id, reason) values ($1, 'New takedown')",
+        w.catalog.A.live,
+      ),
+    update: (w) =>
+      sql("update public.takedown_requests set reason = 'Edited' where id = $1", w.catalog.A.takedown),
+    delete: (w) => sql("delete from public.takedown_requests where id = $1", w.catalog.A.takedown),
+  },
+  notifications: {
+    insert: (w) =>
+      sql(
+        "insert into public.notifications (user_id, account_id, kind, title) values ($1, $2, 'matrix.test', 'Hello')",
+        w.people.memberA.id,
+        w.accounts.A.id,
+      ),
+    update: (w) => sql("update public.notifications set read = true where id = $1", w.notifications.memberA),
+    delete: (w) => sql("delete from public.notifications where id = $1", w.notifications.memberA),
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Observations and the runner
+// ---------------------------------------------------------------------------------------------
+
+/** What a case observed, in a form assert.deepEqual compares and prints well. */
+type Observation = { visible: string[] } | { count: number } | { affected: number } | { error: string };
+
+/** Thrown at the end of a mutation so that its transaction rolls back and cases stay independent. */
+class RollBack extends Error {
+  readonly affected: number;
+  constructor(affected: number) {
+    super("rolled back on purpose");
+    this.affected = affected;
+  }
+}
+
+async function observing(fn: () => Promise<Observation>): Promise<Observation> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof RollBack) return { affected: error.affected };
+    const sqlstate = asDbError(error)?.sqlstate;
+    if (sqlstate) return { error: sqlstate };
+    throw error;
+  }
+}
+
+function selectVisible(db: Db, w: World, caller: Caller, table: Table): Promise<Observation> {
+  return observing(async () => {
+    const r = await db.withRequestContext(
+      w.claims[caller],
+      (tx) => tx.query<{ id: string }>(`select id from public.${table}`),
+      { readOnly: true },
+    );
+    return { visible: r.rows.map((row) => w.labels.get(row.id) ?? `unseeded row ${row.id}`).sort() };
+  });
+}
+
+function countVisible(db: Db, w: World, caller: Caller, table: Table): Promise<Observation> {
+  return observing(async () => {
+    const r = await db.withRequestContext(
+      w.claims[caller],
+      (tx) => tx.query<{ n: number }>(`select count(*)::int as n from public.${table}`),
+      { readOnly: true },
+    );
+    return { count: r.rows[0]?.n ?? -1 };
+  });
+}
+
+function mutate(db: Db, claims: Claims, statement: Statement): Promise<Observation> {
+  return observing(() =>
+    db.withRequestContext(claims, async (tx) => {
+      const r = await tx.query(statement.sql, statement.params);
+      throw new RollBack(r.rowCount);
+    }),
+  );
+}
+
+function observe(db: Db, w: World, table: Table, op: Op, caller: Caller): Promise<Observation> {
+  switch (op) {
+    case "select":
+      return selectVisible(db, w, caller, table);
+    case "count":
+      return countVisible(db, w, caller, table);
+    default:
+      return mutate(db, w.claims[caller], STATEMENTS[table][op](w));
+  }
+}
+
+function resolve(expected: Expected, preset: PolicyPreset): Outcome {
+  return typeof expected === "object" && "byPreset" in expected ? expected.byPreset[preset] : expected;
+}
+
+function labelsOf(table: Table, tags: readonly Tag[]): string[] {
+  return tags.flatMap((tag) => SEEDED_ROWS[table].map((name) => `${tag}.${name}`)).sort();
+}
+
+function writeObservation(outcome: number | SqlState): Observation {
+  return typeof outcome === "string" ? { error: outcome } : { affected: outcome };
+}
+
+function expectedObservation(table: Table, op: Op, outcome: Outcome): Observation {
+  if (typeof outcome === "string" || typeof outcome === "number") return writeObservation(outcome);
+  const visible = labelsOf(table, outcome);
+  return op === "count" ? { count: visible.length } : { visible };
+}
+
+function describeObservation(o: Observation): string {
+  if ("error" in o) return `fails ${o.error}`;
+  if ("affected" in o) return `${o.affected} row${o.affected === 1 ? "" : "s"}`;
+  if ("count" in o) return `counts ${o.count}`;
+  return o.visible.length ? `sees ${o.visible.join(", ")}` : "sees nothing";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases beyond the matrix: writes that name another account, and columns a caller may not update
+// ---------------------------------------------------------------------------------------------
+
+interface WriteCase {
+  name: string;
+  caller: Caller;
+  statement: (w: World) => Statement;
+  expected: number | SqlState;
+}
+
+const CROSS_ACCOUNT_WRITES: WriteCase[] = [
+  {
+    name: "a member files a release of their own artist under another account",
+    caller: "memberB",
+    statement: (w) =>
+      sql(
+        "insert into public.releases (artist_id, account_id, title) values ($1, $2, 'Smuggled')",
+        w.catalog.B.artist,
+        w.accounts.A.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a member adds a track of their own release under another account",
+    caller: "memberB",
+    statement: (w) =>
+      sql(
+        "insert into public.tracks (release_id, account_id, title) values ($1, $2, 'Smuggled')",
+        w.catalog.B.draft,
+        w.accounts.A.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a member files a takedown of their own release under another account",
+    caller: "memberB",
+    statement: (w) =>
+      sql(
+        "insert into public.takedown_requests (release_id, account_id) values ($1, $2)",
+        w.catalog.B.live,
+        w.accounts.A.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a member moves their release onto another account's artist",
+    caller: "memberA",
+    statement: (w) =>
+      sql("update public.releases set artist_id = $2 where id = $1", w.catalog.A.draft, w.catalog.B.artist),
+    expected: NO_PARENT,
+  },
+];
+
+/** Columns outside the authenticated role's column grants: an update naming them fails whatever the row. */
+type FromWorld = (w: World) => unknown;
+const draftOfA: FromWorld = (w) => w.catalog.A.draft;
+const artistOfA: FromWorld = (w) => w.catalog.A.artist;
+const trackOfA: FromWorld = (w) => w.catalog.A.track;
+const notificationOfMemberA: FromWorld = (w) => w.notifications.memberA;
+const accountB: FromWorld = (w) => w.accounts.B.id;
+const memberB: FromWorld = (w) => w.people.memberB.id;
+
+const PROTECTED_COLUMNS: [table: Table, column: string, row: FromWorld, newValue: FromWorld][] = [
+  ["releases", "account_id", draftOfA, accountB],
+  ["releases", "status_reason", draftOfA, () => "Approved by me"],
+  ["releases", "created_by", draftOfA, memberB],
+  ["artist_profiles", "account_id", artistOfA, accountB],
+  ["artist_profiles", "created_by", artistOfA, memberB],
+  ["tracks", "account_id", trackOfA, accountB],
+  ["tracks", "release_id", trackOfA, (w) => w.catalog.A.live],
+  ["notifications", "user_id", notificationOfMemberA, memberB],
+  ["notifications", "title", notificationOfMemberA, () => "Forged"],
+];
+
+const PROTECTED_COLUMN_WRITES: WriteCase[] = PROTECTED_COLUMNS.flatMap(([table, column, row, newValue]) =>
+  (["memberA", "keyA"] as const).map((caller) => ({
+    name: `${table}.${column} cannot be updated`,
+    caller,
+    statement: (w: World) =>
+      sql(`update public.${table} set ${column} = $2 where id = $1`, row(w), newValue(w)),
+    expected: DENIED,
+  })),
+);
+
+const SERVICE_WRITES: WriteCase[] = [
+  {
+    name: "service_role sets a release's status_reason",
+    caller: "service",
+    statement: (w) =>
+      sql("update public.releases set status_reason = 'Checked' where id = $1", w.catalog.A.draft),
+    expected: 1,
+  },
+  {
+    name: "service_role readdresses a notification",
+    caller: "service",
+    statement: (w) =>
+      sql(
+        "update public.notifications set user_id = $2 where id = $1",
+        w.notifications.memberA,
+        w.people.memberA2.id,
+      ),
+    expected: 1,
+  },
+];
+
+// ---------------------------------------------------------------------------------------------
+// The suites
+// ---------------------------------------------------------------------------------------------
+
+for (const preset of POLICY_PRESETS) {
+  describeEachEngine(`RLS matrix, ${preset} preset`, (t) => {
+    let seeded: World | undefined;
+    before(async () => {
+      seeded = await seedWorld(t().db, preset);
+    });
+    const world = (): World => {
+      if (!seeded) throw new Error("world not seeded");
+      return seeded;
+    };
+
+    for (const table of TABLES) {
+      describe(table, () => {
+        for (const op of OPS) {
+          for (const caller of CALLERS) {
+            const column = MATRIX[table][op === "count" ? "select" : op];
+            const expected = expectedObservation(table, op, resolve(column[caller], preset));
+            test(`${op} as ${caller}: ${describeObservation(expected)}`, async () => {
+              assert.deepEqual(await observe(t().db, world(), table, op, caller), expected);
+            });
+          }
+        }
+      });
+    }
+
+    describe("writes beyond the matrix", () => {
+      for (const c of [...CROSS_ACCOUNT_WRITES, ...PROTECTED_COLUMN_WRITES, ...SERVICE_WRITES]) {
+        const expected = writeObservation(c.expected);
+        test(`${c.name}, as ${c.caller}: ${describeObservation(expected)}`, async () => {
+          assert.deepEqual(await mutate(t().db, world().claims[c.caller], c.statement(world())), expected);
+        });
+      }
+    });
+  });
+}
