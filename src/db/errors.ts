@@ -51,10 +51,7 @@ export interface ErrorMapping {
  * SQLSTATE -> HTTP status, following PostgREST where it has a rule (docs/errors.md). `role` decides
  * 42501: a missing privilege is 401 for an anonymous caller (log in first) and 403 for anyone else.
  */
-export function mapDbError(
-  e: DbError,
-  role: "anon" | "authenticated" | "service_role" = "authenticated",
-): ErrorMapping {
+export function mapDbError(e: DbError, role: DbRole = "authenticated"): ErrorMapping {
   const rule = RULE_VIOLATIONS[e.sqlstate as keyof typeof RULE_VIOLATIONS];
   if (rule) return { status: rule.status, code: rule.code };
   // PostgREST's convention: a function may choose the status with SQLSTATE 'PTnnn'.

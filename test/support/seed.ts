@@ -67,7 +67,10 @@ export function keyClaims(account: Account, accountRole: "admin" | "member" | "v
 
 export const anonClaims = (tenant: Tenant): Claims => ({ role: "anon", tenant_id: tenant.id });
 /** The claims a tenant's own service-role key runs with: every row of that tenant. */
-export const tenantServiceClaims = (tenant: Tenant): Claims => ({ role: "tenant_service", tenant_id: tenant.id });
+export const tenantServiceClaims = (tenant: Tenant): Claims => ({
+  role: "tenant_service",
+  tenant_id: tenant.id,
+});
 export const serviceClaims: Claims = { role: "service_role" };
 
 /** Sets a release's status on the service path, walking the lifecycle as the operator would. */
