@@ -13,13 +13,14 @@ import {
   seedTenant,
   seedUser,
   serviceClaims,
+  tenantServiceClaims,
   userClaims,
 } from "./support/seed.ts";
 
 /**
  * The catalog's state rules, enforced as triggers (migration 0005), met as a logged-in member, a
- * public-API key and the operator's service role. Every test seeds its own tenant, so no test
- * depends on another's rows.
+ * public-API key, a tenant's own service-role key (tenant_service) and the operator's service role.
+ * Every test seeds its own tenant, so no test depends on another's rows.
  */
 
 const STATUSES = [
@@ -43,6 +44,8 @@ const EDITABLE: readonly Status[] = ["draft", "pending", "rejected"];
 const LOCKED = STATUSES.filter((s) => !EDITABLE.includes(s));
 /** Where an account may move an editable release. */
 const USER_TARGETS: readonly Status[] = ["draft", "pending", "submitted"];
+/** The statuses only the operator sets. */
+const OPERATOR_TARGETS = STATUSES.filter((s) => !USER_TARGETS.includes(s));
 /** What a takedown can be asked for. */
 const TAKEDOWN_ALLOWED: readonly Status[] = ["delivered", "live"];
 
@@ -109,6 +112,20 @@ async function attempt(db: Db, claims: Claims, text: string, params: unknown[] =
     if (!sqlstate) throw error;
     return sqlstate;
   }
+}
+
+/** How `run`, which must fail, failed: the SQLSTATE, and the column the error names. */
+async function failureOf(
+  run: () => Promise<unknown>,
+): Promise<{ sqlstate: string; column: string | undefined }> {
+  try {
+    await run();
+  } catch (error) {
+    const e = asDbError(error);
+    if (!e) throw error;
+    return { sqlstate: e.sqlstate, column: e.column };
+  }
+  throw new Error("expected the statement to fail");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -531,6 +548,13 @@ describeEachEngine("catalog rules", (t) => {
       });
     }
 
+    /** The clients that create catalog rows in `m`'s account. */
+    const CLIENTS: [name: string, claims: (m: Member) => Claims][] = [
+      ["a member", (m) => m.claims],
+      ["a public-API key", (m) => keyClaims(m.account)],
+      ["a tenant's service key", (m) => tenantServiceClaims(m.tenant)],
+    ];
+
     const DEFAULT_ACCOUNTS: {
       name: string;
       arrange: (db: Db, m: Member) => Promise<{ claims: Claims; account: Account }>;
@@ -578,8 +602,31 @@ describeEachEngine("catalog rules", (t) => {
       });
     }
 
+    test("artist_profiles: a member who only views has no account to default to -> 23502, not 42501", async () => {
+      const tenant = await seedTenant(db());
+      const viewer = await seedUser(db(), tenant, [
+        { account: await seedAccount(db(), tenant), role: "viewer" },
+      ]);
+      const insert = insertSql("artist_profiles", { name: "Night Owl" });
+      assert.deepEqual(await failureOf(() => query(db(), userClaims(viewer), ...insert)), {
+        sqlstate: "23502",
+        column: "account_id",
+      });
+    });
+
     for (const child of CHILD_TABLES) {
       const { noun, column, create } = child.parent;
+
+      for (const [caller, claimsOf] of CLIENTS) {
+        test(`${child.table}: without ${column} -> 23502, not 42501, as ${caller}`, async () => {
+          const m = await seedMember(db());
+          const insert = insertSql(child.table, child.values);
+          assert.deepEqual(await failureOf(() => query(db(), claimsOf(m), ...insert)), {
+            sqlstate: "23502",
+            column,
+          });
+        });
+      }
 
       test(`${child.table}: account_id defaults to the ${noun}'s account`, async () => {
         const m = await seedMember(db());
@@ -833,6 +880,220 @@ describeEachEngine("catalog rules", (t) => {
       const completed = await moveTo("completed");
       assert.equal(completed?.status, "completed");
       assert.ok(completed?.completed_at instanceof Date, "completed_at is set");
+    });
+  });
+
+  describe("a tenant's service key (tenant_service)", () => {
+    /** A member of a fresh tenant, and the claims of that tenant's service-role key. */
+    async function seedTenantService(): Promise<{ m: Member; claims: Claims }> {
+      const m = await seedMember(db());
+      return { m, claims: tenantServiceClaims(m.tenant) };
+    }
+
+    test("creates a release as draft and submits it; the history names tenant_service and no user", async () => {
+      const { m, claims } = await seedTenantService();
+      const release = await seedRelease(db(), claims, "draft", m.account.id);
+      assert.equal(release.account_id, m.account.id);
+      assert.equal(release.created_by, null);
+      const submitted = await setStatus(db(), claims, release.id, "submitted");
+      assert.ok(submitted.submitted_at instanceof Date, "submitted_at is set");
+      const who = { actor_role: "tenant_service", actor_user_id: null, actor_api_key_id: null };
+      assert.deepEqual(await historyOf(db(), release.id), [
+        { from_status: null, to_status: "draft", reason: null, ...who },
+        { from_status: "draft", to_status: "submitted", reason: null, ...who },
+      ]);
+      assert.deepEqual(await jobsOf(db(), "release.review", "release_id", release.id), [
+        { kind: "release.review", payload: { release_id: release.id }, status: "queued" },
+      ]);
+    });
+
+    for (const status of STATUSES) {
+      const expected = status === "draft" || status === "pending" ? "ok" : "BL002";
+      test(`creates a release as ${status}: ${expected}`, async () => {
+        const { m, claims } = await seedTenantService();
+        const artistId = await createArtist(db(), claims, m.account.id);
+        const create = insertSql("releases", { artist_id: artistId, title: "First Light", status });
+        assert.equal(await attempt(db(), claims, ...create), expected);
+      });
+    }
+
+    for (const to of OPERATOR_TARGETS) {
+      test(`moves a draft release to ${to}: BL002`, async () => {
+        const { m, claims } = await seedTenantService();
+        const release = await seedRelease(db(), m.claims);
+        const move = "update public.releases set status = $2 where id = $1";
+        assert.equal(await attempt(db(), claims, move, [release.id, to]), "BL002");
+        assert.equal((await readRelease(db(), release.id))?.status, "draft");
+      });
+    }
+
+    for (const status of LOCKED) {
+      test(`a ${status} release is closed to it: update, status change and delete -> BL001`, async () => {
+        const { m, claims } = await seedTenantService();
+        const release = await seedRelease(db(), m.claims, status);
+        const onRelease = (text: string) => attempt(db(), claims, text, [release.id]);
+        const outcomes = {
+          title: await onRelease("update public.releases set title = 'Renamed' where id = $1"),
+          status: await onRelease("update public.releases set status = 'draft' where id = $1"),
+          delete: await onRelease("delete from public.releases where id = $1"),
+        };
+        assert.deepEqual(outcomes, { title: "BL001", status: "BL001", delete: "BL001" });
+      });
+    }
+
+    test("the tracks of a live release are closed to it (BL001); moving one off is not granted (42501)", async () => {
+      const { m, claims } = await seedTenantService();
+      const live = await seedRelease(db(), m.claims);
+      const track = await insertRow(db(), m.claims, "tracks", { release_id: live.id, title: "Intro" });
+      await forceReleaseStatus(db(), live.id, "live");
+      const draft = await seedRelease(db(), m.claims);
+      const onTrack = (text: string, ...params: unknown[]) =>
+        attempt(db(), claims, text, [track.id, ...params]);
+      const outcomes = {
+        insert: await attempt(db(), claims, ...insertSql("tracks", { release_id: live.id, title: "Outro" })),
+        update: await onTrack("update public.tracks set title = 'Prelude' where id = $1"),
+        delete: await onTrack("delete from public.tracks where id = $1"),
+        moveOff: await onTrack("update public.tracks set release_id = $2 where id = $1", draft.id),
+      };
+      assert.deepEqual(outcomes, { insert: "BL001", update: "BL001", delete: "BL001", moveOff: "42501" });
+    });
+
+    /**
+     * Runs `text` as `claims` in a transaction of the schema owner's that first makes `grant` and is
+     * then rolled back: how a test reaches a trigger's check that no client's grants reach today.
+     */
+    async function attemptWithGrant(
+      grant: string,
+      claims: Claims,
+      text: string,
+      params: unknown[],
+    ): Promise<string> {
+      const rollBack = new Error("rolled back on purpose");
+      let affected = 0;
+      try {
+        await t().owner.transaction(
+          async (tx) => {
+            await tx.query(grant);
+            await tx.query(
+              "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)",
+              [claims.role, JSON.stringify(claims)],
+            );
+            affected = (await tx.query(text, params)).rowCount;
+            throw rollBack;
+          },
+          { readOnly: false },
+        );
+      } catch (error) {
+        if (error === rollBack) return affected > 0 ? "ok" : "no rows";
+        const sqlstate = asDbError(error)?.sqlstate;
+        if (!sqlstate) throw error;
+        return sqlstate;
+      }
+      throw new Error("the transaction was not rolled back");
+    }
+
+    /**
+     * No client may update release_id (moveOff above), but should one ever be granted, track_rules
+     * still guards both releases: the one a track leaves and the one it goes to.
+     */
+    const TRACK_MOVES: [from: Status, to: Status, expected: string][] = [
+      ["draft", "pending", "ok"],
+      ["draft", "live", "BL001"],
+      ["live", "draft", "BL001"],
+    ];
+    for (const [from, to, expected] of TRACK_MOVES) {
+      test(`track_rules, were release_id granted: moving a track from a ${from} release to a ${to} one -> ${expected}`, async () => {
+        const { m, claims } = await seedTenantService();
+        const source = await seedRelease(db(), m.claims);
+        const track = await insertRow(db(), m.claims, "tracks", { release_id: source.id, title: "Intro" });
+        await forceReleaseStatus(db(), source.id, from);
+        const target = await seedRelease(db(), m.claims, to);
+        const grant = "grant update (release_id) on public.tracks to tenant_service";
+        const move = "update public.tracks set release_id = $2 where id = $1";
+        assert.equal(await attemptWithGrant(grant, claims, move, [track.id, target.id]), expected);
+      });
+    }
+
+    test("an artist without account_id -> 23502: a service key has no default account", async () => {
+      const { claims } = await seedTenantService();
+      const insert = insertSql("artist_profiles", { name: "Night Owl" });
+      assert.deepEqual(await failureOf(() => query(db(), claims, ...insert)), {
+        sqlstate: "23502",
+        column: "account_id",
+      });
+    });
+
+    for (const table of [ARTIST_PROFILES, ...CHILD_TABLES]) {
+      /** A service key has no default account: an artist names its account, a child row takes its parent's. */
+      const accountOf = (m: Member): Row =>
+        table.table === "artist_profiles" ? { account_id: m.account.id } : {};
+
+      test(`${table.table}: created_by is kept when it names a user of its tenant, and null when left out`, async () => {
+        const { m, claims } = await seedTenantService();
+        const named = await insertCatalogRow(db(), m, claims, table, {
+          ...accountOf(m),
+          created_by: m.user.id,
+        });
+        const unnamed = await insertCatalogRow(db(), m, claims, table, accountOf(m));
+        assert.deepEqual(
+          [named, unnamed].map((row) => [row.account_id, row.created_by]),
+          [
+            [m.account.id, m.user.id],
+            [m.account.id, null],
+          ],
+        );
+      });
+
+      test(`${table.table}: created_by naming another tenant's user -> 23503`, async () => {
+        const { m, claims } = await seedTenantService();
+        const outsider = await seedMember(db());
+        const named = { ...accountOf(m), created_by: outsider.user.id };
+        assert.deepEqual(await failureOf(() => insertCatalogRow(db(), m, claims, table, named)), {
+          sqlstate: "23503",
+          column: "created_by",
+        });
+      });
+    }
+
+    for (const status of ["processing", "completed", "rejected", "cancelled"]) {
+      test(`a takedown request created as ${status} -> BL004, moving one there is not granted (42501); the service role may move it`, async () => {
+        const { m, claims } = await seedTenantService();
+        const release = await seedRelease(db(), m.claims, "live");
+        const create = insertSql("takedown_requests", { release_id: release.id, status });
+        assert.equal(await attempt(db(), claims, ...create), "BL004");
+        const takedown = await insertRow(db(), claims, "takedown_requests", { release_id: release.id });
+        assert.equal(takedown.status, "pending");
+        const move = "update public.takedown_requests set status = $2 where id = $1 returning status";
+        assert.equal(await attempt(db(), claims, move, [takedown.id, status]), "42501");
+        const [moved] = await query(db(), serviceClaims, move, [takedown.id, status]);
+        assert.equal(moved?.status, status);
+      });
+    }
+
+    test("notifies a user of its tenant; the notification's tenant_id is filled in", async () => {
+      const { m, claims } = await seedTenantService();
+      const notification = await insertRow(db(), claims, "notifications", {
+        user_id: m.user.id,
+        account_id: m.account.id,
+        kind: "release.approved",
+        title: "Your release was approved",
+      });
+      assert.equal(notification.tenant_id, m.tenant.id);
+      const [seen] = await query(db(), m.claims, "select id from public.notifications where id = $1", [
+        notification.id,
+      ]);
+      assert.equal(seen?.id, notification.id);
+    });
+
+    test("a notification for another tenant's user -> 42501", async () => {
+      const { claims } = await seedTenantService();
+      const outsider = await seedMember(db());
+      const insert = insertSql("notifications", {
+        user_id: outsider.user.id,
+        kind: "release.approved",
+        title: "Hi",
+      });
+      assert.equal(await attempt(db(), claims, ...insert), "42501");
     });
   });
 

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { before, describe, test } from "node:test";
 import type { Db } from "../src/db/db.ts";
 import { asDbError } from "../src/db/errors.ts";
 import type { Claims } from "../src/db/types.ts";
-import { type Account, POLICY_PRESETS, type PolicyPreset } from "../src/tenancy/tenants.ts";
+import { type Account, POLICY_PRESETS, type PolicyPreset, type Tenant } from "../src/tenancy/tenants.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
   anonClaims,
@@ -14,6 +15,7 @@ import {
   seedTenant,
   seedUser,
   serviceClaims,
+  tenantServiceClaims,
   userClaims,
 } from "./support/seed.ts";
 
@@ -30,6 +32,12 @@ import {
  * release; every person has one notification. Writes always aim at account A's rows created by
  * memberA (or at account A itself for inserts), so each column of the matrix reads as "who may do
  * this to memberA's data". Every write runs in its own transaction, which is rolled back.
+ *
+ * A tenant's own service-role key runs as tenant_service: every row of its tenant, whatever the
+ * preset and whoever created it, and nothing of the other tenant. It writes the columns a client
+ * writes (besides analytics and notifications, which only it and service_role write). Past the
+ * matrix, the same writes aimed at tenant 2's account C show tenant 1's key stopped at its
+ * tenant's edge.
  */
 
 const TABLES = [
@@ -53,8 +61,11 @@ const CALLERS = [
   "keyA", // public-API key of account A
   "viewerKeyA", // public-API key of account A with the viewer role
   "service", // service_role
+  "tenantService1", // tenant 1's service-role key (tenant_service)
+  "tenantService2", // tenant 2's service-role key
   "tamperedUser", // memberA's token with tenant_id naming tenant 2
   "tamperedKey", // keyA's claims with tenant_id naming tenant 2
+  "tamperedService", // tenant 1's service-role key with tenant_id naming a tenant that does not exist
 ] as const;
 type Caller = (typeof CALLERS)[number];
 
@@ -66,7 +77,8 @@ type Tag = Group | Person;
 
 type Op = "select" | "count" | Mutation;
 type Mutation = "insert" | "update" | "delete";
-const OPS: readonly Op[] = ["select", "count", "insert", "update", "delete"];
+const MUTATIONS: readonly Mutation[] = ["insert", "update", "delete"];
+const OPS: readonly Op[] = ["select", "count", ...MUTATIONS];
 
 // ---------------------------------------------------------------------------------------------
 // Expected outcomes
@@ -102,11 +114,14 @@ const CATALOG_ROWS: Column = {
   keyA: ["A", "A2"],
   viewerKeyA: ["A", "A2"],
   service: ["A", "A2", "B", "C"],
+  tenantService1: ["A", "A2", "B"],
+  tenantService2: ["C"],
   tamperedUser: [],
   tamperedKey: [],
+  tamperedService: [],
 };
 
-/** select on notifications: a user sees only their own. */
+/** select on notifications: a user sees only their own; a tenant's service key every one of its tenant. */
 const OWN_NOTIFICATIONS: Column = {
   anon: DENIED,
   memberA: ["memberA"],
@@ -117,8 +132,11 @@ const OWN_NOTIFICATIONS: Column = {
   keyA: [],
   viewerKeyA: [],
   service: ["memberA", "memberA2", "memberB", "viewerA", "memberC"],
+  tenantService1: ["memberA", "memberA2", "memberB", "viewerA"],
+  tenantService2: ["memberC"],
   tamperedUser: [],
   tamperedKey: [],
+  tamperedService: [],
 };
 
 /** Insert naming account A directly (artist_profiles). */
@@ -132,8 +150,11 @@ const WRITERS_OF_ACCOUNT_A: Column = {
   keyA: 1,
   viewerKeyA: DENIED,
   service: 1,
+  tenantService1: 1,
+  tenantService2: DENIED,
   tamperedUser: DENIED,
   tamperedKey: DENIED,
+  tamperedService: DENIED,
 };
 
 /** Insert under a parent row memberA created in account A (a release of A's artist, a track, a takedown). */
@@ -147,8 +168,11 @@ const WRITERS_UNDER_PARENT_OF_A: Column = {
   keyA: 1,
   viewerKeyA: DENIED,
   service: 1,
+  tenantService1: 1,
+  tenantService2: NO_PARENT,
   tamperedUser: NO_PARENT,
   tamperedKey: NO_PARENT,
+  tamperedService: NO_PARENT,
 };
 
 /** Update or delete of a row memberA created in account A. */
@@ -162,8 +186,11 @@ const WRITERS_OF_ROW_OF_A: Column = {
   keyA: 1,
   viewerKeyA: 0,
   service: 1,
+  tenantService1: 1,
+  tenantService2: 0,
   tamperedUser: 0,
   tamperedKey: 0,
+  tamperedService: 0,
 };
 
 /** Marking memberA's notification read. */
@@ -177,12 +204,19 @@ const RECIPIENT_OF_NOTIFICATION: Column = {
   keyA: 0,
   viewerKeyA: 0,
   service: 1,
+  tenantService1: 1,
+  tenantService2: 0,
   tamperedUser: 0,
   tamperedKey: 0,
+  tamperedService: 0,
 };
 
-/** No privilege for anon and authenticated; service_role may. */
-const SERVICE_ONLY: Column = {
+/**
+ * No privilege for anon and authenticated; service_role and tenant 1's service key may. Another
+ * tenant's key has the privilege but not the row: its insert fails the policy's WITH CHECK, and
+ * its update or delete finds nothing.
+ */
+const serviceOnly = (otherTenant: 0 | typeof DENIED): Column => ({
   anon: DENIED,
   memberA: DENIED,
   memberA2: DENIED,
@@ -192,8 +226,31 @@ const SERVICE_ONLY: Column = {
   keyA: DENIED,
   viewerKeyA: DENIED,
   service: 1,
+  tenantService1: 1,
+  tenantService2: otherTenant,
   tamperedUser: DENIED,
   tamperedKey: DENIED,
+  tamperedService: otherTenant,
+});
+const SERVICE_INSERTS = serviceOnly(DENIED);
+const SERVICE_CHANGES = serviceOnly(0);
+
+/** Only service_role may: no client, a tenant's own service key included, has the privilege. */
+const OPERATOR_ONLY: Column = {
+  anon: DENIED,
+  memberA: DENIED,
+  memberA2: DENIED,
+  memberB: DENIED,
+  viewerA: DENIED,
+  tenant2User: DENIED,
+  keyA: DENIED,
+  viewerKeyA: DENIED,
+  service: 1,
+  tenantService1: DENIED,
+  tenantService2: DENIED,
+  tamperedUser: DENIED,
+  tamperedKey: DENIED,
+  tamperedService: DENIED,
 };
 
 const MATRIX: Record<Table, Record<Exclude<Op, "count">, Column>> = {
@@ -217,22 +274,27 @@ const MATRIX: Record<Table, Record<Exclude<Op, "count">, Column>> = {
   },
   release_analytics: {
     select: CATALOG_ROWS,
-    insert: SERVICE_ONLY,
-    update: SERVICE_ONLY,
-    delete: SERVICE_ONLY,
+    insert: SERVICE_INSERTS,
+    update: SERVICE_CHANGES,
+    delete: SERVICE_CHANGES,
   },
-  track_analytics: { select: CATALOG_ROWS, insert: SERVICE_ONLY, update: SERVICE_ONLY, delete: SERVICE_ONLY },
+  track_analytics: {
+    select: CATALOG_ROWS,
+    insert: SERVICE_INSERTS,
+    update: SERVICE_CHANGES,
+    delete: SERVICE_CHANGES,
+  },
   takedown_requests: {
     select: CATALOG_ROWS,
     insert: WRITERS_UNDER_PARENT_OF_A,
-    update: SERVICE_ONLY,
-    delete: SERVICE_ONLY,
+    update: OPERATOR_ONLY,
+    delete: OPERATOR_ONLY,
   },
   notifications: {
     select: OWN_NOTIFICATIONS,
-    insert: SERVICE_ONLY,
+    insert: SERVICE_INSERTS,
     update: RECIPIENT_OF_NOTIFICATION,
-    delete: SERVICE_ONLY,
+    delete: SERVICE_CHANGES,
   },
 };
 
@@ -264,6 +326,7 @@ const SEEDED_ROWS: Record<Table, readonly (keyof CatalogRows | "notification")[]
 };
 
 interface World {
+  tenants: { 1: Tenant; 2: Tenant };
   accounts: Record<"A" | "B" | "C", Account>;
   people: Record<Person, SeedUser>;
   catalog: Record<Group, CatalogRows>;
@@ -384,14 +447,18 @@ async function seedWorld(db: Db, preset: PolicyPreset): Promise<World> {
     keyA: keyClaims(accounts.A),
     viewerKeyA: keyClaims(accounts.A, "viewer"),
     service: serviceClaims,
+    tenantService1: tenantServiceClaims(tenant1),
+    tenantService2: tenantServiceClaims(tenant2),
     tamperedUser: { ...userClaims(people.memberA), tenant_id: tenant2.id },
     tamperedKey: { ...keyClaims(accounts.A), tenant_id: tenant2.id },
+    tamperedService: { ...tenantServiceClaims(tenant1), tenant_id: randomUUID() },
   };
-  return { accounts, people, catalog, notifications, claims, labels };
+  return { tenants: { 1: tenant1, 2: tenant2 }, accounts, people, catalog, notifications, claims, labels };
 }
 
 // ---------------------------------------------------------------------------------------------
-// The statements each mutation runs, all aimed at account A / memberA's rows
+// The statements each mutation runs, aimed at account A / memberA's rows (in the matrix) or at
+// account C / memberC's (tenant 1's service key against tenant 2, past the matrix)
 // ---------------------------------------------------------------------------------------------
 
 interface Statement {
@@ -400,77 +467,91 @@ interface Statement {
 }
 const sql = (text: string, ...params: unknown[]): Statement => ({ sql: text, params });
 
+/** The rows a write aims at: one group's catalog rows in its account, and its creator's notification. */
+interface Target {
+  account: Account;
+  rows: CatalogRows;
+  recipient: SeedUser;
+  notification: string;
+}
+const targetOf = (w: World, group: "A" | "C"): Target => {
+  const creator = group === "A" ? "memberA" : "memberC";
+  return {
+    account: w.accounts[group],
+    rows: w.catalog[group],
+    recipient: w.people[creator],
+    notification: w.notifications[creator],
+  };
+};
+
 const PERIOD = "'2026-02-01', '2026-02-28', 'matrix', 'USD'";
 
-const STATEMENTS: Record<Table, Record<Mutation, (w: World) => Statement>> = {
+const STATEMENTS: Record<Table, Record<Mutation, (to: Target) => Statement>> = {
   artist_profiles: {
-    insert: (w) =>
-      sql("insert into public.artist_profiles (account_id, name) values ($1, 'New Artist')", w.accounts.A.id),
-    update: (w) => sql("update public.artist_profiles set bio = 'Edited' where id = $1", w.catalog.A.artist),
-    delete: (w) => sql("delete from public.artist_profiles where id = $1", w.catalog.A.spareArtist),
+    insert: (to) =>
+      sql("insert into public.artist_profiles (account_id, name) values ($1, 'New Artist')", to.account.id),
+    update: (to) => sql("update public.artist_profiles set bio = 'Edited' where id = $1", to.rows.artist),
+    delete: (to) => sql("delete from public.artist_profiles where id = $1", to.rows.spareArtist),
   },
   releases: {
-    insert: (w) =>
-      sql("insert into public.releases (artist_id, title) values ($1, 'New Release')", w.catalog.A.artist),
-    update: (w) => sql("update public.releases set title = 'Edited' where id = $1", w.catalog.A.draft),
-    delete: (w) => sql("delete from public.releases where id = $1", w.catalog.A.draft),
+    insert: (to) =>
+      sql("insert into public.releases (artist_id, title) values ($1, 'New Release')", to.rows.artist),
+    update: (to) => sql("update public.releases set title = 'Edited' where id = $1", to.rows.draft),
+    delete: (to) => sql("delete from public.releases where id = $1", to.rows.draft),
   },
   tracks: {
-    insert: (w) =>
-      sql("insert into public.tracks (release_id, title) values ($1, 'New Track')", w.catalog.A.draft),
-    update: (w) => sql("update public.tracks set title = 'Edited' where id = $1", w.catalog.A.track),
-    delete: (w) => sql("delete from public.tracks where id = $1", w.catalog.A.track),
+    insert: (to) =>
+      sql("insert into public.tracks (release_id, title) values ($1, 'New Track')", to.rows.draft),
+    update: (to) => sql("update public.tracks set title = 'Edited' where id = $1", to.rows.track),
+    delete: (to) => sql("delete from public.tracks where id = $1", to.rows.track),
   },
   release_analytics: {
-    insert: (w) =>
+    insert: (to) =>
       sql(
         `insert into public.release_analytics (release_id, account_id, period_start, period_end, store, currency)
          values ($1, $2, ${PERIOD})`,
-        w.catalog.A.draft,
-        w.accounts.A.id,
+        to.rows.draft,
+        to.account.id,
       ),
-    update: (w) =>
+    update: (to) =>
       sql(
         "update public.release_analytics set streams = streams + 1 where id = $1",
-        w.catalog.A.releaseAnalytics,
+        to.rows.releaseAnalytics,
       ),
-    delete: (w) => sql("delete from public.release_analytics where id = $1", w.catalog.A.releaseAnalytics),
+    delete: (to) => sql("delete from public.release_analytics where id = $1", to.rows.releaseAnalytics),
   },
   track_analytics: {
-    insert: (w) =>
+    insert: (to) =>
       sql(
         `insert into public.track_analytics (track_id, release_id, account_id, period_start, period_end, store, currency)
          values ($1, $2, $3, ${PERIOD})`,
-        w.catalog.A.track,
-        w.catalog.A.draft,
-        w.accounts.A.id,
+        to.rows.track,
+        to.rows.draft,
+        to.account.id,
       ),
-    update: (w) =>
-      sql(
-        "update public.track_analytics set streams = streams + 1 where id = $1",
-        w.catalog.A.trackAnalytics,
-      ),
-    delete: (w) => sql("delete from public.track_analytics where id = $1", w.catalog.A.trackAnalytics),
+    update: (to) =>
+      sql("update public.track_analytics set streams = streams + 1 where id = $1", to.rows.trackAnalytics),
+    delete: (to) => sql("delete from public.track_analytics where id = $1", to.rows.trackAnalytics),
   },
   takedown_requests: {
-    insert: (w) =>
+    insert: (to) =>
       sql(
         "insert into public.takedown_requests (release_id, reason) values ($1, 'New takedown')",
-        w.catalog.A.live,
+        to.rows.live,
       ),
-    update: (w) =>
-      sql("update public.takedown_requests set reason = 'Edited' where id = $1", w.catalog.A.takedown),
-    delete: (w) => sql("delete from public.takedown_requests where id = $1", w.catalog.A.takedown),
+    update: (to) =>
+      sql("update public.takedown_requests set reason = 'Edited' where id = $1", to.rows.takedown),
+    delete: (to) => sql("delete from public.takedown_requests where id = $1", to.rows.takedown),
   },
   notifications: {
-    insert: (w) =>
+    insert: (to) =>
       sql(
         "insert into public.notifications (user_id, account_id, kind, title) values ($1, $2, 'matrix.test', 'Hello')",
-        w.people.memberA.id,
-        w.accounts.A.id,
+        to.recipient.id,
+        to.account.id,
       ),
-    update: (w) => sql("update public.notifications set read = true where id = $1", w.notifications.memberA),
-    delete: (w) => sql("delete from public.notifications where id = $1", w.notifications.memberA),
+    update: (to) => sql("update public.notifications set read = true where id = $1", to.notification),
+    delete: (to) => sql("delete from public.notifications where id = $1", to.notification),
   },
 };
 
@@ -539,7 +620,7 @@ function observe(db: Db, w: World, table: Table, op: Op, caller: Caller): Promis
     case "count":
       return countVisible(db, w, caller, table);
     default:
-      return mutate(db, w.claims[caller], STATEMENTS[table][op](w));
+      return mutate(db, w.claims[caller], STATEMENTS[table][op](targetOf(w, "A")));
   }
 }
 
@@ -569,7 +650,8 @@ function describeObservation(o: Observation): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Cases beyond the matrix: writes that name another account, and columns a caller may not update
+// Cases beyond the matrix: writes that name another account, columns a caller may not update, and
+// a tenant's service key at its tenant's edge
 // ---------------------------------------------------------------------------------------------
 
 interface WriteCase {
@@ -622,7 +704,11 @@ const CROSS_ACCOUNT_WRITES: WriteCase[] = [
   },
 ];
 
-/** Columns outside the authenticated role's column grants: an update naming them fails whatever the row. */
+/**
+ * Columns outside the client roles' column grants (authenticated and tenant_service alike): an
+ * update naming them fails whatever the row. What the operator sets, who created a row, which
+ * account a row is in and which release a track is on; of a notification, everything but `read`.
+ */
 type FromWorld = (w: World) => unknown;
 const draftOfA: FromWorld = (w) => w.catalog.A.draft;
 const artistOfA: FromWorld = (w) => w.catalog.A.artist;
@@ -630,21 +716,40 @@ const trackOfA: FromWorld = (w) => w.catalog.A.track;
 const notificationOfMemberA: FromWorld = (w) => w.notifications.memberA;
 const accountB: FromWorld = (w) => w.accounts.B.id;
 const memberB: FromWorld = (w) => w.people.memberB.id;
+const aMoment: FromWorld = () => "2026-01-01T00:00:00Z";
 
-const PROTECTED_COLUMNS: [table: Table, column: string, row: FromWorld, newValue: FromWorld][] = [
+const NOTIFICATION_COLUMNS_BUT_READ: [column: string, newValue: FromWorld][] = [
+  ["id", () => randomUUID()],
+  ["tenant_id", (w) => w.tenants[1].id],
+  ["user_id", memberB],
+  ["account_id", accountB],
+  ["kind", () => "forged.kind"],
+  ["title", () => "Forged"],
+  ["body", () => "Forged"],
+  ["data", () => '{"forged": true}'],
+  ["read_at", aMoment],
+  ["created_at", aMoment],
+];
+
+type ProtectedColumn = [table: Table, column: string, row: FromWorld, newValue: FromWorld];
+const PROTECTED_COLUMNS: ProtectedColumn[] = [
   ["releases", "account_id", draftOfA, accountB],
   ["releases", "status_reason", draftOfA, () => "Approved by me"],
+  ["releases", "submitted_at", draftOfA, aMoment],
   ["releases", "created_by", draftOfA, memberB],
   ["artist_profiles", "account_id", artistOfA, accountB],
   ["artist_profiles", "created_by", artistOfA, memberB],
   ["tracks", "account_id", trackOfA, accountB],
   ["tracks", "release_id", trackOfA, (w) => w.catalog.A.live],
-  ["notifications", "user_id", notificationOfMemberA, memberB],
-  ["notifications", "title", notificationOfMemberA, () => "Forged"],
+  ["tracks", "audio_metadata", trackOfA, () => '{"codec": "flac"}'],
+  ["tracks", "created_by", trackOfA, memberB],
+  ...NOTIFICATION_COLUMNS_BUT_READ.map(
+    ([column, newValue]): ProtectedColumn => ["notifications", column, notificationOfMemberA, newValue],
+  ),
 ];
 
 const PROTECTED_COLUMN_WRITES: WriteCase[] = PROTECTED_COLUMNS.flatMap(([table, column, row, newValue]) =>
-  (["memberA", "keyA"] as const).map((caller) => ({
+  (["memberA", "keyA", "tenantService1"] as const).map((caller) => ({
     name: `${table}.${column} cannot be updated`,
     caller,
     statement: (w: World) =>
@@ -671,6 +776,171 @@ const SERVICE_WRITES: WriteCase[] = [
         w.people.memberA2.id,
       ),
     expected: 1,
+  },
+  {
+    name: "service_role notifies a user about another tenant's account (the (tenant_id, account_id) key)",
+    caller: "service",
+    statement: (w) =>
+      sql(
+        "insert into public.notifications (user_id, account_id, kind, title) values ($1, $2, 'matrix.test', 'Hello')",
+        w.people.memberA.id,
+        w.accounts.C.id,
+      ),
+    expected: NO_PARENT,
+  },
+];
+
+/**
+ * The matrix's writes aimed at tenant 2's account C and memberC instead of A: tenant 2's own
+ * service key may make each of them that a tenant's key may make at all, tenant 1's is stopped.
+ * An insert naming account C fails the policy's WITH CHECK; one naming C's parent row finds no
+ * such parent; an update or delete finds no row. A write only the operator may make (moving a
+ * takedown request on, deleting one) is denied to both keys, whatever the row.
+ */
+const INSERT_INTO_TENANT_2: Record<Table, SqlState> = {
+  artist_profiles: DENIED,
+  releases: NO_PARENT,
+  tracks: NO_PARENT,
+  release_analytics: DENIED,
+  track_analytics: DENIED,
+  takedown_requests: NO_PARENT,
+  notifications: DENIED,
+};
+
+function writeIntoTenant2(
+  table: Table,
+  op: Mutation,
+  caller: "tenantService1" | "tenantService2",
+): number | SqlState {
+  if (MATRIX[table][op] === OPERATOR_ONLY) return DENIED;
+  if (caller === "tenantService2") return 1;
+  return op === "insert" ? INSERT_INTO_TENANT_2[table] : 0;
+}
+
+const WRITES_INTO_TENANT_2: WriteCase[] = TABLES.flatMap((table) =>
+  MUTATIONS.flatMap((op) =>
+    (["tenantService2", "tenantService1"] as const).map((caller) => ({
+      name: `${table} ${op} aimed at tenant 2's account C`,
+      caller,
+      statement: (w: World) => STATEMENTS[table][op](targetOf(w, "C")),
+      expected: writeIntoTenant2(table, op, caller),
+    })),
+  ),
+);
+
+/**
+ * Tenant 1's service key at its tenant's edge. What it may write (a new row's account and parent,
+ * a release's artist, a new notification's recipient and account) must stay inside tenant 1; what
+ * it may not write (a row's account, a notification's tenant, recipient or account) fails
+ * whatever the value.
+ */
+const TENANT_SERVICE_WRITES: WriteCase[] = [
+  {
+    name: "a tenant's service key files a release of its artist under another tenant's account",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql(
+        "insert into public.releases (artist_id, account_id, title) values ($1, $2, 'Smuggled')",
+        w.catalog.A.artist,
+        w.accounts.C.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a tenant's service key adds a track of its release under another tenant's account",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql(
+        "insert into public.tracks (release_id, account_id, title) values ($1, $2, 'Smuggled')",
+        w.catalog.A.draft,
+        w.accounts.C.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a tenant's service key files a takedown of its release under another tenant's account",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql(
+        "insert into public.takedown_requests (release_id, account_id) values ($1, $2)",
+        w.catalog.A.live,
+        w.accounts.C.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a tenant's service key moves an artist to another tenant's account",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql(
+        "update public.artist_profiles set account_id = $2 where id = $1",
+        w.catalog.A.spareArtist,
+        w.accounts.C.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a tenant's service key moves a release onto another tenant's artist",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql("update public.releases set artist_id = $2 where id = $1", w.catalog.A.draft, w.catalog.C.artist),
+    expected: NO_PARENT,
+  },
+  {
+    name: "a tenant's service key names its own tenant_id on a notification to another tenant's user",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql(
+        "insert into public.notifications (tenant_id, user_id, kind, title) values ($1, $2, 'matrix.test', 'Hello')",
+        w.tenants[1].id,
+        w.people.memberC.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a tenant's service key notifies its user about another tenant's account",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql(
+        "insert into public.notifications (user_id, account_id, kind, title) values ($1, $2, 'matrix.test', 'Hello')",
+        w.people.memberA.id,
+        w.accounts.C.id,
+      ),
+    expected: NO_PARENT,
+  },
+  {
+    name: "a tenant's service key readdresses a notification to another tenant's user",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql(
+        "update public.notifications set user_id = $2 where id = $1",
+        w.notifications.memberA,
+        w.people.memberC.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a tenant's service key moves a notification into another tenant",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql(
+        "update public.notifications set tenant_id = $2, user_id = $3 where id = $1",
+        w.notifications.memberA,
+        w.tenants[2].id,
+        w.people.memberC.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a tenant's service key points its user's notification at another tenant's account",
+    caller: "tenantService1",
+    statement: (w) =>
+      sql(
+        "update public.notifications set account_id = $2 where id = $1",
+        w.notifications.memberA,
+        w.accounts.C.id,
+      ),
+    expected: DENIED,
   },
 ];
 
@@ -704,7 +974,13 @@ for (const preset of POLICY_PRESETS) {
     }
 
     describe("writes beyond the matrix", () => {
-      for (const c of [...CROSS_ACCOUNT_WRITES, ...PROTECTED_COLUMN_WRITES, ...SERVICE_WRITES]) {
+      for (const c of [
+        ...CROSS_ACCOUNT_WRITES,
+        ...PROTECTED_COLUMN_WRITES,
+        ...SERVICE_WRITES,
+        ...WRITES_INTO_TENANT_2,
+        ...TENANT_SERVICE_WRITES,
+      ]) {
         const expected = writeObservation(c.expected);
         test(`${c.name}, as ${c.caller}: ${describeObservation(expected)}`, async () => {
           assert.deepEqual(await mutate(t().db, world().claims[c.caller], c.statement(world())), expected);

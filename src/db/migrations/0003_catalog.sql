@@ -191,7 +191,8 @@ create table public.notifications (
   -- The recipient's tenant, filled from the user; the pair keeps a notification inside its tenant.
   tenant_id uuid not null,
   user_id uuid not null,
-  account_id uuid references internal.accounts (id) on delete cascade,
+  -- The account it is about, if any: of the recipient's tenant.
+  account_id uuid,
   -- What happened, e.g. 'release.approved', 'delivery.live', 'takedown.completed' (docs/notifications.md).
   kind text not null check (kind ~ '^[a-z_]+(\.[a-z_]+)*$'),
   title text not null check (length(title) <= 300),
@@ -201,54 +202,63 @@ create table public.notifications (
   read boolean not null default false,
   read_at timestamptz,
   created_at timestamptz not null default now(),
-  foreign key (tenant_id, user_id) references internal.users (tenant_id, id) on delete cascade
+  foreign key (tenant_id, user_id) references internal.users (tenant_id, id) on delete cascade,
+  foreign key (tenant_id, account_id) references internal.accounts (tenant_id, id) on delete cascade
 );
 create index notifications_user on public.notifications (user_id, created_at desc);
 create index notifications_tenant on public.notifications (tenant_id, created_at desc);
 
 -- Privileges. A role may touch only what is granted here; row-level security then decides rows.
 -- anon: nothing (every table needs a logged-in user). service_role: everything (default privileges).
--- tenant_service: every table, every column; its policies keep it inside its tenant.
-grant select, insert, update, delete on public.artist_profiles, public.releases, public.tracks,
-  public.release_analytics, public.track_analytics, public.takedown_requests, public.notifications
-  to tenant_service;
+-- authenticated and tenant_service (a tenant's own service key) are clients: the same column lists,
+-- except that tenant_service may name created_by (a user of its tenant, checked by a trigger) on
+-- insert, may write analytics, and may send its users notifications.
 -- Column lists for INSERT as well as UPDATE: what the operator sets (status_reason, submitted_at,
--- audio_metadata, completed_at, timestamps) a client can neither send on create nor change later.
-grant select, delete on public.artist_profiles to authenticated;
+-- audio_metadata, completed_at, created_by, timestamps) a client can neither send on create nor
+-- change later, and no client can move a row to another account or a track to another release.
+grant select, delete on public.artist_profiles to authenticated, tenant_service;
 grant insert (id, account_id, name, bio, "streamingA_id", "streamingB_id", store_ids, platform_links, localized_names)
-  on public.artist_profiles to authenticated;
+  on public.artist_profiles to authenticated, tenant_service;
 grant update (name, bio, "streamingA_id", "streamingB_id", store_ids, platform_links, localized_names)
-  on public.artist_profiles to authenticated;
+  on public.artist_profiles to authenticated, tenant_service;
 
-grant select, delete on public.releases to authenticated;
+grant select, delete on public.releases to authenticated, tenant_service;
 grant insert (id, account_id, artist_id, title, version, release_type, artist_name, primary_genre, secondary_genre,
   genres, release_date, original_release_date, upc, label_name, catalog_number, licensed_territories_include,
   territories, territories_exclude, services, copyright, copyright_year, phonographic_copyright,
   phonographic_year, explicit, language, status)
-  on public.releases to authenticated;
+  on public.releases to authenticated, tenant_service;
 grant update (artist_id, title, version, release_type, artist_name, primary_genre, secondary_genre, genres,
   release_date, original_release_date, upc, label_name, catalog_number, licensed_territories_include,
   territories, territories_exclude, services, copyright, copyright_year, phonographic_copyright,
   phonographic_year, explicit, language, status)
-  on public.releases to authenticated;
+  on public.releases to authenticated, tenant_service;
 
-grant select, delete on public.tracks to authenticated;
+grant select, delete on public.tracks to authenticated, tenant_service;
 grant insert (id, release_id, account_id, title, version, isrc, duration, track_number, disc_number, artist_name,
   explicit, language, contributors, splits)
-  on public.tracks to authenticated;
+  on public.tracks to authenticated, tenant_service;
 grant update (title, version, isrc, duration, track_number, disc_number, artist_name, explicit, language,
   contributors, splits)
-  on public.tracks to authenticated;
+  on public.tracks to authenticated, tenant_service;
 
--- Takedowns are requested by users and moved on only by the operator's backend.
-grant select on public.takedown_requests to authenticated;
-grant insert (id, release_id, account_id, reason, status) on public.takedown_requests to authenticated;
+-- Takedowns are requested by clients and moved on only by the operator's backend.
+grant select on public.takedown_requests to authenticated, tenant_service;
+grant insert (id, release_id, account_id, reason, status) on public.takedown_requests to authenticated, tenant_service;
+
+-- A tenant's server acts for its users: it may name who a row is for.
+grant insert (created_by) on public.artist_profiles, public.releases, public.tracks, public.takedown_requests
+  to tenant_service;
 
 grant select on public.release_analytics, public.track_analytics to authenticated;
+grant select, insert, update, delete on public.release_analytics, public.track_analytics to tenant_service;
 
 -- A user may mark their notifications read, and change nothing else about them.
 grant select on public.notifications to authenticated;
 grant update (read) on public.notifications to authenticated;
+grant select, delete on public.notifications to tenant_service;
+grant insert (id, user_id, account_id, kind, title, body, data) on public.notifications to tenant_service;
+grant update (read) on public.notifications to tenant_service;
 
 -- Row-level security: the catalog tables share one shape. A caller reaches the rows of the
 -- accounts it may read; writes need an account it may write to; under the owner-only preset

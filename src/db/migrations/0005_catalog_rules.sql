@@ -8,9 +8,17 @@
 -- tenant_service); service_role and the owner's path (internal.is_privileged()) are the operator
 -- and may do what the lifecycle needs.
 
--- Who owns a new row. created_by is always the caller (a client cannot claim someone else's row);
--- account_id comes from the parent row named in the trigger's arguments, looked up as the caller so
--- that another account's parent is "not found", or else from auth.default_account_id().
+-- Whether `user_id` is a user of `tenant` (callers cannot read internal.users themselves).
+create function internal.user_in_tenant(user_id uuid, tenant uuid) returns boolean
+language sql stable security definer set search_path = ''
+as $$ select exists (select 1 from internal.users u where u.id = user_id and u.tenant_id = tenant) $$;
+
+-- Who owns a new row. A user's rows are always created_by the user (a client cannot claim
+-- someone else's row); a tenant's service key may name a user of its tenant; a public-API key's
+-- rows have none. account_id comes from the parent row named in the trigger's arguments, looked up
+-- as the caller so that another account's parent is "not found", or else from
+-- auth.default_account_id(). Missing values are reported as not-null violations here, before
+-- row-level security would report them as a privilege problem.
 create function internal.assign_owner() returns trigger
 language plpgsql
 as $$
@@ -18,13 +26,19 @@ declare
   parent_id uuid;
   parent_account uuid;
 begin
-  if not internal.is_privileged() then
+  if current_user = 'tenant_service' then
+    if new.created_by is not null and not internal.user_in_tenant(new.created_by, auth.tenant_id()) then
+      raise exception using errcode = '23503', column = 'created_by',
+        message = format('created_by %s is not a user of this tenant', new.created_by);
+    end if;
+  elsif not internal.is_privileged() then
     new.created_by := auth.uid();
   end if;
   if tg_nargs = 2 then
     parent_id := (to_jsonb(new) ->> tg_argv[1])::uuid;
     if parent_id is null then
-      return new; -- the not-null constraint names the missing column
+      raise exception using errcode = '23502', column = tg_argv[1], table = tg_table_name,
+        message = format('null value in column "%s" of relation "%s" violates not-null constraint', tg_argv[1], tg_table_name);
     end if;
     execute format('select account_id from public.%I where id = $1', tg_argv[0]) into parent_account using parent_id;
     if parent_account is null then
@@ -37,6 +51,11 @@ begin
     end if;
   elsif new.account_id is null then
     new.account_id := auth.default_account_id();
+    if new.account_id is null then
+      raise exception using errcode = '23502', column = 'account_id', table = tg_table_name,
+        message = format('null value in column "account_id" of relation "%s" violates not-null constraint', tg_table_name),
+        hint = 'Name the account: the caller has no account it may write to by default.';
+    end if;
   end if;
   return new;
 end
@@ -173,30 +192,36 @@ $$;
 create trigger release_deleted after delete on public.releases
   for each row execute function internal.release_deleted();
 
--- Tracks change only while their release is editable. ISRCs are stored normalised.
+-- Tracks change only while their release is editable (on an update, the release it leaves too).
+-- ISRCs are stored normalised.
 create function internal.track_rules() returns trigger
 language plpgsql
 as $$
 declare
   release_status text;
-  target public.tracks;
+  release_ids uuid[];
+  rid uuid;
 begin
   if tg_op = 'DELETE' then
-    target := old;
+    release_ids := array[old.release_id];
+  elsif tg_op = 'INSERT' then
+    release_ids := array[new.release_id];
   else
-    target := new;
-    if new.isrc is not null then
-      new.isrc := upper(replace(btrim(new.isrc), '-', ''));
-    end if;
+    release_ids := array[old.release_id, new.release_id];
+  end if;
+  if tg_op <> 'DELETE' and new.isrc is not null then
+    new.isrc := upper(replace(btrim(new.isrc), '-', ''));
   end if;
   if not internal.is_privileged() then
-    select r.status into release_status from public.releases r where r.id = target.release_id;
-    if release_status is not null and release_status not in ('draft', 'pending', 'rejected') then
-      perform internal.refuse('BL001',
-        format('release %s is %s; its tracks can no longer be changed', target.release_id, release_status),
-        jsonb_build_object('release_id', target.release_id, 'status', release_status)::text,
-        'Only tracks of draft, pending and rejected releases can be edited.');
-    end if;
+    foreach rid in array release_ids loop
+      select r.status into release_status from public.releases r where r.id = rid;
+      if release_status is not null and release_status not in ('draft', 'pending', 'rejected') then
+        perform internal.refuse('BL001',
+          format('release %s is %s; its tracks can no longer be changed', rid, release_status),
+          jsonb_build_object('release_id', rid, 'status', release_status)::text,
+          'Only tracks of draft, pending and rejected releases can be edited.');
+      end if;
+    end loop;
   end if;
   if tg_op = 'DELETE' then
     return old;
