@@ -31,6 +31,12 @@ const schema = z.object({
   DEV_TENANT: bool.optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  SMTP_URL: z
+    .string()
+    .refine((v) => /^smtps?:\/\//.test(v), { message: "must be an smtp:// or smtps:// URL" })
+    .optional(),
+  MAIL_FROM: z.string().min(3).default("Backline <no-reply@backline.local>"),
+  TRUST_PROXY: bool.default(false),
 });
 
 export type Env = z.input<typeof schema>;
@@ -49,6 +55,13 @@ export interface Config {
   devTenant: boolean;
   logLevel: z.infer<typeof schema>["LOG_LEVEL"];
   shutdownTimeoutMs: number;
+  /** Take the client address from X-Forwarded-For (behind a load balancer): rate limits count per client. */
+  trustProxy: boolean;
+  mail: {
+    /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
+    smtpUrl: string | undefined;
+    from: string;
+  };
 }
 
 export class ConfigError extends Error {
@@ -94,5 +107,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     devTenant: e.DEV_TENANT ?? database.engine === "pglite",
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    trustProxy: e.TRUST_PROXY,
+    mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
   };
 }

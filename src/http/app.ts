@@ -1,8 +1,13 @@
 import { randomUUID } from "node:crypto";
+import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { authRoutes } from "../auth/routes.ts";
+import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
+import { Mailer } from "../mail/mailer.ts";
+import { TenantDirectory } from "../tenancy/directory.ts";
 import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
 
@@ -29,6 +34,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
+    trustProxy: deps.config.trustProxy,
     bodyLimit: 1024 * 1024,
     // Close idle keep-alive sockets on shutdown so close() does not wait for them.
     forceCloseConnections: "idle",
@@ -47,6 +53,43 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     }),
   );
 
+  // Browser apps (supabase-js in a web page) call every interface from their own origin.
+  app.register(cors, {
+    origin: true,
+    methods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+    allowedHeaders: [
+      "apikey",
+      "authorization",
+      "content-type",
+      "x-client-info",
+      "x-supabase-api-version",
+      "x-request-id",
+      "prefer",
+      "range",
+      "accept-profile",
+      "content-profile",
+      "idempotency-key",
+    ],
+    exposedHeaders: [
+      "content-range",
+      "x-request-id",
+      "x-supabase-api-version",
+      "retry-after",
+      "preference-applied",
+    ],
+    maxAge: 86400,
+  });
+
+  const directory = new TenantDirectory(deps.db);
+  const mailer = new Mailer(deps.db, {
+    smtpUrl: deps.config.mail.smtpUrl,
+    from: deps.config.mail.from,
+    logger: deps.logger,
+  });
+  const auth = new AuthService({ db: deps.db, mailer, publicUrl: deps.config.publicUrl });
+  app.addHook("onClose", () => mailer.close());
+
   app.register(healthRoutes, { db: deps.db });
+  app.register(authRoutes, { prefix: "/auth/v1", auth, directory });
   return app;
 }

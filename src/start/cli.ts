@@ -7,6 +7,8 @@ import { openDatabase } from "../db/open.ts";
 import { PgliteEngine } from "../db/pglite.ts";
 import { PostgresEngine } from "../db/postgres.ts";
 import { rolesSetupSql } from "../db/roles.ts";
+import { listMail } from "../mail/mailer.ts";
+import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
 import {
   ACCOUNT_KINDS,
   createAccount,
@@ -16,6 +18,8 @@ import {
   listAccounts,
   listTenants,
   POLICY_PRESETS,
+  rotateTenantKeys,
+  type Tenant,
 } from "../tenancy/tenants.ts";
 import { createLogger, die, loadConfigOrDie } from "./process.ts";
 import { serveUntilSignalled } from "./serve.ts";
@@ -189,8 +193,7 @@ tenants
   .argument("<tenant>", "tenant id or slug")
   .action(async (ref: string) => {
     await withDb(async (db, config) => {
-      const tenant = await db.asService((tx) => findTenant(tx, ref), { readOnly: true });
-      if (!tenant) throw new CliError(`no tenant ${ref}`);
+      const tenant = await requireTenant(db, ref);
       const keys = await getTenantKeys(db, tenant.id);
       output(
         program,
@@ -200,6 +203,22 @@ tenants
           url: config.publicUrl,
           ...keys,
         },
+      );
+    });
+  });
+
+tenants
+  .command("rotate-keys")
+  .description("replace a tenant's signing secret: new keys; every access token issued so far stops working")
+  .argument("<tenant>", "tenant id or slug")
+  .action(async (ref: string) => {
+    await withDb(async (db, config) => {
+      const tenant = await requireTenant(db, ref);
+      const keys = await rotateTenantKeys(db, tenant.id);
+      output(
+        program,
+        `Rotated the keys of ${tenant.slug}\nanon key: ${keys.anon_key}\nservice_role key: ${keys.service_role_key}`,
+        { tenant_id: tenant.id, url: config.publicUrl, ...keys },
       );
     });
   });
@@ -220,8 +239,7 @@ accounts
       sandbox?: boolean;
     }) => {
       await withDb(async (db) => {
-        const tenant = await db.asService((tx) => findTenant(tx, opts.tenant), { readOnly: true });
-        if (!tenant) throw new CliError(`no tenant ${opts.tenant}`);
+        const tenant = await requireTenant(db, opts.tenant);
         const account = await createAccount(db, {
           tenantId: tenant.id,
           name: opts.name,
@@ -239,13 +257,7 @@ accounts
   .option("--tenant <tenant>", "only this tenant (id or slug)")
   .action(async (opts: { tenant?: string }) => {
     await withDb(async (db) => {
-      let tenantId: string | undefined;
-      if (opts.tenant) {
-        const ref = opts.tenant;
-        const tenant = await db.asService((tx) => findTenant(tx, ref), { readOnly: true });
-        if (!tenant) throw new CliError(`no tenant ${ref}`);
-        tenantId = tenant.id;
-      }
+      const tenantId = opts.tenant ? (await requireTenant(db, opts.tenant)).id : undefined;
       const rows = await listAccounts(db, tenantId);
       output(
         program,
@@ -262,7 +274,78 @@ accounts
     });
   });
 
+accounts
+  .command("add-member")
+  .description(
+    "add the user with this e-mail address to an account, or invite the address if it has no user yet",
+  )
+  .requiredOption("--account <id>", "account id")
+  .requiredOption("--email <email>", "the member's e-mail address")
+  .option("--role <role>", `one of ${MEMBERSHIP_ROLES.join(", ")}`, choice(MEMBERSHIP_ROLES), "member")
+  .action(async (opts: { account: string; email: string; role: (typeof MEMBERSHIP_ROLES)[number] }) => {
+    await withDb(async (db) => {
+      const result = await addMember(db, {
+        accountId: opts.account,
+        email: opts.email,
+        role: opts.role,
+      }).catch((e: unknown) => {
+        throw e instanceof MembershipError ? new CliError(e.message) : e;
+      });
+      output(
+        program,
+        result.status === "added"
+          ? `Added ${opts.email} to ${opts.account} as ${opts.role}`
+          : `Invited ${result.email} to ${opts.account} as ${opts.role}: they join when they sign up`,
+        result,
+      );
+    });
+  });
+
+program
+  .command("mail")
+  .description("the mailbox: every e-mail Backline wrote, newest first (sent by SMTP when SMTP_URL is set)")
+  .command("list")
+  .description("list e-mails")
+  .option("--tenant <tenant>", "only this tenant (id or slug)")
+  .option("--to <email>", "only mail to this address")
+  .option(
+    "--limit <n>",
+    "how many",
+    (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 1000)
+        throw new InvalidArgumentError("expected a whole number from 1 to 1000");
+      return n;
+    },
+    20,
+  )
+  .action(async (opts: { tenant?: string; to?: string; limit: number }) => {
+    await withDb(async (db) => {
+      const tenantId = opts.tenant ? (await requireTenant(db, opts.tenant)).id : undefined;
+      const rows = await listMail(db, {
+        limit: opts.limit,
+        ...(tenantId ? { tenantId } : {}),
+        ...(opts.to ? { to: opts.to } : {}),
+      });
+      const human = rows.length
+        ? rows
+            .map(
+              (m) =>
+                `── ${m.created_at.toISOString()}  ${m.status}  to ${m.to_address}\nSubject: ${m.subject}\n\n${m.text_body}\n`,
+            )
+            .join("\n")
+        : "(no mail)";
+      output(program, human, rows);
+    });
+  });
+
 class CliError extends Error {}
+
+async function requireTenant(db: Db, ref: string): Promise<Tenant> {
+  const tenant = await db.asService((tx) => findTenant(tx, ref), { readOnly: true });
+  if (!tenant) throw new CliError(`no tenant ${ref}`);
+  return tenant;
+}
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   if (error instanceof CliError) {

@@ -37,7 +37,7 @@ export async function ensureDevTenant(
       slug: "dev",
       isDevelopment: true,
       // Local development needs no mail server and no review queue (docs/auth.md, docs/releases.md).
-      settings: { email_confirmation: false, auto_review: true },
+      settings: { auth: { email_confirmation: false }, auto_review: true },
     });
     tenantId = tenant.id;
     created = true;

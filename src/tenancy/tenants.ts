@@ -147,3 +147,22 @@ export async function listAccounts(db: Db, tenantId?: string): Promise<Account[]
     { readOnly: true },
   );
 }
+
+/**
+ * Replaces a tenant's signing secret: new anon and service-role keys, and every access token
+ * issued so far stops verifying (users sign in again; refresh tokens still work, as sessions are
+ * kept). Other processes see the new secret within seconds (TenantDirectory's cache).
+ */
+export async function rotateTenantKeys(db: Db, tenantId: string): Promise<TenantKeys> {
+  const row = await db.asService(
+    async (tx) =>
+      (
+        await tx.query<{ id: string; jwt_secret: string; created_at: Date }>(
+          "update internal.tenants set jwt_secret = $2 where id = $1 returning id, jwt_secret, created_at",
+          [tenantId, newJwtSecret()],
+        )
+      ).rows[0],
+  );
+  if (!row) throw new Error(`no tenant ${tenantId}`);
+  return tenantKeys(row);
+}

@@ -1,0 +1,132 @@
+import type { Tx } from "../db/types.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import { otpExpired } from "./errors.ts";
+import type { SessionContext } from "./sessions.ts";
+import { newOpaqueToken, newOtp, otpHash, sha256 } from "./tokens.ts";
+import { findUserByEmail, type UserRow } from "./users.ts";
+
+/**
+ * Links and codes sent by e-mail. Each mail carries both a link (to GET /auth/v1/verify, which
+ * redirects to the app with a session) and a six-digit code (for verifyOtp); both are stored only
+ * as hashes and work once, until they expire. A newer one of the same kind replaces older ones.
+ */
+
+export type EmailTokenKind = "signup" | "recovery" | "email_change";
+
+const SUBJECTS: Record<EmailTokenKind, string> = {
+  signup: "Confirm your sign-up",
+  recovery: "Reset your password",
+  email_change: "Confirm your new e-mail address",
+};
+
+const INTROS: Record<EmailTokenKind, string> = {
+  signup: "Confirm your e-mail address to finish signing up.",
+  recovery: "Someone asked to reset the password of this account. If it was you, continue below.",
+  email_change: "Confirm this address as the new e-mail address of your account.",
+};
+
+const SENT_AT: Record<EmailTokenKind, string> = {
+  signup: "confirmation_sent_at",
+  recovery: "recovery_sent_at",
+  email_change: "email_change_sent_at",
+};
+
+export async function sendEmailToken(
+  tx: Tx,
+  mailer: Mailer,
+  ctx: SessionContext & { publicUrl: string },
+  user: UserRow,
+  kind: EmailTokenKind,
+  to: string,
+  redirectTo: string | undefined,
+): Promise<void> {
+  const token = newOpaqueToken();
+  const otp = newOtp();
+  await tx.query("delete from internal.one_time_tokens where tenant_id = $1 and user_id = $2 and kind = $3", [
+    ctx.tenant.id,
+    user.id,
+    kind,
+  ]);
+  await tx.query(
+    `insert into internal.one_time_tokens (tenant_id, user_id, kind, email, token_hash, otp_hash, expires_at)
+     values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
+    [ctx.tenant.id, user.id, kind, to, sha256(token), otpHash(user.id, otp), ctx.settings.otp_expiry],
+  );
+  await tx.query(`update internal.users set ${SENT_AT[kind]} = now() where id = $1`, [user.id]);
+
+  const link = new URL(`${ctx.publicUrl}/auth/v1/verify`);
+  link.searchParams.set("token", token);
+  link.searchParams.set("type", kind);
+  const redirect = redirectTo ?? ctx.settings.site_url;
+  if (redirect) link.searchParams.set("redirect_to", redirect);
+  const minutes = Math.round(ctx.settings.otp_expiry / 60);
+  await mailer.enqueue(tx, {
+    tenantId: ctx.tenant.id,
+    to,
+    kind: `auth.${kind}`,
+    subject: SUBJECTS[kind],
+    text: [
+      INTROS[kind],
+      "",
+      `Open this link: ${link.toString()}`,
+      "",
+      `Or enter this code: ${otp}`,
+      "",
+      `The link and the code work once, for ${minutes} minutes. If you did not ask for this, ignore this e-mail.`,
+    ].join("\n"),
+  });
+}
+
+export type VerifyInput =
+  | { type: EmailTokenKind; tokenHash: string }
+  | { type: EmailTokenKind; email: string; otp: string };
+
+/** Finds and uses up the token; the user it belongs to and the address it was sent to, or otp_expired. */
+export async function useEmailToken(
+  tx: Tx,
+  tenantId: string,
+  input: VerifyInput,
+): Promise<{ user: UserRow; email: string }> {
+  let row: { id: string; user_id: string; email: string } | undefined;
+  if ("tokenHash" in input) {
+    row = (
+      await tx.query<{ id: string; user_id: string; email: string }>(
+        `select id, user_id, email from internal.one_time_tokens
+         where token_hash = $1 and tenant_id = $2 and kind = $3 and used_at is null and expires_at > now()
+         for update`,
+        [sha256(input.tokenHash), tenantId, input.type],
+      )
+    ).rows[0];
+  } else {
+    // For an e-mail change the code went to the new address; otherwise to the user's address.
+    const userId =
+      input.type === "email_change"
+        ? (
+            await tx.query<{ id: string }>(
+              "select id from internal.users where tenant_id = $1 and email_change = $2 and deleted_at is null",
+              [tenantId, input.email],
+            )
+          ).rows[0]?.id
+        : (await findUserByEmail(tx, tenantId, input.email))?.id;
+    if (userId) {
+      row = (
+        await tx.query<{ id: string; user_id: string; email: string }>(
+          `select id, user_id, email from internal.one_time_tokens
+           where user_id = $1 and tenant_id = $2 and kind = $3 and otp_hash = $4 and used_at is null and expires_at > now()
+           for update`,
+          [userId, tenantId, input.type, otpHash(userId, input.otp)],
+        )
+      ).rows[0];
+    }
+  }
+  if (!row) throw otpExpired();
+  await tx.query("update internal.one_time_tokens set used_at = now() where id = $1", [row.id]);
+  const user = (
+    await tx.query<UserRow>(
+      "select * from internal.users where id = $1 and tenant_id = $2 and deleted_at is null for update",
+      [row.user_id, tenantId],
+    )
+  ).rows[0];
+  if (!user) throw otpExpired();
+  return { user, email: row.email };
+}

@@ -1,0 +1,235 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { type Caller, identify } from "../http/gateway.ts";
+import type { TenantDirectory } from "../tenancy/directory.ts";
+import type { EmailTokenKind } from "./email-tokens.ts";
+import { AuthError, authErrorBody, validationFailed } from "./errors.ts";
+import type { AuthService, RequestInfo, TokenUser } from "./service.ts";
+import { authSettings, redirectAllowed } from "./settings.ts";
+
+/**
+ * /auth/v1, as @supabase/auth-js calls it (docs/auth.md). Every route needs the tenant's apikey;
+ * /user and /logout also need a user's access token.
+ */
+
+const VERSION_HEADER = "x-supabase-api-version";
+const SCOPES = ["global", "local", "others"] as const;
+const VERIFY_TYPES: Record<string, EmailTokenKind> = {
+  signup: "signup",
+  email: "signup",
+  recovery: "recovery",
+  email_change: "email_change",
+};
+
+declare module "fastify" {
+  interface FastifyRequest {
+    caller?: Caller;
+  }
+}
+
+function body(request: FastifyRequest): Record<string, unknown> {
+  const b = request.body;
+  if (b === undefined || b === null) return {};
+  if (typeof b !== "object" || Array.isArray(b))
+    throw validationFailed("The request body must be a JSON object");
+  return b as Record<string, unknown>;
+}
+
+function query(request: FastifyRequest, name: string): string | undefined {
+  const v = (request.query as Record<string, unknown> | undefined)?.[name];
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+function info(request: FastifyRequest): RequestInfo {
+  if (!request.caller) throw new Error("auth route without a caller");
+  return { tenant: request.caller.tenant, ip: request.ip, userAgent: request.headers["user-agent"] };
+}
+
+/** The user an access token names, or GoTrue's error for a request without one. */
+function tokenUser(request: FastifyRequest): TokenUser {
+  const user = request.caller?.user;
+  if (!request.headers.authorization) {
+    throw new AuthError(401, "no_authorization", "This endpoint requires a Bearer token");
+  }
+  if (!user) throw new AuthError(403, "bad_jwt", "invalid claim: missing sub claim");
+  if (!user.sessionId) throw new AuthError(403, "bad_jwt", "invalid claim: missing session_id claim");
+  return { userId: user.id, sessionId: user.sessionId };
+}
+
+export async function authRoutes(
+  app: FastifyInstance,
+  opts: { auth: AuthService; directory: TenantDirectory },
+) {
+  const { auth, directory } = opts;
+
+  app.setErrorHandler((error, request, reply) => {
+    const apiVersion = request.headers[VERSION_HEADER];
+    const version = typeof apiVersion === "string" ? apiVersion : undefined;
+    let authError: AuthError;
+    if (error instanceof AuthError) {
+      authError = error;
+    } else if (
+      (error as { validation?: unknown }).validation ||
+      (error as { statusCode?: number }).statusCode === 400
+    ) {
+      authError = validationFailed((error as Error).message);
+    } else if (
+      typeof (error as { statusCode?: number }).statusCode === "number" &&
+      (error as { statusCode: number }).statusCode < 500
+    ) {
+      const e = error as { statusCode: number; message: string };
+      authError = new AuthError(
+        e.statusCode,
+        e.statusCode === 413 ? "request_too_large" : "bad_request",
+        e.message,
+      );
+    } else {
+      request.log.error({ err: error }, "auth request failed");
+      authError = new AuthError(
+        500,
+        "unexpected_failure",
+        "Unexpected failure, please check the server logs",
+      );
+    }
+    if (version) reply.header("X-Supabase-Api-Version", version);
+    if (authError.retryAfter) reply.header("Retry-After", String(authError.retryAfter));
+    return reply.status(authError.status).send(authErrorBody(authError, version));
+  });
+
+  // Every route: the apikey decides the tenant, a bearer the user.
+  app.addHook("onRequest", async (request, reply) => {
+    const version = request.headers[VERSION_HEADER];
+    if (typeof version === "string") reply.header("X-Supabase-Api-Version", version);
+    if (request.url.endsWith("/health")) return;
+    const identified = await identify(directory, request);
+    if (identified.ok) {
+      request.caller = identified.caller;
+      return;
+    }
+    const f = identified.failure;
+    switch (f.kind) {
+      case "no_apikey":
+        return reply.status(401).send({
+          message: "No API key found in request",
+          hint: "No `apikey` request header or url param was found.",
+        });
+      case "invalid_apikey":
+        return reply.status(401).send({
+          message: "Invalid API key",
+          hint: "Double check your Supabase `anon` or `service_role` API key.",
+        });
+      case "no_authorization": // not asked for here: auth routes accept the apikey alone
+      case "expired_jwt":
+        throw new AuthError(
+          403,
+          "bad_jwt",
+          "invalid JWT: unable to parse or verify signature, token has expired",
+        );
+      case "wrong_tenant":
+        throw new AuthError(403, "bad_jwt", "invalid JWT: the token was issued for another project");
+      case "bad_jwt":
+        throw new AuthError(403, "bad_jwt", `invalid JWT: unable to parse or verify signature, ${f.message}`);
+    }
+  });
+
+  app.get("/health", async () => ({
+    name: "Backline Auth",
+    description: "GoTrue-compatible auth for Backline",
+    version: "v1",
+  }));
+
+  app.get("/settings", async (request) => auth.settings(info(request)));
+
+  app.post("/signup", async (request) =>
+    auth.signup(info(request), body(request), query(request, "redirect_to")),
+  );
+
+  app.post("/token", async (request) => {
+    const grant = query(request, "grant_type");
+    if (grant === "password") return auth.signInWithPassword(info(request), body(request));
+    if (grant === "refresh_token") return auth.refresh(info(request), body(request));
+    throw new AuthError(
+      400,
+      "validation_failed",
+      `Unsupported grant_type ${JSON.stringify(grant ?? "")}; use password or refresh_token`,
+    );
+  });
+
+  app.get("/user", async (request) => auth.getUser(info(request), tokenUser(request)));
+
+  app.put("/user", async (request) =>
+    auth.updateUser(info(request), tokenUser(request), body(request), query(request, "redirect_to")),
+  );
+
+  app.post("/logout", async (request, reply) => {
+    const scope = query(request, "scope") ?? "global";
+    if (!(SCOPES as readonly string[]).includes(scope))
+      throw validationFailed(`scope must be one of ${SCOPES.join(", ")}`);
+    await auth.logout(info(request), tokenUser(request), scope as (typeof SCOPES)[number]);
+    return reply.status(204).send();
+  });
+
+  app.post("/recover", async (request) =>
+    auth.recover(info(request), body(request), query(request, "redirect_to")),
+  );
+
+  app.post("/verify", async (request) => {
+    const b = body(request);
+    const type = typeof b.type === "string" ? VERIFY_TYPES[b.type] : undefined;
+    if (!type) throw validationFailed("type must be one of signup, email, recovery, email_change");
+    if (typeof b.token_hash === "string" && b.token_hash !== "")
+      return auth.verify(info(request), { type, tokenHash: b.token_hash });
+    if (typeof b.email === "string" && typeof b.token === "string" && b.token !== "") {
+      return auth.verify(info(request), { type, email: b.email.trim().toLowerCase(), otp: b.token.trim() });
+    }
+    throw validationFailed("Verify requires either a token_hash, or an email and a token");
+  });
+
+  // The link in an e-mail: uses the token and sends the browser on, with the session in the URL fragment.
+  app.get("/verify", async (request, reply) => verifyLink(auth, request, reply));
+}
+
+async function verifyLink(auth: AuthService, request: FastifyRequest, reply: FastifyReply) {
+  const req = info(request);
+  const settings = authSettings(req.tenant.settings);
+  const wanted = query(request, "redirect_to");
+  const target = wanted && redirectAllowed(settings, wanted) ? wanted : settings.site_url;
+  const type = VERIFY_TYPES[query(request, "type") ?? ""];
+  const token = query(request, "token");
+  let fragment: URLSearchParams;
+  try {
+    if (!type || !token) throw validationFailed("The link is incomplete");
+    const session = (await auth.verify(req, { type, tokenHash: token })) as Record<string, unknown>;
+    fragment = new URLSearchParams({
+      access_token: String(session.access_token),
+      expires_at: String(session.expires_at),
+      expires_in: String(session.expires_in),
+      refresh_token: String(session.refresh_token),
+      token_type: "bearer",
+      type: query(request, "type") ?? type,
+    });
+  } catch (error) {
+    if (!(error instanceof AuthError)) throw error;
+    fragment = new URLSearchParams({
+      error: "access_denied",
+      error_code: error.code,
+      error_description: error.message,
+    });
+  }
+  if (target) {
+    const url = new URL(target);
+    url.hash = fragment.toString();
+    return reply.redirect(url.toString(), 303);
+  }
+  // No site to go back to: say what happened on a page of our own.
+  const failed = fragment.has("error");
+  return reply
+    .status(failed ? 403 : 200)
+    .type("text/html; charset=utf-8")
+    .send(
+      `<!doctype html><meta charset="utf-8"><title>Backline</title><p>${
+        failed
+          ? "This link has expired or was already used."
+          : "Done: your e-mail address is confirmed. You can close this window."
+      }</p>`,
+    );
+}

@@ -1,0 +1,316 @@
+import type { Db } from "../db/db.ts";
+import { asDbError } from "../db/errors.ts";
+import { consume } from "../http/rate-limit.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import type { TenantAuthInfo } from "../tenancy/directory.ts";
+import { provisionAccounts } from "../tenancy/memberships.ts";
+import { sendEmailToken, useEmailToken, type VerifyInput } from "./email-tokens.ts";
+import { AuthError, invalidCredentials, sessionNotFound, validationFailed } from "./errors.ts";
+import { hashPassword, MAX_PASSWORD_LENGTH, verifyPassword, weakPasswordReasons } from "./passwords.ts";
+import {
+  endSessions,
+  type LogoutScope,
+  rotateRefreshToken,
+  type SessionContext,
+  sessionExists,
+  startSession,
+} from "./sessions.ts";
+import { authSettings, type RateLimitName } from "./settings.ts";
+import { findUserByEmail, findUserById, insertUser, updateUser, userJson } from "./users.ts";
+
+/**
+ * The GoTrue-compatible flows behind /auth/v1. Auth tables are internal, so every flow runs on the
+ * service path; each checks the caller itself (the tenant from the apikey, the user from a
+ * verified access token) before it reads or writes anything.
+ */
+
+export interface RequestInfo {
+  tenant: TenantAuthInfo;
+  ip: string | undefined;
+  userAgent: string | undefined;
+}
+
+/** The user a verified access token names. */
+export interface TokenUser {
+  userId: string;
+  sessionId: string;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+function normaliseEmail(email: unknown): string {
+  if (typeof email !== "string" || email.trim() === "")
+    throw validationFailed("An email address is required");
+  const e = email.trim().toLowerCase();
+  if (e.length > 320 || !EMAIL.test(e))
+    throw new AuthError(400, "email_address_invalid", `Email address "${email}" is invalid`);
+  return e;
+}
+
+export class AuthService {
+  private readonly db: Db;
+  private readonly mailer: Mailer;
+  private readonly publicUrl: string;
+
+  constructor(deps: { db: Db; mailer: Mailer; publicUrl: string }) {
+    this.db = deps.db;
+    this.mailer = deps.mailer;
+    this.publicUrl = deps.publicUrl;
+  }
+
+  private context(req: RequestInfo): SessionContext & { publicUrl: string } {
+    return {
+      tenant: req.tenant,
+      settings: authSettings(req.tenant.settings),
+      issuer: `${this.publicUrl}/auth/v1`,
+      userAgent: req.userAgent,
+      ip: req.ip,
+      publicUrl: this.publicUrl,
+    };
+  }
+
+  /** Counts a hit against the tenant's limit; 429 over_request_rate_limit when it is exhausted. */
+  private async limit(req: RequestInfo, name: RateLimitName, subject: string): Promise<void> {
+    const limit = authSettings(req.tenant.settings).rate_limits[name];
+    const result = await consume(this.db, `auth:${req.tenant.id}:${name}:${subject}`, limit);
+    if (!result.allowed) {
+      throw new AuthError(429, "over_request_rate_limit", "Request rate limit reached", {
+        retryAfter: result.retryAfter,
+      });
+    }
+  }
+
+  private checkPassword(password: unknown, settings: ReturnType<typeof authSettings>): string {
+    if (typeof password !== "string" || password === "") throw validationFailed("Password is required");
+    if (password.length > MAX_PASSWORD_LENGTH)
+      throw validationFailed(`Password is longer than ${MAX_PASSWORD_LENGTH} characters`);
+    const reasons = weakPasswordReasons(password, {
+      minLength: settings.password_min_length,
+      requireMixed: settings.password_require_mixed,
+    });
+    if (reasons.length > 0) {
+      const message = `Password should be at least ${settings.password_min_length} characters${
+        settings.password_require_mixed ? " and contain lower-case and upper-case letters and digits" : ""
+      }.`;
+      throw new AuthError(422, "weak_password", message, { extra: { weak_password: { reasons, message } } });
+    }
+    return password;
+  }
+
+  async signup(
+    req: RequestInfo,
+    body: { email?: unknown; password?: unknown; data?: unknown },
+    redirectTo: string | undefined,
+  ) {
+    const ctx = this.context(req);
+    if (ctx.settings.disable_signup)
+      throw new AuthError(422, "signup_disabled", "Signups not allowed for this instance");
+    const email = normaliseEmail(body.email);
+    await this.limit(req, "signup_per_ip", req.ip ?? "unknown");
+    if (ctx.settings.email_confirmation) await this.limit(req, "email_sent_per_address", email);
+    const password = this.checkPassword(body.password, ctx.settings);
+    const data = body.data === undefined || body.data === null ? {} : body.data;
+    if (typeof data !== "object" || Array.isArray(data)) throw validationFailed("data must be an object");
+    const passwordHash = await hashPassword(password);
+
+    const result = await this.db.asService(async (tx) => {
+      const existing = await findUserByEmail(tx, req.tenant.id, email);
+      if (existing?.email_confirmed_at || (existing && !ctx.settings.email_confirmation)) {
+        throw new AuthError(422, "user_already_exists", "User already registered");
+      }
+      if (existing) {
+        // Signed up before but never confirmed: send the confirmation again.
+        await sendEmailToken(tx, this.mailer, ctx, existing, "signup", email, redirectTo);
+        return { user: await userJson(tx, (await findUserById(tx, req.tenant.id, existing.id)) ?? existing) };
+      }
+      const user = await insertUser(tx, {
+        tenantId: req.tenant.id,
+        email,
+        passwordHash,
+        userMetadata: data as Record<string, unknown>,
+        confirmed: !ctx.settings.email_confirmation,
+      }).catch((error: unknown) => {
+        // Two sign-ups for the same address at once: the second loses on the unique index.
+        if (asDbError(error)?.sqlstate === "23505")
+          throw new AuthError(422, "user_already_exists", "User already registered");
+        throw error;
+      });
+      const meta = data as Record<string, unknown>;
+      const displayName = [meta.name, meta.full_name, meta.display_name].find(
+        (v): v is string => typeof v === "string",
+      );
+      await provisionAccounts(tx, { id: user.id, tenant_id: user.tenant_id, email }, displayName);
+      if (ctx.settings.email_confirmation) {
+        await sendEmailToken(tx, this.mailer, ctx, user, "signup", email, redirectTo);
+        return { user: await userJson(tx, (await findUserById(tx, req.tenant.id, user.id)) ?? user) };
+      }
+      return { session: await startSession(tx, ctx, user, "password") };
+    });
+    void this.mailer.deliver();
+    return result.session ?? result.user;
+  }
+
+  async signInWithPassword(req: RequestInfo, body: { email?: unknown; password?: unknown }) {
+    const ctx = this.context(req);
+    const email = normaliseEmail(body.email);
+    if (typeof body.password !== "string" || body.password === "")
+      throw validationFailed("Password is required");
+    await this.limit(req, "signin_per_ip", req.ip ?? "unknown");
+    await this.limit(req, "signin_per_email", email);
+    const password = body.password;
+    return this.db.asService(async (tx) => {
+      const user = await findUserByEmail(tx, req.tenant.id, email);
+      const ok = await verifyPassword(password, user?.encrypted_password ?? null);
+      if (!user || !ok) throw invalidCredentials();
+      if (user.banned_until && user.banned_until > new Date())
+        throw new AuthError(400, "user_banned", "User is banned");
+      if (!user.email_confirmed_at && ctx.settings.email_confirmation) {
+        throw new AuthError(400, "email_not_confirmed", "Email not confirmed");
+      }
+      return startSession(tx, ctx, user, "password");
+    });
+  }
+
+  async refresh(req: RequestInfo, body: { refresh_token?: unknown }) {
+    const ctx = this.context(req);
+    if (typeof body.refresh_token !== "string" || body.refresh_token === "") {
+      throw validationFailed("refresh_token is required");
+    }
+    await this.limit(req, "refresh_per_ip", req.ip ?? "unknown");
+    const token = body.refresh_token;
+    const outcome = await this.db.asService((tx) => rotateRefreshToken(tx, ctx, token));
+    if (!outcome.ok) throw outcome.error;
+    return outcome.session;
+  }
+
+  private async currentUser(
+    tx: Parameters<Parameters<Db["asService"]>[0]>[0],
+    req: RequestInfo,
+    who: TokenUser,
+    lock = false,
+  ) {
+    if (!(await sessionExists(tx, req.tenant.id, who.userId, who.sessionId))) throw sessionNotFound();
+    const user = await findUserById(tx, req.tenant.id, who.userId, lock);
+    if (!user) throw new AuthError(403, "user_not_found", "User from sub claim in JWT does not exist");
+    return user;
+  }
+
+  async getUser(req: RequestInfo, who: TokenUser) {
+    return this.db.asService(async (tx) => userJson(tx, await this.currentUser(tx, req, who)), {
+      readOnly: true,
+    });
+  }
+
+  async updateUser(
+    req: RequestInfo,
+    who: TokenUser,
+    body: { email?: unknown; password?: unknown; data?: unknown },
+    redirectTo: string | undefined,
+  ) {
+    const ctx = this.context(req);
+    const newEmail = body.email === undefined ? undefined : normaliseEmail(body.email);
+    const password =
+      body.password === undefined ? undefined : this.checkPassword(body.password, ctx.settings);
+    if (
+      body.data !== undefined &&
+      (typeof body.data !== "object" || body.data === null || Array.isArray(body.data))
+    ) {
+      throw validationFailed("data must be an object");
+    }
+    const passwordHash = password === undefined ? undefined : await hashPassword(password);
+    const result = await this.db.asService(async (tx) => {
+      let user = await this.currentUser(tx, req, who, true);
+      const changes: Record<string, unknown> = {};
+      if (passwordHash) changes.encrypted_password = passwordHash;
+      if (body.data !== undefined) {
+        // Top-level keys are merged into user_metadata, as GoTrue does; a null value removes the key.
+        const merged = { ...user.raw_user_meta_data };
+        for (const [k, v] of Object.entries(body.data as Record<string, unknown>)) {
+          if (v === null) delete merged[k];
+          else merged[k] = v;
+        }
+        changes.raw_user_meta_data = JSON.stringify(merged);
+      }
+      if (newEmail !== undefined && newEmail !== user.email) {
+        const taken = await findUserByEmail(tx, req.tenant.id, newEmail);
+        if (taken)
+          throw new AuthError(
+            422,
+            "email_exists",
+            "A user with this email address has already been registered",
+          );
+        if (ctx.settings.email_confirmation) {
+          changes.email_change = newEmail;
+        } else {
+          changes.email = newEmail;
+        }
+      }
+      user = await updateUser(tx, user, changes);
+      if (changes.email_change) {
+        await sendEmailToken(tx, this.mailer, ctx, user, "email_change", newEmail as string, redirectTo);
+        user = (await findUserById(tx, req.tenant.id, user.id)) ?? user;
+      }
+      return userJson(tx, user);
+    });
+    void this.mailer.deliver();
+    return result;
+  }
+
+  async logout(req: RequestInfo, who: TokenUser, scope: LogoutScope) {
+    await this.db.asService((tx) => endSessions(tx, req.tenant.id, who.userId, who.sessionId, scope));
+  }
+
+  /** Sends a recovery mail if the address has a user; answers the same either way (no account enumeration). */
+  async recover(req: RequestInfo, body: { email?: unknown }, redirectTo: string | undefined) {
+    const ctx = this.context(req);
+    const email = normaliseEmail(body.email);
+    await this.limit(req, "email_sent_per_address", email);
+    await this.db.asService(async (tx) => {
+      const user = await findUserByEmail(tx, req.tenant.id, email);
+      if (user) await sendEmailToken(tx, this.mailer, ctx, user, "recovery", email, redirectTo);
+    });
+    void this.mailer.deliver();
+    return {};
+  }
+
+  /** Uses a link token or a code from an e-mail and signs the user in. */
+  async verify(req: RequestInfo, input: VerifyInput) {
+    const ctx = this.context(req);
+    await this.limit(req, "verify_per_ip", req.ip ?? "unknown");
+    return this.db.asService(async (tx) => {
+      const { user, email } = await useEmailToken(tx, req.tenant.id, input);
+      let changes: Record<string, unknown>;
+      if (input.type === "email_change") {
+        const taken = await findUserByEmail(tx, req.tenant.id, email);
+        if (taken && taken.id !== user.id) {
+          throw new AuthError(
+            422,
+            "email_exists",
+            "A user with this email address has already been registered",
+          );
+        }
+        changes = { email, email_change: null, email_confirmed_at: new Date() };
+      } else {
+        // Following a recovery link proves the address too.
+        changes = user.email_confirmed_at ? {} : { email_confirmed_at: new Date() };
+      }
+      const updated = await updateUser(tx, user, changes);
+      const method =
+        input.type === "recovery" ? "recovery" : input.type === "email_change" ? "email_change" : "otp";
+      return startSession(tx, ctx, updated, method);
+    });
+  }
+
+  settings(req: RequestInfo) {
+    const s = authSettings(req.tenant.settings);
+    return {
+      external: { email: true, phone: false, anonymous_users: false },
+      disable_signup: s.disable_signup,
+      mailer_autoconfirm: !s.email_confirmation,
+      phone_autoconfirm: false,
+      sms_provider: "",
+      saml_enabled: false,
+      password_min_length: s.password_min_length,
+    };
+  }
+}

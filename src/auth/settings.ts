@@ -1,0 +1,65 @@
+import { z } from "zod";
+
+/**
+ * A tenant's auth settings: the `auth` object of internal.tenants.settings, with defaults. The operator sets
+ * them per tenant (docs/auth.md); the development tenant turns e-mail confirmation off.
+ */
+const limit = z.object({ max: z.number().int().min(1), windowSeconds: z.number().int().min(1) });
+
+const schema = z.object({
+  email_confirmation: z.boolean().default(true),
+  disable_signup: z.boolean().default(false),
+  jwt_expiry: z
+    .number()
+    .int()
+    .min(30)
+    .max(7 * 24 * 3600)
+    .default(3600),
+  password_min_length: z.number().int().min(6).max(128).default(8),
+  password_require_mixed: z.boolean().default(false),
+  /** Where links in e-mails lead when the request gives no redirect_to. */
+  site_url: z.url().optional(),
+  /** Further addresses links may lead to: exact URLs, or prefixes ending in '*'. */
+  redirect_urls: z.array(z.string()).default([]),
+  otp_expiry: z
+    .number()
+    .int()
+    .min(60)
+    .max(7 * 24 * 3600)
+    .default(3600),
+  rate_limits: z
+    .object({
+      signin_per_ip: limit.default({ max: 30, windowSeconds: 300 }),
+      signin_per_email: limit.default({ max: 10, windowSeconds: 300 }),
+      signup_per_ip: limit.default({ max: 30, windowSeconds: 3600 }),
+      email_sent_per_address: limit.default({ max: 5, windowSeconds: 3600 }),
+      verify_per_ip: limit.default({ max: 30, windowSeconds: 300 }),
+      refresh_per_ip: limit.default({ max: 150, windowSeconds: 300 }),
+    })
+    .prefault({}),
+});
+
+export type AuthSettings = z.infer<typeof schema>;
+export type RateLimitName = keyof AuthSettings["rate_limits"];
+
+/** Reads the tenant's settings; a malformed value falls back to the default rather than locking users out. */
+export function authSettings(tenantSettings: unknown): AuthSettings {
+  const raw = (tenantSettings as { auth?: unknown } | null)?.auth ?? {};
+  const parsed = schema.safeParse(raw);
+  return parsed.success ? parsed.data : schema.parse({});
+}
+
+/** Whether an e-mail link may send the browser to `url`: the site URL's origin, or an allowed address. */
+export function redirectAllowed(settings: AuthSettings, url: string): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return false;
+  if (settings.site_url && parsed.origin === new URL(settings.site_url).origin) return true;
+  return settings.redirect_urls.some((allowed) =>
+    allowed.endsWith("*") ? url.startsWith(allowed.slice(0, -1)) : url === allowed,
+  );
+}

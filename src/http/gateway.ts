@@ -1,0 +1,207 @@
+import type { FastifyRequest } from "fastify";
+import { peekClaims, TokenError, verifyToken } from "../auth/tokens.ts";
+import type { Claims } from "../db/types.ts";
+import type { TenantAuthInfo, TenantDirectory } from "../tenancy/directory.ts";
+
+/**
+ * The gateway rules shared by /auth/v1, /rest/v1 and /storage/v1 (docs/auth.md):
+ *
+ * - `apikey` (header, or query parameter) must be one of a tenant's keys: it decides the tenant.
+ * - `Authorization: Bearer <jwt>` decides the role: a user's access token -> authenticated with
+ *   its claims; the anon key -> anon; the tenant's service-role key -> tenant_service (every row
+ *   of that tenant, nothing else). Without a bearer, the apikey itself is the bearer.
+ * - A bearer must be signed by the apikey's tenant and name it: a token of another tenant is refused.
+ *
+ * Each interface renders a failure in its own error shape.
+ */
+
+export type GatewayFailure =
+  | { kind: "no_apikey" }
+  | { kind: "no_authorization" }
+  | { kind: "invalid_apikey" }
+  | { kind: "bad_jwt"; message: string }
+  | { kind: "expired_jwt" }
+  | { kind: "wrong_tenant" };
+
+export interface Caller {
+  tenant: TenantAuthInfo;
+  /** The claims the request's transaction runs with. */
+  claims: Claims;
+  /** For a user's access token: who, and which session. */
+  user: { id: string; sessionId: string | undefined } | undefined;
+}
+
+export type Identified = { ok: true; caller: Caller } | { ok: false; failure: GatewayFailure };
+
+// Claims that only Backline itself sets for public-API keys; never taken from a JWT.
+const SERVER_ONLY_CLAIMS = ["account_id", "account_role", "api_key_id"];
+
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function apikeyOf(request: FastifyRequest): string | undefined {
+  const header = headerValue(request.headers.apikey);
+  if (header) return header.trim();
+  const query = (request.query as Record<string, unknown> | undefined)?.apikey;
+  return typeof query === "string" && query !== "" ? query : undefined;
+}
+
+export function bearerOf(request: FastifyRequest): string | undefined {
+  const auth = headerValue(request.headers.authorization);
+  const m = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
+  return m?.[1];
+}
+
+async function verifyKey(
+  directory: TenantDirectory,
+  key: string,
+): Promise<{ tenant: TenantAuthInfo; role: "anon" | "service_role" } | undefined> {
+  const peek = peekClaims(key);
+  const tenantId = peek?.tenant_id;
+  if (typeof tenantId !== "string" || (peek?.role !== "anon" && peek?.role !== "service_role"))
+    return undefined;
+  const tenant = await directory.get(tenantId);
+  if (!tenant) return undefined;
+  try {
+    const claims = await verifyToken(key, tenant.jwtSecret);
+    if (claims.tenant_id !== tenant.id || claims.iss !== "backline") return undefined;
+    return { tenant, role: claims.role as "anon" | "service_role" };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Who is calling. With `requireAuthorization` (the table and storage interfaces: seed 000 wants
+ * a token on every request) a missing Authorization header is a failure; otherwise the apikey
+ * stands in for it.
+ */
+export async function identify(
+  directory: TenantDirectory,
+  request: FastifyRequest,
+  options: { requireAuthorization?: boolean } = {},
+): Promise<Identified> {
+  const apikey = apikeyOf(request);
+  if (!apikey) return { ok: false, failure: { kind: "no_apikey" } };
+  const key = await verifyKey(directory, apikey);
+  if (!key) return { ok: false, failure: { kind: "invalid_apikey" } };
+  const { tenant } = key;
+
+  const given = bearerOf(request);
+  if (!given && options.requireAuthorization) return { ok: false, failure: { kind: "no_authorization" } };
+  const bearer = given ?? apikey;
+  let payload: Record<string, unknown>;
+  try {
+    payload =
+      bearer === apikey
+        ? { role: key.role, tenant_id: tenant.id }
+        : await verifyToken(bearer, tenant.jwtSecret);
+  } catch (error) {
+    if (error instanceof TokenError && error.reason === "expired")
+      return { ok: false, failure: { kind: "expired_jwt" } };
+    return {
+      ok: false,
+      failure: { kind: "bad_jwt", message: error instanceof Error ? error.message : "invalid JWT" },
+    };
+  }
+  if (payload.tenant_id !== tenant.id) return { ok: false, failure: { kind: "wrong_tenant" } };
+
+  switch (payload.role) {
+    case "anon":
+      return {
+        ok: true,
+        caller: { tenant, claims: { role: "anon", tenant_id: tenant.id }, user: undefined },
+      };
+    case "service_role":
+      return {
+        ok: true,
+        caller: { tenant, claims: { role: "tenant_service", tenant_id: tenant.id }, user: undefined },
+      };
+    case "authenticated": {
+      if (typeof payload.sub !== "string")
+        return { ok: false, failure: { kind: "bad_jwt", message: "JWT has no sub claim" } };
+      const claims: Claims = { ...payload, role: "authenticated", tenant_id: tenant.id };
+      for (const c of SERVER_ONLY_CLAIMS) delete claims[c];
+      const sessionId = typeof payload.session_id === "string" ? payload.session_id : undefined;
+      return { ok: true, caller: { tenant, claims, user: { id: payload.sub, sessionId } } };
+    }
+    default:
+      return {
+        ok: false,
+        failure: { kind: "bad_jwt", message: "JWT role is not one of anon, authenticated, service_role" },
+      };
+  }
+}
+
+/**
+ * A gateway failure as the table and storage interfaces answer it: 401 with PostgREST's body
+ * ({code, message, details, hint}) and, for a bad token, a WWW-Authenticate header (RFC 6750).
+ */
+export function postgrestGatewayError(failure: GatewayFailure): {
+  status: number;
+  headers: Record<string, string>;
+  body: { code: string; message: string; details: string | null; hint: string | null };
+} {
+  const invalidToken = (description: string) => ({
+    "WWW-Authenticate": `Bearer error="invalid_token", error_description="${description.replace(/"/g, "'")}"`,
+  });
+  switch (failure.kind) {
+    case "no_apikey":
+      return {
+        status: 401,
+        headers: {},
+        body: {
+          code: "PGRST000",
+          message: "No API key found in request",
+          details: null,
+          hint: "Send the tenant's anon key in the apikey header.",
+        },
+      };
+    case "invalid_apikey":
+      return {
+        status: 401,
+        headers: {},
+        body: {
+          code: "PGRST000",
+          message: "Invalid API key",
+          details: null,
+          hint: "Use the anon or service-role key of your tenant.",
+        },
+      };
+    case "no_authorization":
+      return {
+        status: 401,
+        headers: { "WWW-Authenticate": "Bearer" },
+        body: {
+          code: "PGRST302",
+          message: "Anonymous access is disabled",
+          details: null,
+          hint: "Send Authorization: Bearer <access token> (or the anon key).",
+        },
+      };
+    case "expired_jwt":
+      return {
+        status: 401,
+        headers: invalidToken("JWT expired"),
+        body: {
+          code: "PGRST303",
+          message: "JWT expired",
+          details: null,
+          hint: "Refresh the session and retry.",
+        },
+      };
+    case "wrong_tenant":
+      return {
+        status: 401,
+        headers: invalidToken("JWT was issued for another tenant"),
+        body: { code: "PGRST301", message: "JWT was issued for another tenant", details: null, hint: null },
+      };
+    case "bad_jwt":
+      return {
+        status: 401,
+        headers: invalidToken(failure.message),
+        body: { code: "PGRST301", message: failure.message, details: null, hint: null },
+      };
+  }
+}

@@ -1,0 +1,173 @@
+import nodemailer, { type Transporter } from "nodemailer";
+import type { Logger } from "pino";
+import type { Db } from "../db/db.ts";
+import type { Tx } from "../db/types.ts";
+
+/**
+ * Every e-mail Backline sends is first a row of internal.mail_outbox, written in the same
+ * transaction as the change it is about (a sign-up and its confirmation mail commit together).
+ * With SMTP_URL set, `deliver()` then sends the queued rows and marks them sent or failed; without
+ * it the rows stay as the local mailbox, read with `backline mail list`, so every flow can be
+ * completed on a machine with no mail server.
+ */
+export interface MailMessage {
+  tenantId: string | null;
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+  /** What it is about, e.g. 'auth.signup'. */
+  kind: string;
+}
+
+export interface MailRow {
+  id: string;
+  tenant_id: string | null;
+  to_address: string;
+  subject: string;
+  text_body: string;
+  kind: string;
+  status: "stored" | "queued" | "sent" | "failed";
+  error: string | null;
+  created_at: Date;
+  sent_at: Date | null;
+}
+
+export class Mailer {
+  private readonly db: Db;
+  private readonly transport: Transporter | undefined;
+  private readonly from: string;
+  private readonly logger: Pick<Logger, "warn" | "error"> | undefined;
+  private delivering: Promise<void> = Promise.resolve();
+
+  constructor(
+    db: Db,
+    options: { smtpUrl: string | undefined; from: string; logger?: Pick<Logger, "warn" | "error"> },
+  ) {
+    this.db = db;
+    this.from = options.from;
+    this.logger = options.logger;
+    // Sending waits at most 15 s per step: a slow mail server must not hold requests or shutdown.
+    this.transport = options.smtpUrl
+      ? nodemailer.createTransport({
+          url: options.smtpUrl,
+          connectionTimeout: 15_000,
+          greetingTimeout: 15_000,
+          socketTimeout: 15_000,
+        } as Parameters<typeof nodemailer.createTransport>[0])
+      : undefined;
+  }
+
+  /** Whether mail leaves by SMTP (else it stays in the local mailbox). */
+  get sendsMail(): boolean {
+    return this.transport !== undefined;
+  }
+
+  /** Writes the message in `tx`; it is sent (with SMTP) once the transaction commits and `deliver()` runs. */
+  async enqueue(tx: Tx, message: MailMessage): Promise<string> {
+    const r = await tx.query<{ id: string }>(
+      `insert into internal.mail_outbox (tenant_id, to_address, subject, text_body, html_body, kind, status)
+       values ($1, $2, $3, $4, $5, $6, $7) returning id`,
+      [
+        message.tenantId,
+        message.to,
+        message.subject,
+        message.text,
+        message.html ?? null,
+        message.kind,
+        this.transport ? "queued" : "stored",
+      ],
+    );
+    const id = r.rows[0]?.id;
+    if (!id) throw new Error("insert into mail_outbox returned no row");
+    return id;
+  }
+
+  /**
+   * Sends every queued message. Runs one batch at a time in this process; rows are claimed with
+   * FOR UPDATE SKIP LOCKED, so several processes never send the same message.
+   */
+  deliver(): Promise<void> {
+    if (!this.transport) return Promise.resolve();
+    this.delivering = this.delivering
+      .then(() => this.deliverQueued())
+      .catch((error) => {
+        this.logger?.error({ err: error }, "mail delivery failed");
+      });
+    return this.delivering;
+  }
+
+  private async deliverQueued(): Promise<void> {
+    const transport = this.transport;
+    if (!transport) return;
+    for (;;) {
+      // Claim in one short transaction and send outside it: a slow mail server never holds a
+      // database connection (on PGlite, the only one).
+      const row = await this.db.asService(
+        async (tx) =>
+          (
+            await tx.query<{
+              id: string;
+              to_address: string;
+              subject: string;
+              text_body: string;
+              html_body: string | null;
+            }>(
+              `update internal.mail_outbox set status = 'sending', claimed_at = now()
+               where id = (select id from internal.mail_outbox
+                           where status = 'queued' or (status = 'sending' and claimed_at < now() - interval '10 minutes')
+                           order by created_at limit 1 for update skip locked)
+               returning id, to_address, subject, text_body, html_body`,
+            )
+          ).rows[0],
+      );
+      if (!row) return;
+      let error: string | null = null;
+      try {
+        await transport.sendMail({
+          from: this.from,
+          to: row.to_address,
+          subject: row.subject,
+          text: row.text_body,
+          ...(row.html_body ? { html: row.html_body } : {}),
+        });
+      } catch (e) {
+        error = (e instanceof Error ? e.message : String(e)).slice(0, 2000);
+        this.logger?.warn({ mail_id: row.id, err: error }, "sending mail failed");
+      }
+      await this.db.asService((tx) =>
+        tx.query(
+          `update internal.mail_outbox set status = case when $2::text is null then 'sent' else 'failed' end,
+             sent_at = case when $2::text is null then now() end, error = $2 where id = $1`,
+          [row.id, error],
+        ),
+      );
+    }
+  }
+
+  /** Waits for sending in progress; closes the SMTP connection pool. */
+  async close(): Promise<void> {
+    await this.delivering;
+    this.transport?.close();
+  }
+}
+
+/** The mailbox, newest first: what `backline mail list` prints. */
+export async function listMail(
+  db: Db,
+  filter: { tenantId?: string; to?: string; limit?: number } = {},
+): Promise<MailRow[]> {
+  return db.asService(
+    async (tx) =>
+      (
+        await tx.query<MailRow>(
+          `select id, tenant_id, to_address, subject, text_body, kind, status, error, created_at, sent_at
+           from internal.mail_outbox
+           where ($1::uuid is null or tenant_id = $1) and ($2::text is null or to_address = lower($2))
+           order by created_at desc, id limit $3`,
+          [filter.tenantId ?? null, filter.to ?? null, filter.limit ?? 50],
+        )
+      ).rows,
+    { readOnly: true },
+  );
+}

@@ -1,0 +1,48 @@
+import type { Db } from "../db/db.ts";
+
+/**
+ * What the HTTP layer needs to know about a tenant on every request (its signing secret and
+ * settings), cached briefly so that verifying a key costs no database round trip. A rotated
+ * secret takes effect in this process at once (`forget`) and in other processes within TTL_MS.
+ */
+export interface TenantAuthInfo {
+  id: string;
+  slug: string;
+  jwtSecret: string;
+  policyPreset: string;
+  settings: Record<string, unknown>;
+}
+
+const TTL_MS = 10_000;
+
+export class TenantDirectory {
+  private readonly db: Db;
+  private readonly cache = new Map<string, { info: TenantAuthInfo | undefined; until: number }>();
+
+  constructor(db: Db) {
+    this.db = db;
+  }
+
+  async get(tenantId: string): Promise<TenantAuthInfo | undefined> {
+    if (!/^[0-9a-f-]{36}$/i.test(tenantId)) return undefined;
+    const hit = this.cache.get(tenantId);
+    if (hit && hit.until > Date.now()) return hit.info;
+    const info = await this.db.asService(
+      async (tx) =>
+        (
+          await tx.query<TenantAuthInfo>(
+            `select id, slug, jwt_secret as "jwtSecret", policy_preset as "policyPreset", settings
+             from internal.tenants where id = $1`,
+            [tenantId],
+          )
+        ).rows[0],
+      { readOnly: true },
+    );
+    this.cache.set(tenantId, { info, until: Date.now() + TTL_MS });
+    return info;
+  }
+
+  forget(tenantId: string): void {
+    this.cache.delete(tenantId);
+  }
+}

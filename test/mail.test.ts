@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { SMTPServer } from "smtp-server";
+import { listMail } from "../src/mail/mailer.ts";
+import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { describeEachEngine } from "./support/db.ts";
+import { freePort } from "./support/process.ts";
+
+/** Mail leaves by SMTP when SMTP_URL is set; the receiving server is a fake, the one true edge here. */
+
+interface Received {
+  from: string;
+  to: string[];
+  data: string;
+}
+
+async function fakeSmtp(): Promise<{ url: string; received: Received[]; close(): Promise<void> }> {
+  const received: Received[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS"],
+    onData(stream, session, callback) {
+      let data = "";
+      stream.on("data", (chunk: Buffer) => {
+        data += chunk.toString("utf8");
+      });
+      stream.on("end", () => {
+        received.push({
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
+          to: session.envelope.rcptTo.map((r) => r.address),
+          data,
+        });
+        callback();
+      });
+    },
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    received,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describeEachEngine("mail over SMTP", (t) => {
+  let smtp: Awaited<ReturnType<typeof fakeSmtp>>;
+  let running: RunningApp;
+  before(async () => {
+    smtp = await fakeSmtp();
+    running = await startApp(t(), { SMTP_URL: smtp.url, MAIL_FROM: "Label Desk <desk@example.com>" });
+  });
+  after(async () => {
+    await running.close();
+    await smtp.close();
+  });
+
+  test("a sign-up's confirmation mail is sent and marked sent", async () => {
+    const { tenant, keys } = await tenantWithKeys(t());
+    const res = await fetch(`${running.url}/auth/v1/signup`, {
+      method: "POST",
+      headers: { apikey: keys.anon_key, "content-type": "application/json" },
+      body: JSON.stringify({ email: "Mira@Example.com", password: "long enough" }),
+    });
+    assert.equal(res.status, 200);
+    const user = (await res.json()) as {
+      email: string;
+      confirmation_sent_at?: string;
+      access_token?: string;
+    };
+    assert.equal(user.email, "mira@example.com");
+    assert.ok(user.confirmation_sent_at);
+    assert.equal(user.access_token, undefined, "no session before confirmation");
+
+    const mail = await waitFor(async () => smtp.received.find((m) => m.to.includes("mira@example.com")));
+    assert.equal(mail.from, "desk@example.com");
+    assert.match(mail.data, /Subject: Confirm your sign-up/);
+    assert.match(mail.data, /\/auth\/v1\/verify\?token=/);
+    assert.match(mail.data, /code: \d{6}/);
+
+    const row = await waitFor(async () =>
+      (await listMail(t().db, { tenantId: tenant.id })).find((m) => m.status === "sent"),
+    );
+    assert.equal(row.to_address, "mira@example.com");
+    assert.equal(row.kind, "auth.signup");
+  });
+
+  test("a mail server that refuses leaves the mail failed with the reason, and the request still succeeds", async () => {
+    await smtp.close();
+    const { tenant, keys } = await tenantWithKeys(t());
+    const res = await fetch(`${running.url}/auth/v1/recover`, {
+      method: "POST",
+      headers: { apikey: keys.anon_key, "content-type": "application/json" },
+      body: JSON.stringify({ email: "nobody@example.com" }),
+    });
+    assert.equal(res.status, 200);
+    await fetch(`${running.url}/auth/v1/signup`, {
+      method: "POST",
+      headers: { apikey: keys.anon_key, "content-type": "application/json" },
+      body: JSON.stringify({ email: "later@example.com", password: "long enough" }),
+    });
+    const row = await waitFor(async () =>
+      (await listMail(t().db, { tenantId: tenant.id })).find((m) => m.status === "failed"),
+    );
+    assert.match(row.error ?? "", /ECONNREFUSED|connect/i);
+  });
+});
