@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { type Caller, identify } from "../http/gateway.ts";
+import { bearerOf, type Caller, identify } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import type { EmailTokenKind } from "./email-tokens.ts";
 import { AuthError, authErrorBody, validationFailed } from "./errors.ts";
@@ -47,7 +47,7 @@ function info(request: FastifyRequest): RequestInfo {
 /** The user an access token names, or GoTrue's error for a request without one. */
 function tokenUser(request: FastifyRequest): TokenUser {
   const user = request.caller?.user;
-  if (!request.headers.authorization) {
+  if (!bearerOf(request)) {
     throw new AuthError(401, "no_authorization", "This endpoint requires a Bearer token");
   }
   if (!user) throw new AuthError(403, "bad_jwt", "invalid claim: missing sub claim");
@@ -99,7 +99,10 @@ export async function authRoutes(
   app.addHook("onRequest", async (request, reply) => {
     const version = request.headers[VERSION_HEADER];
     if (typeof version === "string") reply.header("X-Supabase-Api-Version", version);
-    if (request.url.endsWith("/health")) return;
+    // Open routes: health, and the link in an e-mail (a mail client sends no apikey; the link's
+    // token names its tenant).
+    const path = request.url.split("?")[0] ?? "";
+    if (path.endsWith("/health") || (request.method === "GET" && path.endsWith("/verify"))) return;
     const identified = await identify(directory, request);
     if (identified.ok) {
       request.caller = identified.caller;
@@ -185,16 +188,24 @@ export async function authRoutes(
   });
 
   // The link in an e-mail: uses the token and sends the browser on, with the session in the URL fragment.
-  app.get("/verify", async (request, reply) => verifyLink(auth, request, reply));
+  app.get("/verify", async (request, reply) => verifyLink(auth, directory, request, reply));
 }
 
-async function verifyLink(auth: AuthService, request: FastifyRequest, reply: FastifyReply) {
-  const req = info(request);
-  const settings = authSettings(req.tenant.settings);
+async function verifyLink(
+  auth: AuthService,
+  directory: TenantDirectory,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  const token = query(request, "token");
+  const tenantId = token ? await auth.tenantOfLinkToken(token) : undefined;
+  const tenant = tenantId ? await directory.get(tenantId) : undefined;
+  if (!tenant) return linkPage(reply, false);
+  const req: RequestInfo = { tenant, ip: request.ip, userAgent: request.headers["user-agent"] };
+  const settings = authSettings(tenant.settings);
   const wanted = query(request, "redirect_to");
   const target = wanted && redirectAllowed(settings, wanted) ? wanted : settings.site_url;
   const type = VERIFY_TYPES[query(request, "type") ?? ""];
-  const token = query(request, "token");
   let fragment: URLSearchParams;
   try {
     if (!type || !token) throw validationFailed("The link is incomplete");
@@ -221,7 +232,11 @@ async function verifyLink(auth: AuthService, request: FastifyRequest, reply: Fas
     return reply.redirect(url.toString(), 303);
   }
   // No site to go back to: say what happened on a page of our own.
-  const failed = fragment.has("error");
+  return linkPage(reply, !fragment.has("error"));
+}
+
+function linkPage(reply: FastifyReply, done: boolean) {
+  const failed = !done;
   return reply
     .status(failed ? 403 : 200)
     .type("text/html; charset=utf-8")

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
 import { consume } from "../http/rate-limit.ts";
@@ -16,6 +17,7 @@ import {
   startSession,
 } from "./sessions.ts";
 import { authSettings, type RateLimitName } from "./settings.ts";
+import { sha256 } from "./tokens.ts";
 import { findUserByEmail, findUserById, insertUser, updateUser, userJson } from "./users.ts";
 
 /**
@@ -45,6 +47,25 @@ function normaliseEmail(email: unknown): string {
   if (e.length > 320 || !EMAIL.test(e))
     throw new AuthError(400, "email_address_invalid", `Email address "${email}" is invalid`);
   return e;
+}
+
+/** What a sign-up for an already registered address answers when confirmation is on. */
+function obfuscatedUser(email: string, data: Record<string, unknown>): Record<string, unknown> {
+  const now = new Date().toISOString();
+  return {
+    id: randomUUID(),
+    aud: "authenticated",
+    role: "authenticated",
+    email,
+    phone: "",
+    confirmation_sent_at: now,
+    app_metadata: { provider: "email", providers: ["email"] },
+    user_metadata: data,
+    identities: [],
+    created_at: now,
+    updated_at: now,
+    is_anonymous: false,
+  };
 }
 
 export class AuthService {
@@ -115,8 +136,13 @@ export class AuthService {
 
     const result = await this.db.asService(async (tx) => {
       const existing = await findUserByEmail(tx, req.tenant.id, email);
-      if (existing?.email_confirmed_at || (existing && !ctx.settings.email_confirmation)) {
+      if (existing && !ctx.settings.email_confirmation) {
         throw new AuthError(422, "user_already_exists", "User already registered");
+      }
+      if (existing?.email_confirmed_at) {
+        // With confirmation on, a sign-up must not reveal that an address is registered: answer as
+        // for a new user (no session, no identities), as GoTrue does. The owner can sign in or recover.
+        return { user: obfuscatedUser(email, data as Record<string, unknown>) };
       }
       if (existing) {
         // Signed up before but never confirmed: send the confirmation again.
@@ -299,6 +325,20 @@ export class AuthService {
         input.type === "recovery" ? "recovery" : input.type === "email_change" ? "email_change" : "otp";
       return startSession(tx, ctx, updated, method);
     });
+  }
+
+  /** The tenant a link token was issued in (the link in an e-mail carries no apikey). */
+  async tenantOfLinkToken(token: string): Promise<string | undefined> {
+    return this.db.asService(
+      async (tx) =>
+        (
+          await tx.query<{ tenant_id: string }>(
+            "select tenant_id from internal.one_time_tokens where token_hash = $1",
+            [sha256(token)],
+          )
+        ).rows[0]?.tenant_id,
+      { readOnly: true },
+    );
   }
 
   settings(req: RequestInfo) {

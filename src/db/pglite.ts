@@ -50,7 +50,8 @@ export class PgliteEngine implements Engine {
       const tx: Tx = {
         async query<Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
           const r = await ptx.query<Row>(text, params as unknown[] | undefined);
-          return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+          // PGlite counts affected rows only for writes (0 for a SELECT): take whichever says more.
+          return { rows: r.rows, rowCount: Math.max(r.rows.length, r.affectedRows ?? 0) };
         },
         async exec(sql: string) {
           await ptx.exec(sql);

@@ -44,6 +44,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
+  // Clients send Content-Type: application/json on requests without a body (auth-js's logout,
+  // postgrest-js's delete): an empty body is no body, not an error. Non-empty bodies keep
+  // Fastify's parser, which refuses prototype-poisoning keys.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    if (body === "" || (typeof body === "string" && body.trim() === "")) return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, request, {
