@@ -37,6 +37,7 @@ const schema = z.object({
     .optional(),
   MAIL_FROM: z.string().min(3).default("Backline <no-reply@backline.local>"),
   TRUST_PROXY: bool.default(false),
+  REST_MAX_ROWS: z.coerce.number({ message: "must be a number" }).int().min(1).max(100_000).default(1000),
 });
 
 export type Env = z.input<typeof schema>;
@@ -57,6 +58,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Take the client address from X-Forwarded-For (behind a load balancer): rate limits count per client. */
   trustProxy: boolean;
+  /** The most rows one /rest/v1 response returns, whatever the request asks (PostgREST's db-max-rows). */
+  restMaxRows: number;
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -108,6 +111,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     trustProxy: e.TRUST_PROXY,
+    restMaxRows: e.REST_MAX_ROWS,
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
   };
 }

@@ -7,6 +7,8 @@ import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
+import { restRoutes } from "../rest/routes.ts";
+import { loadSchemaCache, type SchemaCache } from "../rest/schema-cache.ts";
 import { TenantDirectory } from "../tenancy/directory.ts";
 import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
@@ -100,5 +102,23 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.register(healthRoutes, { db: deps.db });
   app.register(authRoutes, { prefix: "/auth/v1", auth, directory });
+
+  // The schema cache is read on first use, once the database is migrated; a failed read is retried.
+  let schemaCache: Promise<SchemaCache> | undefined;
+  const cache = () => {
+    schemaCache ??= loadSchemaCache(deps.db).catch((error: unknown) => {
+      schemaCache = undefined;
+      throw error;
+    });
+    return schemaCache;
+  };
+  app.register(restRoutes, {
+    prefix: "/rest/v1",
+    db: deps.db,
+    directory,
+    schemaCache: cache,
+    maxRows: deps.config.restMaxRows,
+    publicUrl: deps.config.publicUrl,
+  });
   return app;
 }

@@ -1,0 +1,258 @@
+import type { Db } from "../db/db.ts";
+import type { Claims, Tx } from "../db/types.ts";
+import type { ParsedQuery } from "./ast.ts";
+import { apply, type Preferences } from "./prefer.ts";
+import type { SchemaCache, Table } from "./schema-cache.ts";
+import { Params, RestError } from "./sql-common.ts";
+import { type ReadShape, rootRead } from "./sql-read.ts";
+import { deleteCte, insertCte, payloadColumns, putCte, updateCte } from "./sql-write.ts";
+
+/**
+ * Runs one /rest/v1 request in the caller's transaction: one statement that does the work and
+ * builds the JSON (PostgREST's approach), plus an EXPLAIN for planned counts.
+ */
+
+export type Representation = "json" | "object" | "csv";
+export type Method = "GET" | "HEAD" | "POST" | "PATCH" | "PUT" | "DELETE";
+
+export interface RestRequest {
+  method: Method;
+  table: Table;
+  query: ParsedQuery;
+  prefer: Preferences;
+  accept: Representation;
+  body: unknown;
+  /** From the Range header. */
+  range: { offset: number; limit: number | undefined } | undefined;
+}
+
+export interface RestResult {
+  status: number;
+  headers: Record<string, string>;
+  /** JSON text (an array, or one object for the object representation), or undefined for no body. */
+  body: string | undefined;
+}
+
+/** Thrown inside the transaction to roll it back while still answering with `result`. */
+class Rollback extends Error {
+  readonly result: RestResult;
+  constructor(result: RestResult) {
+    super("rollback");
+    this.result = result;
+  }
+}
+
+interface Page {
+  total: number | undefined;
+  body: string;
+  count: number;
+}
+
+async function planned(tx: Tx, sql: string, params: unknown[]): Promise<number> {
+  const r = await tx.query<{ "QUERY PLAN": unknown }>(`explain (format json) ${sql}`, params);
+  const raw = r.rows[0]?.["QUERY PLAN"];
+  const plan = (typeof raw === "string" ? JSON.parse(raw) : raw) as { Plan?: { "Plan Rows"?: number } }[];
+  return Math.round(plan[0]?.Plan?.["Plan Rows"] ?? 0);
+}
+
+function contentRange(offset: number, count: number, total: number | undefined): string {
+  const totalPart = total === undefined ? "*" : String(total);
+  return count === 0 ? `*/${totalPart}` : `${offset}-${offset + count - 1}/${totalPart}`;
+}
+
+/** One row exactly, for the object representation; otherwise PGRST116 (and the transaction is rolled back). */
+function singleObject(page: Page): string {
+  if (page.count !== 1) {
+    throw new RestError(
+      406,
+      "PGRST116",
+      "JSON object requested, multiple (or no) rows returned",
+      `The result contains ${page.count} rows`,
+    );
+  }
+  const rows = JSON.parse(page.body) as unknown[];
+  return JSON.stringify(rows[0]);
+}
+
+export async function execute(
+  db: Db,
+  claims: Claims,
+  cache: SchemaCache,
+  req: RestRequest,
+  maxRows: number,
+): Promise<RestResult> {
+  const readOnly = req.method === "GET" || req.method === "HEAD";
+  try {
+    return await db.withRequestContext(
+      claims,
+      async (tx) => {
+        const result = readOnly ? await read(tx, cache, req, maxRows) : await write(tx, cache, req);
+        if (req.prefer.tx === "rollback") throw new Rollback(result);
+        return result;
+      },
+      { readOnly },
+    );
+  } catch (error) {
+    if (error instanceof Rollback) return error.result;
+    throw error;
+  }
+}
+
+function shapeOf(cache: SchemaCache, query: ParsedQuery): ReadShape {
+  return { cache, query, params: new Params(), next: { n: 0 } };
+}
+
+async function read(tx: Tx, cache: SchemaCache, req: RestRequest, maxRows: number): Promise<RestResult> {
+  const shape = shapeOf(cache, req.query);
+  const root = req.query.limits.find((l) => l.path.length === 0);
+  const offset = req.range?.offset ?? root?.offset ?? 0;
+  const limits = [root?.limit, req.range?.limit, maxRows].filter((x): x is number => x !== undefined);
+  const limit = Math.min(...limits);
+  const table = `${'"'}${req.table.schema}"."${req.table.name.replace(/"/g, '""')}"`;
+  const rows = rootRead(shape, req.table, table, { limit, offset }, { applyConditions: true });
+  const countSql = `select 1 from ${table} as t0${rows.where.length ? ` where ${rows.where.join(" and ")}` : ""}`;
+  const exact = req.prefer.count === "exact";
+  const sql = `select ${exact ? `(select count(*) from (${countSql}) as c)` : "null"}::bigint as total,
+    coalesce(json_agg(_p), '[]'::json)::text as body, count(_p)::bigint as n from (${rows.rows}) as _p`;
+  const r = await tx.query<{ total: string | null; body: string; n: string }>(sql, shape.params.values);
+  const row = r.rows[0];
+  const page: Page = {
+    total: row?.total === null || row?.total === undefined ? undefined : Number(row.total),
+    body: row?.body ?? "[]",
+    count: Number(row?.n ?? 0),
+  };
+  if (req.prefer.count === "planned" || req.prefer.count === "estimated") {
+    const estimate = await planned(tx, countSql, shape.params.values);
+    // estimated: exact when the table is small enough to count, else the planner's estimate.
+    if (req.prefer.count === "estimated" && estimate <= maxRows) {
+      const c = await tx.query<{ n: string }>(
+        `select count(*)::bigint as n from (${countSql}) as c`,
+        shape.params.values,
+      );
+      page.total = Number(c.rows[0]?.n ?? 0);
+    } else {
+      page.total = estimate;
+    }
+  }
+  if (req.prefer.count) apply(req.prefer, "count", req.prefer.count);
+
+  const headers: Record<string, string> = { "Content-Range": contentRange(offset, page.count, page.total) };
+  if (page.total !== undefined && offset > 0 && offset >= page.total && page.count === 0 && page.total > 0) {
+    throw new RestError(
+      416,
+      "PGRST103",
+      "Requested range not satisfiable",
+      `An offset of ${offset} was requested, but there are only ${page.total} rows.`,
+    );
+  }
+  const partial = page.total !== undefined && (offset > 0 || offset + page.count < page.total);
+  const body = req.accept === "object" ? singleObject(page) : page.body;
+  return { status: partial ? 206 : 200, headers, body };
+}
+
+async function write(tx: Tx, cache: SchemaCache, req: RestRequest): Promise<RestResult> {
+  const shape = shapeOf(cache, req.query);
+  const { table, prefer, query } = req;
+  let cte: string;
+  let status: number;
+  if (req.method === "POST" || req.method === "PUT") {
+    if (req.body === undefined || req.body === null || typeof req.body !== "object") {
+      throw new RestError(
+        400,
+        "PGRST102",
+        "Empty or invalid json",
+        "The body must be a JSON object or an array of objects",
+      );
+    }
+    const columns = payloadColumns(table, req.body, query);
+    if (req.method === "PUT") {
+      if (Array.isArray(req.body))
+        throw new RestError(400, "PGRST102", "PUT takes one JSON object, not an array");
+      cte = putCte(table, req.body as Record<string, unknown>, columns, query, shape.params);
+      status = 200;
+    } else {
+      if (prefer.resolution) apply(prefer, "resolution", prefer.resolution);
+      if (prefer.missing === "default") apply(prefer, "missing", "default");
+      cte = insertCte(table, req.body, columns, shape.params, {
+        resolution: prefer.resolution,
+        onConflict: query.onConflict,
+        missingDefault: prefer.missing === "default",
+      });
+      status = 201;
+    }
+  } else if (req.method === "PATCH") {
+    if (typeof req.body !== "object" || req.body === null || Array.isArray(req.body)) {
+      throw new RestError(400, "PGRST102", "Empty or invalid json", "PATCH takes one JSON object");
+    }
+    const columns = payloadColumns(table, req.body, query);
+    cte = updateCte(table, req.body as Record<string, unknown>, columns, query, shape.params);
+    status = 200;
+  } else {
+    cte = deleteCte(table, query, shape.params);
+    status = 200;
+  }
+
+  const representation = prefer.return === "representation" || req.accept === "object";
+  let location: string | undefined;
+  let body = "[]";
+  let count: number;
+  if (representation) {
+    const rows = rootRead(
+      shape,
+      table,
+      "pgrst_rows",
+      { limit: undefined, offset: undefined },
+      { applyConditions: false },
+    );
+    const r = await tx.query<{ body: string; n: string }>(
+      `with ${cte} select coalesce(json_agg(_p), '[]'::json)::text as body, count(_p)::bigint as n, (select count(*) from pgrst_rows) as affected from (${rows.rows}) as _p`,
+      shape.params.values,
+    );
+    body = r.rows[0]?.body ?? "[]";
+    count = Number((r.rows[0] as { affected?: string } | undefined)?.affected ?? 0);
+  } else {
+    const pk = table.primaryKey;
+    const r = await tx.query<{ n: string; location: string | null }>(
+      `with ${cte} select count(*)::bigint as n, ${pk.length ? `(array_agg(json_build_object(${pk.map((k) => `'${k.replace(/'/g, "''")}', "${k.replace(/"/g, '""')}"`).join(", ")})))[1]::text` : "null"} as location from pgrst_rows`,
+      shape.params.values,
+    );
+    count = Number(r.rows[0]?.n ?? 0);
+    if (req.method === "POST" && count === 1 && r.rows[0]?.location) {
+      const keys = JSON.parse(r.rows[0].location) as Record<string, unknown>;
+      const qs = Object.entries(keys).map(
+        ([k, v]) => `${encodeURIComponent(k)}=eq.${encodeURIComponent(String(v))}`,
+      );
+      location = `/${table.name}?${qs.join("&")}`;
+    }
+  }
+
+  if (prefer.maxAffected !== undefined && prefer.handling === "strict") {
+    if (count > prefer.maxAffected) {
+      throw new RestError(
+        400,
+        "PGRST124",
+        "Query result exceeds max-affected preference constraint",
+        `The query affects ${count} rows`,
+      );
+    }
+    apply(prefer, "max-affected", prefer.maxAffected);
+  }
+  const headers: Record<string, string> = { "Content-Range": `*/${prefer.count === "exact" ? count : "*"}` };
+  if (prefer.count) apply(prefer, "count", prefer.count);
+  if (prefer.return) apply(prefer, "return", prefer.return);
+  if (location && prefer.return === "headers-only") headers.Location = location;
+
+  if (req.accept === "object") {
+    const objectBody = singleObject({
+      total: undefined,
+      body,
+      count: (JSON.parse(body) as unknown[]).length,
+    });
+    if (prefer.return === "representation" || req.method === "GET")
+      return { status, headers, body: objectBody };
+    // The object representation was asked for only to enforce a single row.
+    return { status: status === 201 ? 201 : 204, headers, body: undefined };
+  }
+  if (representation) return { status, headers, body };
+  return { status: status === 201 ? 201 : 204, headers, body: undefined };
+}

@@ -1,0 +1,185 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Db } from "../db/db.ts";
+import { asDbError, mapDbError } from "../db/errors.ts";
+import { identify, postgrestGatewayError } from "../http/gateway.ts";
+import type { TenantDirectory } from "../tenancy/directory.ts";
+import { ParseError } from "./ast.ts";
+import { toCsv } from "./csv.ts";
+import { execute, type Method, type Representation } from "./execute.ts";
+import { openApiDocument } from "./openapi.ts";
+import { parseQuery } from "./parse-query.ts";
+import { parsePrefer } from "./prefer.ts";
+import type { SchemaCache } from "./schema-cache.ts";
+import { RestError } from "./sql-common.ts";
+
+/**
+ * /rest/v1: the table interface of seed 000, PostgREST-compatible so that supabase-js's
+ * `from(...)` works unchanged (docs/rest.md). Each request: the gateway decides the role and
+ * claims, the grammar is parsed, one statement runs in the caller's transaction under RLS.
+ */
+
+export interface RestOptions {
+  db: Db;
+  directory: TenantDirectory;
+  schemaCache: () => Promise<SchemaCache>;
+  /** The most rows one response returns (PostgREST's db-max-rows). */
+  maxRows: number;
+  publicUrl: string;
+}
+
+const EXPOSED_SCHEMAS = ["public"];
+
+const MEDIA: Record<Representation, string> = {
+  json: "application/json; charset=utf-8",
+  object: "application/vnd.pgrst.object+json; charset=utf-8",
+  csv: "text/csv; charset=utf-8",
+};
+
+function negotiate(accept: string | undefined): Representation {
+  if (!accept) return "json";
+  const types = accept.split(",").map((t) => t.split(";")[0]?.trim().toLowerCase() ?? "");
+  for (const t of types) {
+    if (t === "application/json" || t === "*/*" || t === "application/*" || t === "") return "json";
+    if (t === "application/vnd.pgrst.object+json" || t === "application/vnd.pgrst.object") return "object";
+    if (t === "text/csv") return "csv";
+  }
+  throw new RestError(406, "PGRST107", `None of these media types are available: ${accept}`);
+}
+
+function parseRange(header: string | undefined): { offset: number; limit: number | undefined } | undefined {
+  if (!header) return undefined;
+  const m = /^(?:items=)?\s*(\d+)-(\d*)\s*$/i.exec(header);
+  if (!m?.[1]) return undefined;
+  const from = Number(m[1]);
+  const to = m[2] ? Number(m[2]) : undefined;
+  if (to !== undefined && to < from) {
+    throw new RestError(
+      416,
+      "PGRST103",
+      "Requested range not satisfiable",
+      `The range ${header} ends before it starts.`,
+    );
+  }
+  return { offset: from, limit: to === undefined ? undefined : to - from + 1 };
+}
+
+function errorBody(
+  error: unknown,
+  role: string,
+  request: FastifyRequest,
+): { status: number; body: Record<string, unknown> } {
+  if (error instanceof ParseError) {
+    return {
+      status: 400,
+      body: { code: error.code, message: error.message, details: error.details, hint: error.hint ?? null },
+    };
+  }
+  if (error instanceof RestError) {
+    return {
+      status: error.status,
+      body: { code: error.code, message: error.message, details: error.details, hint: error.hint },
+    };
+  }
+  const db = asDbError(error);
+  if (db) {
+    const mapped = mapDbError(db, role as "anon");
+    if (mapped.status >= 500) request.log.error({ err: error }, "rest request failed in the database");
+    return {
+      status: mapped.status,
+      body:
+        mapped.status >= 500
+          ? {
+              code: db.sqlstate,
+              message: "The database could not complete the request",
+              details: null,
+              hint: null,
+            }
+          : { code: db.sqlstate, message: db.message, details: db.detail ?? null, hint: db.hint ?? null },
+    };
+  }
+  const status = (error as { statusCode?: number }).statusCode;
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    return {
+      status,
+      body: {
+        code: status === 413 ? "PGRST413" : "PGRST102",
+        message: (error as Error).message,
+        details: null,
+        hint: null,
+      },
+    };
+  }
+  request.log.error({ err: error }, "rest request failed");
+  return {
+    status: 500,
+    body: { code: "PGRST000", message: "An unexpected error occurred", details: null, hint: null },
+  };
+}
+
+export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
+  app.setErrorHandler((error, request, reply) => {
+    const { status, body } = errorBody(error, String(request.caller?.claims.role ?? "anon"), request);
+    return reply.status(status).type("application/json; charset=utf-8").send(body);
+  });
+
+  app.addHook("onRequest", async (request, reply) => {
+    const identified = await identify(opts.directory, request, { requireAuthorization: true });
+    if (!identified.ok) {
+      const e = postgrestGatewayError(identified.failure);
+      return reply.status(e.status).headers(e.headers).type("application/json; charset=utf-8").send(e.body);
+    }
+    request.caller = identified.caller;
+  });
+
+  app.get("/", async (_request, reply) => {
+    const cache = await opts.schemaCache();
+    return reply.type("application/openapi+json; charset=utf-8").send(openApiDocument(cache, opts.publicUrl));
+  });
+
+  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const caller = request.caller;
+    if (!caller) throw new Error("rest route without a caller");
+    const method = request.method as Method;
+    const profileHeader = method === "GET" || method === "HEAD" ? "accept-profile" : "content-profile";
+    const profile = request.headers[profileHeader];
+    if (typeof profile === "string" && !EXPOSED_SCHEMAS.includes(profile)) {
+      throw new RestError(
+        406,
+        "PGRST106",
+        `The schema must be one of the following: ${EXPOSED_SCHEMAS.join(", ")}`,
+      );
+    }
+    const cache = await opts.schemaCache();
+    const name = (request.params as { table: string }).table;
+    const table = cache.tables.get(name);
+    if (!table) {
+      throw new RestError(
+        404,
+        "PGRST205",
+        `Could not find the table '${cache.schema}.${name}' in the schema cache`,
+      );
+    }
+    const rawQuery = request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "";
+    const query = parseQuery([...new URLSearchParams(rawQuery)]);
+    const prefer = parsePrefer(request.headers.prefer);
+    const accept = negotiate(request.headers.accept);
+    const range =
+      method === "GET" || method === "HEAD"
+        ? parseRange(request.headers.range as string | undefined)
+        : undefined;
+    const result = await execute(
+      opts.db,
+      caller.claims,
+      cache,
+      { method, table, query, prefer, accept, body: request.body, range },
+      opts.maxRows,
+    );
+    reply.status(result.status).headers(result.headers);
+    if (prefer.applied.length) reply.header("Preference-Applied", prefer.applied.join(", "));
+    if (result.body === undefined || method === "HEAD") return reply.send();
+    if (accept === "csv") return reply.type(MEDIA.csv).send(toCsv(result.body));
+    return reply.type(MEDIA[accept]).send(result.body);
+  };
+
+  app.route({ method: ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"], url: "/:table", handler });
+}

@@ -1,0 +1,119 @@
+import type { FieldRef } from "./ast.ts";
+import { ParseError } from "./ast.ts";
+import type { Column, Table } from "./schema-cache.ts";
+
+/** Building blocks of the SQL /rest/v1 runs: every value a bind parameter, every name checked and quoted. */
+
+export class Params {
+  readonly values: unknown[] = [];
+
+  /** Adds a value and returns its placeholder. */
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+export const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
+/** A PostgREST error that is not a parse error: its code, HTTP status, and texts. */
+export class RestError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly details: string | null;
+  readonly hint: string | null;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    details: string | null = null,
+    hint: string | null = null,
+  ) {
+    super(message);
+    this.name = "RestError";
+    this.status = status;
+    this.code = code;
+    this.details = details;
+    this.hint = hint;
+  }
+}
+
+export function requireColumn(table: Table, name: string): Column {
+  const column = table.columnsByName.get(name);
+  if (!column) {
+    throw new RestError(400, "42703", `column ${table.name}.${name} does not exist`, null, null);
+  }
+  return column;
+}
+
+/** `alias."col"->'a'->>'b'`, with keys as parameters; returns the SQL and whether the result is text. */
+export function fieldSql(
+  alias: string,
+  table: Table,
+  field: FieldRef,
+  params: Params,
+): { sql: string; column: Column; text: boolean } {
+  const column = requireColumn(table, field.name);
+  let sql = `${alias}.${ident(column.name)}`;
+  for (const step of field.jsonPath) {
+    const key =
+      typeof step.key === "number" ? `${params.add(step.key)}::int` : `${params.add(step.key)}::text`;
+    sql = `${sql}${step.op}${key}`;
+  }
+  const last = field.jsonPath[field.jsonPath.length - 1];
+  return { sql, column, text: last?.op === "->>" };
+}
+
+/** The type an operand is cast to: the column's, or text/jsonb behind a JSON path. */
+export function operandType(column: Column, field: FieldRef): string {
+  if (field.jsonPath.length === 0) return column.type;
+  const last = field.jsonPath[field.jsonPath.length - 1];
+  return last?.op === "->>" ? "text" : "jsonb";
+}
+
+const CASTS = new Set([
+  "text",
+  "varchar",
+  "char",
+  "int",
+  "int2",
+  "int4",
+  "int8",
+  "integer",
+  "smallint",
+  "bigint",
+  "numeric",
+  "decimal",
+  "real",
+  "float4",
+  "float8",
+  "double precision",
+  "boolean",
+  "bool",
+  "date",
+  "time",
+  "timestamp",
+  "timestamptz",
+  "interval",
+  "uuid",
+  "json",
+  "jsonb",
+]);
+
+/** A cast from a select item, checked against the types a client may cast to. */
+export function castSql(cast: string): string {
+  const base = cast.endsWith("[]") ? cast.slice(0, -2) : cast;
+  if (!CASTS.has(base.toLowerCase())) {
+    throw new ParseError(
+      `unknown cast type ${JSON.stringify(cast)}`,
+      `allowed: ${[...CASTS].join(", ")} (and their arrays)`,
+    );
+  }
+  return cast.toLowerCase();
+}
+
+/** A PostgreSQL array literal of text values: {"a","b\"c"}; the caller casts it to the column's array type. */
+export function arrayLiteral(values: string[]): string {
+  return `{${values.map((v) => `"${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`).join(",")}}`;
+}
