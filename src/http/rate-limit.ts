@@ -41,3 +41,35 @@ export async function consume(
   const retryAfter = Math.max(1, Math.ceil((windowStart.getTime() + windowMs - now.getTime()) / 1000));
   return { allowed: hits <= limit.max, remaining: Math.max(0, limit.max - hits), retryAfter };
 }
+
+/**
+ * Fixed-window counters in this process's memory: for limits checked on every request, where a
+ * database write per request would cost more than the limit saves. Each process counts its own
+ * share, so behind N processes the effective limit is up to N times the configured one.
+ */
+export class MemoryRateLimiter {
+  private readonly windows = new Map<string, { start: number; hits: number }>();
+  private sweptAt = 0;
+
+  hit(key: string, limit: Limit, now: number = Date.now()): LimitResult {
+    const windowMs = limit.windowSeconds * 1000;
+    const start = Math.floor(now / windowMs) * windowMs;
+    let w = this.windows.get(key);
+    if (!w || w.start !== start) {
+      w = { start, hits: 0 };
+      this.windows.set(key, w);
+    }
+    w.hits++;
+    if (now - this.sweptAt > 60_000) this.sweep(now);
+    return {
+      allowed: w.hits <= limit.max,
+      remaining: Math.max(0, limit.max - w.hits),
+      retryAfter: Math.max(1, Math.ceil((start + windowMs - now) / 1000)),
+    };
+  }
+
+  private sweep(now: number): void {
+    this.sweptAt = now;
+    for (const [key, w] of this.windows) if (now - w.start > 3_600_000) this.windows.delete(key);
+  }
+}

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
 import { asDbError, mapDbError } from "../db/errors.ts";
 import { identify, postgrestGatewayError } from "../http/gateway.ts";
+import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { ParseError } from "./ast.ts";
 import { toCsv } from "./csv.ts";
@@ -28,6 +29,33 @@ export interface RestOptions {
 }
 
 const EXPOSED_SCHEMAS = ["public"];
+
+/**
+ * Request limits per plan (seed 000: "rate limits ... may depend on plan and usage profile"): for
+ * the whole tenant, and for each caller (a user, or a key). A tenant's settings.rest_rate_limits
+ * overrides its plan's. Counted per process (MemoryRateLimiter).
+ */
+const PLAN_LIMITS: Record<string, { tenant: Limit; caller: Limit }> = {
+  free: { tenant: { max: 300, windowSeconds: 10 }, caller: { max: 100, windowSeconds: 10 } },
+  standard: { tenant: { max: 3000, windowSeconds: 10 }, caller: { max: 600, windowSeconds: 10 } },
+  pro: { tenant: { max: 20000, windowSeconds: 10 }, caller: { max: 3000, windowSeconds: 10 } },
+};
+
+function limitsFor(plan: string, settings: Record<string, unknown>): { tenant: Limit; caller: Limit } {
+  const base = PLAN_LIMITS[plan] ?? (PLAN_LIMITS.standard as { tenant: Limit; caller: Limit });
+  const custom = settings.rest_rate_limits as Partial<{ tenant: Limit; caller: Limit }> | undefined;
+  const valid = (l: unknown): l is Limit =>
+    typeof l === "object" &&
+    l !== null &&
+    Number.isInteger((l as Limit).max) &&
+    Number.isInteger((l as Limit).windowSeconds) &&
+    (l as Limit).max > 0 &&
+    (l as Limit).windowSeconds > 0;
+  return {
+    tenant: valid(custom?.tenant) ? custom.tenant : base.tenant,
+    caller: valid(custom?.caller) ? custom.caller : base.caller,
+  };
+}
 
 const MEDIA: Record<Representation, string> = {
   json: "application/json; charset=utf-8",
@@ -117,6 +145,8 @@ function errorBody(
 }
 
 export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
+  const limiter = new MemoryRateLimiter();
+
   app.setErrorHandler((error, request, reply) => {
     const { status, body } = errorBody(error, String(request.caller?.claims.role ?? "anon"), request);
     return reply.status(status).type("application/json; charset=utf-8").send(body);
@@ -129,6 +159,27 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
       return reply.status(e.status).headers(e.headers).type("application/json; charset=utf-8").send(e.body);
     }
     request.caller = identified.caller;
+    const { tenant, claims } = identified.caller;
+    const limits = limitsFor(tenant.plan, tenant.settings);
+    const who = String(claims.sub ?? claims.api_key_id ?? claims.role);
+    for (const [key, limit, scope] of [
+      [`rest:${tenant.id}`, limits.tenant, "tenant"],
+      [`rest:${tenant.id}:${who}`, limits.caller, "caller"],
+    ] as const) {
+      const r = limiter.hit(key, limit);
+      if (!r.allowed) {
+        return reply
+          .status(429)
+          .header("Retry-After", String(r.retryAfter))
+          .type("application/json; charset=utf-8")
+          .send({
+            code: "BL429",
+            message: "Too many requests",
+            details: `The ${scope} limit is ${limit.max} requests per ${limit.windowSeconds} seconds.`,
+            hint: `Retry after ${r.retryAfter} seconds.`,
+          });
+      }
+    }
   });
 
   app.get("/", async (_request, reply) => {

@@ -10,6 +10,7 @@ export interface TenantAuthInfo {
   slug: string;
   jwtSecret: string;
   policyPreset: string;
+  plan: string;
   settings: Record<string, unknown>;
 }
 
@@ -31,7 +32,7 @@ export class TenantDirectory {
       async (tx) =>
         (
           await tx.query<TenantAuthInfo>(
-            `select id, slug, jwt_secret as "jwtSecret", policy_preset as "policyPreset", settings
+            `select id, slug, jwt_secret as "jwtSecret", policy_preset as "policyPreset", plan, settings
              from internal.tenants where id = $1`,
             [tenantId],
           )
