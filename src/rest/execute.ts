@@ -102,19 +102,29 @@ function shapeOf(cache: SchemaCache, query: ParsedQuery): ReadShape {
   return { cache, query, params: new Params(), next: { n: 0 } };
 }
 
-async function read(tx: Tx, cache: SchemaCache, req: RestRequest, maxRows: number): Promise<RestResult> {
+/** The statement behind a read: exported so the benchmark's baseline runs exactly the same SQL. */
+export function buildRead(
+  cache: SchemaCache,
+  req: Pick<RestRequest, "table" | "query" | "prefer" | "range">,
+  maxRows: number,
+) {
   const shape = shapeOf(cache, req.query);
   const root = req.query.limits.find((l) => l.path.length === 0);
   const offset = req.range?.offset ?? root?.offset ?? 0;
   const limits = [root?.limit, req.range?.limit, maxRows].filter((x): x is number => x !== undefined);
   const limit = Math.min(...limits);
-  const table = `${'"'}${req.table.schema}"."${req.table.name.replace(/"/g, '""')}"`;
+  const table = `"${req.table.schema}"."${req.table.name.replace(/"/g, '""')}"`;
   const rows = rootRead(shape, req.table, table, { limit, offset }, { applyConditions: true });
   const countSql = `select 1 from ${table} as t0${rows.where.length ? ` where ${rows.where.join(" and ")}` : ""}`;
   const exact = req.prefer.count === "exact";
   const sql = `select ${exact ? `(select count(*) from (${countSql}) as c)` : "null"}::bigint as total,
     coalesce(json_agg(_p), '[]'::json)::text as body, count(_p)::bigint as n from (${rows.rows}) as _p`;
-  const r = await tx.query<{ total: string | null; body: string; n: string }>(sql, shape.params.values);
+  return { sql, params: shape.params.values, countSql, offset };
+}
+
+async function read(tx: Tx, cache: SchemaCache, req: RestRequest, maxRows: number): Promise<RestResult> {
+  const { sql, params, countSql, offset } = buildRead(cache, req, maxRows);
+  const r = await tx.query<{ total: string | null; body: string; n: string }>(sql, params);
   const row = r.rows[0];
   const page: Page = {
     total: row?.total === null || row?.total === undefined ? undefined : Number(row.total),
@@ -122,12 +132,12 @@ async function read(tx: Tx, cache: SchemaCache, req: RestRequest, maxRows: numbe
     count: Number(row?.n ?? 0),
   };
   if (req.prefer.count === "planned" || req.prefer.count === "estimated") {
-    const estimate = await planned(tx, countSql, shape.params.values);
+    const estimate = await planned(tx, countSql, params);
     // estimated: exact when the table is small enough to count, else the planner's estimate.
     if (req.prefer.count === "estimated" && estimate <= maxRows) {
       const c = await tx.query<{ n: string }>(
         `select count(*)::bigint as n from (${countSql}) as c`,
-        shape.params.values,
+        params,
       );
       page.total = Number(c.rows[0]?.n ?? 0);
     } else {
