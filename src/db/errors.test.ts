@@ -49,6 +49,7 @@ describe("mapDbError", () => {
     ["23514", "authenticated", 400, "check_violation"],
     ["22P02", "authenticated", 400, "invalid_value"],
     ["22007", "authenticated", 400, "invalid_value"],
+    ["42883", "authenticated", 404, "undefined_function"],
     ["42501", "anon", 401, "insufficient_privilege"],
     ["42501", "authenticated", 403, "insufficient_privilege"],
     ["25006", "authenticated", 405, "read_only_transaction"],

@@ -70,6 +70,9 @@ export function mapDbError(e: DbError, role: DbRole = "authenticated"): ErrorMap
       return { status: 409, code: "exclusion_violation" };
     case "42501":
       return { status: role === "anon" ? 401 : 403, code: "insufficient_privilege" };
+    case "42883":
+      // No such function or operator for these types (e.g. ov on jsonb): PostgREST answers 404.
+      return { status: 404, code: "undefined_function" };
     case "25006":
       return { status: 405, code: "read_only_transaction" };
     case "P0001":

@@ -3,7 +3,7 @@ import type { Claims, Tx } from "../db/types.ts";
 import type { ParsedQuery } from "./ast.ts";
 import { apply, type Preferences } from "./prefer.ts";
 import type { SchemaCache, Table } from "./schema-cache.ts";
-import { Params, RestError } from "./sql-common.ts";
+import { Params, RestError, referencingAll } from "./sql-common.ts";
 import { type ReadShape, rootRead } from "./sql-read.ts";
 import { deleteCte, insertCte, payloadColumns, putCte, updateCte } from "./sql-write.ts";
 
@@ -87,6 +87,8 @@ export async function execute(
       claims,
       async (tx) => {
         const result = readOnly ? await read(tx, cache, req, maxRows) : await write(tx, cache, req);
+        if (req.prefer.handling) apply(req.prefer, "handling", req.prefer.handling);
+        if (req.prefer.tx) apply(req.prefer, "tx", req.prefer.tx);
         if (req.prefer.tx === "rollback") throw new Rollback(result);
         return result;
       },
@@ -132,11 +134,13 @@ async function read(tx: Tx, cache: SchemaCache, req: RestRequest, maxRows: numbe
     count: Number(row?.n ?? 0),
   };
   if (req.prefer.count === "planned" || req.prefer.count === "estimated") {
-    const estimate = await planned(tx, countSql, params);
+    // Run on its own, the count must still accept the whole parameter list.
+    const standalone = referencingAll(countSql, params.length);
+    const estimate = await planned(tx, standalone, params);
     // estimated: exact when the table is small enough to count, else the planner's estimate.
     if (req.prefer.count === "estimated" && estimate <= maxRows) {
       const c = await tx.query<{ n: string }>(
-        `select count(*)::bigint as n from (${countSql}) as c`,
+        `select count(*)::bigint as n from (${standalone}) as c`,
         params,
       );
       page.total = Number(c.rows[0]?.n ?? 0);
@@ -147,12 +151,15 @@ async function read(tx: Tx, cache: SchemaCache, req: RestRequest, maxRows: numbe
   if (req.prefer.count) apply(req.prefer, "count", req.prefer.count);
 
   const headers: Record<string, string> = { "Content-Range": contentRange(offset, page.count, page.total) };
-  if (page.total !== undefined && offset > 0 && offset >= page.total && page.count === 0 && page.total > 0) {
+  // A range that starts past the end (not at it) cannot be satisfied.
+  if (page.total !== undefined && offset > 0 && offset > page.total) {
     throw new RestError(
       416,
       "PGRST103",
       "Requested range not satisfiable",
       `An offset of ${offset} was requested, but there are only ${page.total} rows.`,
+      null,
+      { "Content-Range": `*/${page.total}` },
     );
   }
   const partial = page.total !== undefined && (offset > 0 || offset + page.count < page.total);
@@ -204,6 +211,7 @@ async function write(tx: Tx, cache: SchemaCache, req: RestRequest): Promise<Rest
 
   const representation = prefer.return === "representation" || req.accept === "object";
   let location: string | undefined;
+  let inserted = 0;
   let body = "[]";
   let count: number;
   if (representation) {
@@ -214,19 +222,24 @@ async function write(tx: Tx, cache: SchemaCache, req: RestRequest): Promise<Rest
       { limit: undefined, offset: undefined },
       { applyConditions: false },
     );
-    const r = await tx.query<{ body: string; n: string }>(
-      `with ${cte} select coalesce(json_agg(_p), '[]'::json)::text as body, count(_p)::bigint as n, (select count(*) from pgrst_rows) as affected from (${rows.rows}) as _p`,
+    const r = await tx.query<{ body: string; affected: string; inserted: string }>(
+      `with ${cte} select coalesce(json_agg(_p), '[]'::json)::text as body,
+         (select count(*) from pgrst_rows) as affected,
+         (select count(*) filter (where pgrst_inserted) from pgrst_rows) as inserted
+       from (${rows.rows}) as _p`,
       shape.params.values,
     );
     body = r.rows[0]?.body ?? "[]";
-    count = Number((r.rows[0] as { affected?: string } | undefined)?.affected ?? 0);
+    count = Number(r.rows[0]?.affected ?? 0);
+    inserted = Number(r.rows[0]?.inserted ?? 0);
   } else {
     const pk = table.primaryKey;
-    const r = await tx.query<{ n: string; location: string | null }>(
-      `with ${cte} select count(*)::bigint as n, ${pk.length ? `(array_agg(json_build_object(${pk.map((k) => `'${k.replace(/'/g, "''")}', "${k.replace(/"/g, '""')}"`).join(", ")})))[1]::text` : "null"} as location from pgrst_rows`,
+    const r = await tx.query<{ n: string; inserted: string; location: string | null }>(
+      `with ${cte} select count(*)::bigint as n, count(*) filter (where pgrst_inserted) as inserted, ${pk.length ? `(array_agg(json_build_object(${pk.map((k) => `'${k.replace(/'/g, "''")}', "${k.replace(/"/g, '""')}"`).join(", ")})))[1]::text` : "null"} as location from pgrst_rows`,
       shape.params.values,
     );
     count = Number(r.rows[0]?.n ?? 0);
+    inserted = Number(r.rows[0]?.inserted ?? 0);
     if (req.method === "POST" && count === 1 && r.rows[0]?.location) {
       const keys = JSON.parse(r.rows[0].location) as Record<string, unknown>;
       const qs = Object.entries(keys).map(
@@ -247,8 +260,14 @@ async function write(tx: Tx, cache: SchemaCache, req: RestRequest): Promise<Rest
     }
     apply(prefer, "max-affected", prefer.maxAffected);
   }
-  const headers: Record<string, string> = { "Content-Range": `*/${prefer.count === "exact" ? count : "*"}` };
+  const total = prefer.count === "exact" ? String(count) : "*";
+  // PATCH reports the range of rows it touched; the other writes only a total, as PostgREST does.
+  const headers: Record<string, string> = {
+    "Content-Range": req.method === "PATCH" && count > 0 ? `0-${count - 1}/${total}` : `*/${total}`,
+  };
   if (prefer.count) apply(prefer, "count", prefer.count);
+  // An upsert that only updated rows answers 200, not 201.
+  if (status === 201 && prefer.resolution === "merge-duplicates" && count > 0 && inserted === 0) status = 200;
   if (prefer.return) apply(prefer, "return", prefer.return);
   if (location && prefer.return === "headers-only") headers.Location = location;
 

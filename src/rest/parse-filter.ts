@@ -107,8 +107,18 @@ function parseOpExpr(c: Cursor, field: FieldRef, mode: Mode): Filter {
     c.expect(".", quantifier === undefined ? `"(" or ${DELIMITER}` : DELIMITER);
     return filter(op, quantifier === undefined ? singleValue(c, mode) : quantifiedList(c), { quantifier });
   }
-  c.fail(OPERATOR, start, word === "" ? undefined : JSON.stringify(word));
+  // Like PostgREST's parser, point past the longest operator the word starts with ("eqx": at "x").
+  const prefix =
+    [...KNOWN_OPERATORS].filter((o) => word.startsWith(o)).sort((a, b) => b.length - a.length)[0] ?? "";
+  const at = start + prefix.length;
+  c.fail(
+    prefix === "" ? OPERATOR : "operator (eq, gt, ...)",
+    at,
+    prefix === "" && word !== "" ? JSON.stringify(word) : undefined,
+  );
 }
+
+const KNOWN_OPERATORS = ["in", "is", ...FTS, ...RAW, ...QUANTIFIABLE];
 
 function singleValue(c: Cursor, mode: Mode): string {
   if (mode === "param") return c.rest();

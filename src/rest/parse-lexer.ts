@@ -98,7 +98,8 @@ export class Cursor {
   /** Throws PostgREST's PGRST100: `unexpected "x" at index 3, expecting ...`. */
   fail(expecting: string, at = this.pos, unexpected?: string): never {
     const what = unexpected ?? describe(this.chars[at]);
-    this.error(`unexpected ${what} at index ${at}, expecting ${expecting}`, at);
+    // PostgREST's wording; the position is in the message's column.
+    this.error(`unexpected ${what} expecting ${expecting}`, at);
   }
 
   /** Throws a PGRST100 with its own details. */

@@ -709,14 +709,14 @@ describe("errors", () => {
       "id",
       "eq5",
       '"failed to parse filter (eq5)" (line 1, column 3)',
-      /^unexpected "5" at index 2, expecting "\(" or delimiter/,
+      /^unexpected "5" expecting "\(" or delimiter/,
     ],
     [
       "unknown operator",
       "id",
       "noop.0",
       '"failed to parse filter (noop.0)" (line 1, column 1)',
-      /^unexpected "noop" at index 0, expecting "not" or operator/,
+      /^unexpected "noop" expecting "not" or operator/,
     ],
     ["no operator", "id", "5", '"failed to parse filter (5)"', /^unexpected "5" at index 0/],
     ["empty filter", "id", "", '"failed to parse filter ()"', /^unexpected end of input at index 0/],
@@ -733,14 +733,14 @@ describe("errors", () => {
       "bio",
       "is.nothing",
       '"failed to parse filter (is.nothing)"',
-      /unexpected "nothing" at index 3, expecting isVal/,
+      /unexpected "nothing" expecting isVal/,
     ],
     [
       "is with trailing garbage",
       "bio",
       "is.null.x",
       '"failed to parse filter (is.null.x)"',
-      /unexpected "\." at index 7, expecting end of input/,
+      /unexpected "\." expecting end of input/,
     ],
     ["empty is value", "bio", "is.", '"failed to parse filter (is.)"', /unexpected end of input at index 3/],
     [
@@ -748,21 +748,21 @@ describe("errors", () => {
       "id",
       "in.1,2",
       '"failed to parse filter (in.1,2)"',
-      /unexpected "1" at index 3, expecting "\("/,
+      /unexpected "1" expecting "\("/,
     ],
     [
       "in unclosed",
       "id",
       "in.(1,2",
       '"failed to parse filter (in.(1,2)"',
-      /unexpected end of input at index 7, expecting "," or "\)"/,
+      /unexpected end of input expecting "," or "\)"/,
     ],
     [
       "in trailing garbage",
       "id",
       "in.(1,2)x",
       '"failed to parse filter (in.(1,2)x)"',
-      /unexpected "x" at index 8, expecting end of input/,
+      /unexpected "x" expecting end of input/,
     ],
     ["in quantifier", "id", "in(any).(1)", '"failed to parse filter (in(any).(1))"', /expecting delimiter/],
     [
@@ -777,7 +777,7 @@ describe("errors", () => {
       "t",
       "cs(any).{1}",
       '"failed to parse filter (cs(any).{1})"',
-      /unexpected "\(" at index 2, expecting delimiter/,
+      /unexpected "\(" expecting delimiter/,
     ],
     ["quantified scalar", "t", "eq(any).x", '"failed to parse filter (eq(any).x)"', /expecting a list/],
     [
@@ -785,7 +785,7 @@ describe("errors", () => {
       "t",
       "eq(any).{a,b",
       '"failed to parse filter (eq(any).{a,b)"',
-      /unexpected end of input at index 12, expecting "," or "}"/,
+      /unexpected end of input expecting "," or "}"/,
     ],
     [
       "quantified nested array",
@@ -820,7 +820,7 @@ describe("errors", () => {
       "t",
       "fts().x",
       '"failed to parse filter (fts().x)"',
-      /unexpected "\)" at index 4, expecting text search configuration/,
+      /unexpected "\)" expecting text search configuration/,
     ],
     [
       "fts unclosed language",
@@ -850,7 +850,7 @@ describe("errors", () => {
       '""',
       "eq.1",
       '"failed to parse tree path ("")"',
-      /unexpected "" at index 0, expecting non-empty field name/,
+      /unexpected "" expecting non-empty field name/,
     ],
     ["key garbage", "a)b", "eq.1", '"failed to parse tree path (a)b)"', /unexpected "\)" at index 1/],
     ["empty json key", "data->", "eq.1", '"failed to parse tree path (data->)"', /expecting JSON key/],
@@ -859,7 +859,7 @@ describe("errors", () => {
       "data->-1x",
       "eq.1",
       '"failed to parse tree path (data->-1x)"',
-      /unexpected "x" at index 8, expecting digit/,
+      /unexpected "x" expecting digit/,
     ],
     [
       "json path in the middle",
@@ -868,34 +868,28 @@ describe("errors", () => {
       '"failed to parse tree path (data->a.b)"',
       /unexpected "\." at index 7/,
     ],
-    [
-      "empty or",
-      "or",
-      "",
-      '"failed to parse logic tree ()"',
-      /unexpected end of input at index 0, expecting "\("/,
-    ],
+    ["empty or", "or", "", '"failed to parse logic tree ()"', /unexpected end of input expecting "\("/],
     ["or without parens", "or", "a.eq.1", '"failed to parse logic tree (a.eq.1)"', /expecting "\("/],
     [
       "empty or list",
       "or",
       "()",
       '"failed to parse logic tree (())"',
-      /unexpected "\)" at index 1, expecting field name .* or logic operator/,
+      /unexpected "\)" expecting field name .* or logic operator/,
     ],
     [
       "unclosed or",
       "or",
       "(a.eq.1,b.eq.2",
       '"failed to parse logic tree ((a.eq.1,b.eq.2)"',
-      /unexpected end of input at index 14, expecting "," or "\)"/,
+      /unexpected end of input expecting "," or "\)"/,
     ],
     [
       "extra paren",
       "or",
       "(a.eq.1))",
       '"failed to parse logic tree ((a.eq.1)))"',
-      /unexpected "\)" at index 8, expecting end of input/,
+      /unexpected "\)" expecting end of input/,
     ],
     [
       "unknown op in tree",
@@ -909,7 +903,7 @@ describe("errors", () => {
       "or",
       "(a)",
       '"failed to parse logic tree ((a))"',
-      /unexpected "\)" at index 2, expecting delimiter/,
+      /unexpected "\)" expecting delimiter/,
     ],
     ["in list unsplit", "or", "(id.in.1,2)", '"failed to parse logic tree ((id.in.1,2))"', /expecting "\("/],
     [
@@ -947,7 +941,7 @@ describe("errors", () => {
       "select",
       "id,,title",
       '"failed to parse select parameter (id,,title)"',
-      /unexpected "," at index 3, expecting field name/,
+      /unexpected "," expecting field name/,
     ],
     [
       "trailing comma in select",
@@ -961,14 +955,14 @@ describe("errors", () => {
       "select",
       "tracks(id",
       '"failed to parse select parameter (tracks(id)"',
-      /unexpected end of input at index 9, expecting "," or "\)"/,
+      /unexpected end of input expecting "," or "\)"/,
     ],
     [
       "unopened embed",
       "select",
       "id)",
       '"failed to parse select parameter (id))"',
-      /unexpected "\)" at index 2, expecting "," or end of input/,
+      /unexpected "\)" expecting "," or end of input/,
     ],
     [
       "embed garbage",
@@ -982,7 +976,7 @@ describe("errors", () => {
       "select",
       '"abc',
       '"failed to parse select parameter ("abc)"',
-      /unexpected end of input at index 4, expecting closing quote/,
+      /unexpected end of input expecting closing quote/,
     ],
     ["lone quote", "select", '"', '"failed to parse select parameter (")"', /expecting closing quote/],
     [
@@ -990,14 +984,14 @@ describe("errors", () => {
       "select",
       "name!hint",
       '"failed to parse select parameter (name!hint)"',
-      /unexpected end of input at index 9, expecting "!" or "\("/,
+      /unexpected end of input expecting "!" or "\("/,
     ],
     [
       "three embed params",
       "select",
       "a!b!c!d(*)",
       '"failed to parse select parameter (a!b!c!d(*))"',
-      /unexpected "!" at index 5, expecting "\("/,
+      /unexpected "!" expecting "\("/,
     ],
     [
       "json path on an embed",
@@ -1011,7 +1005,7 @@ describe("errors", () => {
       "select",
       "a:*",
       '"failed to parse select parameter (a:*)"',
-      /unexpected "\*" at index 2, expecting field name/,
+      /unexpected "\*" expecting field name/,
     ],
     [
       "star with cast",
@@ -1025,7 +1019,7 @@ describe("errors", () => {
       "select",
       "id::",
       '"failed to parse select parameter (id::)"',
-      /unexpected end of input at index 4, expecting cast type/,
+      /unexpected end of input expecting cast type/,
     ],
     [
       "array cast",
@@ -1061,7 +1055,7 @@ describe("errors", () => {
       "order",
       "id.ac",
       '"failed to parse order (id.ac)"',
-      /unexpected "ac" at index 3, expecting "asc", "desc"/,
+      /unexpected "ac" expecting "asc", "desc"/,
     ],
     [
       "direction typo",
@@ -1075,14 +1069,14 @@ describe("errors", () => {
       "order",
       "id.asc.nlsfst",
       '"failed to parse order (id.asc.nlsfst)"',
-      /unexpected "nlsfst" at index 7, expecting "nullsfirst" or "nullslast"/,
+      /unexpected "nlsfst" expecting "nullsfirst" or "nullslast"/,
     ],
     [
       "nulls then direction",
       "order",
       "id.nullsfirst.asc",
       '"failed to parse order (id.nullsfirst.asc)"',
-      /unexpected "\." at index 13, expecting "," or end of input/,
+      /unexpected "\." expecting "," or end of input/,
     ],
     ["empty order", "order", "", '"failed to parse order ()"', /expecting field name/],
     [
@@ -1112,7 +1106,7 @@ describe("errors", () => {
       "columns",
       "a,b)",
       '"failed to parse columns parameter (a,b))"',
-      /unexpected "\)" at index 3, expecting "," or end of input/,
+      /unexpected "\)" expecting "," or end of input/,
     ],
     [
       "empty on_conflict item",
@@ -1133,7 +1127,7 @@ describe("errors", () => {
       "a b)c.order",
       "id",
       '"failed to parse tree path (a b)c.order)"',
-      /unexpected "\)" at index 3, expecting "." or end of input/,
+      /unexpected "\)" expecting "." or end of input/,
     ],
   ];
   for (const [name, key, value, message, details] of cases) {
@@ -1145,7 +1139,14 @@ describe("errors", () => {
         `message ${JSON.stringify(e.message)} should start with ${JSON.stringify(message)}`,
       );
       assert.match(e.message, /\(line 1, column \d+\)$/);
-      assert.match(e.details, details);
+      // A pattern may name the position as "at index N": it is checked as the message's column
+      // (N + 1), since the details use PostgREST's wording, which carries no position.
+      const at = /at index (\d+)/.exec(details.source);
+      if (at) assert.match(e.message, new RegExp(`column ${Number(at[1]) + 1}\\)$`));
+      assert.match(
+        e.details,
+        at ? new RegExp(details.source.replace(/ at index \d+/, ""), details.flags) : details,
+      );
       assert.equal(e.hint, undefined);
     });
   }
@@ -1153,7 +1154,7 @@ describe("errors", () => {
   test("the column in the message is the index plus one", () => {
     const e = parseError(() => one("id", "eq5"));
     assert.equal(e.message, '"failed to parse filter (eq5)" (line 1, column 3)');
-    assert.equal(e.details, 'unexpected "5" at index 2, expecting "(" or delimiter (.)');
+    assert.equal(e.details, 'unexpected "5" expecting "(" or delimiter (.)');
   });
 
   for (const value of [
@@ -1239,7 +1240,7 @@ describe("hostile input", () => {
       ["columns", "a\u0000"],
     ] as const) {
       const e = parseError(() => one(key, value));
-      assert.match(e.details, /^unexpected "\\u0000" at index \d+, expecting any character but NUL$/);
+      assert.match(e.details, /^unexpected "\\u0000" expecting any character but NUL$/);
       assert.ok(!e.message.includes("\u0000"));
     }
   });
@@ -1247,15 +1248,13 @@ describe("hostile input", () => {
   test("unicode and astral characters count as one position", () => {
     assert.deepEqual(condition("𝒜𝒷", "eq.🎶"), filter("𝒜𝒷", "eq", "🎶"));
     assert.deepEqual(condition('"🎵"', "eq.1"), filter("🎵", "eq", "1"));
-    assert.match(
-      parseError(() => one("🎵", "eq.1")).details,
-      /^unexpected "🎵" at index 0, expecting field name/,
-    );
+    assert.match(parseError(() => one("🎵", "eq.1")).details, /^unexpected "🎵" expecting field name/);
     assert.match(parseError(() => one("𝒜𝒷)", "eq.1")).message, /column 3\)$/);
     const e = parseError(() => one("id", "🎵🎵x"));
-    assert.match(e.details, /^unexpected "🎵" at index 0/);
+    assert.match(e.details, /^unexpected "🎵"/);
+    assert.match(e.message, /column 1\)$/);
     const e2 = parseError(() => one("order", "título.🎵"));
-    assert.match(e2.details, /at index 7/);
+    assert.match(e2.message, /column 8\)$/);
   });
 
   test("lone quotes", () => {

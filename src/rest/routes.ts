@@ -95,7 +95,7 @@ function errorBody(
   error: unknown,
   role: string,
   request: FastifyRequest,
-): { status: number; body: Record<string, unknown> } {
+): { status: number; body: Record<string, unknown>; headers?: Record<string, string> } {
   if (error instanceof ParseError) {
     return {
       status: 400,
@@ -106,6 +106,7 @@ function errorBody(
     return {
       status: error.status,
       body: { code: error.code, message: error.message, details: error.details, hint: error.hint },
+      headers: error.headers,
     };
   }
   const db = asDbError(error);
@@ -127,12 +128,14 @@ function errorBody(
   }
   const status = (error as { statusCode?: number }).statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) {
+    // Fastify's body errors: unparseable JSON is PostgREST's "Empty or invalid json".
+    const badJson = status === 400 && /^FST_ERR_CTP_/.test(String((error as { code?: string }).code));
     return {
       status,
       body: {
         code: status === 413 ? "PGRST413" : "PGRST102",
-        message: (error as Error).message,
-        details: null,
+        message: badJson ? "Empty or invalid json" : (error as Error).message,
+        details: badJson ? (error as Error).message : null,
         hint: null,
       },
     };
@@ -148,7 +151,14 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
   const limiter = new MemoryRateLimiter();
 
   app.setErrorHandler((error, request, reply) => {
-    const { status, body } = errorBody(error, String(request.caller?.claims.role ?? "anon"), request);
+    const { status, body, headers } = errorBody(
+      error,
+      String(request.caller?.claims.role ?? "anon"),
+      request,
+    );
+    if (headers) reply.headers(headers);
+    // A caller refused for lack of a login is told how to log in (RFC 6750), as PostgREST does.
+    if (status === 401 && !reply.hasHeader("WWW-Authenticate")) reply.header("WWW-Authenticate", "Bearer");
     return reply.status(status).type("application/json; charset=utf-8").send(body);
   });
 
@@ -227,6 +237,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     );
     reply.status(result.status).headers(result.headers);
     if (prefer.applied.length) reply.header("Preference-Applied", prefer.applied.join(", "));
+    if (result.body !== undefined || method === "HEAD") reply.type(MEDIA[accept]);
     if (result.body === undefined || method === "HEAD") return reply.send();
     if (accept === "csv") return reply.type(MEDIA.csv).send(toCsv(result.body));
     return reply.type(MEDIA[accept]).send(result.body);

@@ -22,6 +22,8 @@ export class RestError extends Error {
   readonly status: number;
   readonly details: string | null;
   readonly hint: string | null;
+  /** Headers the error response carries (e.g. Content-Range on a 416). */
+  readonly headers: Record<string, string>;
 
   constructor(
     status: number,
@@ -29,6 +31,7 @@ export class RestError extends Error {
     message: string,
     details: string | null = null,
     hint: string | null = null,
+    headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = "RestError";
@@ -36,7 +39,21 @@ export class RestError extends Error {
     this.code = code;
     this.details = details;
     this.hint = hint;
+    this.headers = headers;
   }
+}
+
+/**
+ * `sql` made to reference every one of `count` parameters, so it can run with a parameter list
+ * built for a larger statement (PostgreSQL refuses parameters a statement does not use). The
+ * added condition is always true and costs the planner nothing.
+ */
+export function referencingAll(sql: string, count: number): string {
+  const used = new Set([...sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+  const unused: string[] = [];
+  for (let i = 1; i <= count; i++) if (!used.has(i)) unused.push(`$${i}::text`);
+  if (unused.length === 0) return sql;
+  return `${sql} ${/\bwhere\b/.test(sql) ? "and" : "where"} coalesce(${unused.join(", ")}, '') is not null`;
 }
 
 export function requireColumn(table: Table, name: string): Column {

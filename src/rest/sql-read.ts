@@ -119,8 +119,9 @@ function selectList(shape: ReadShape, level: Level, items: SelectItem[]): Select
   for (const item of expandStar(level, items)) {
     if (item.kind === "field") {
       const { sql } = fieldSql(level.alias, level.table, item.field, shape.params);
+      // PostgREST names a JSON path after its last key; an array index is no name, so the column's.
       const lastKey = item.field.jsonPath[item.field.jsonPath.length - 1]?.key;
-      const name = item.alias ?? (lastKey !== undefined ? String(lastKey) : item.field.name);
+      const name = item.alias ?? (typeof lastKey === "string" ? lastKey : item.field.name);
       emit(item.cast ? `(${sql})::${castSql(item.cast)}` : sql, name);
       continue;
     }

@@ -11,6 +11,10 @@ import { conditionSql } from "./sql-filter.ts";
 
 const qualified = (t: Table) => `${ident(t.schema)}.${ident(t.name)}`;
 
+// An upsert that updated a row leaves xmax set; a fresh insert leaves it 0. PostgREST answers 200
+// rather than 201 when an upsert inserted nothing.
+const RETURNING_INSERT = "t0.*, (t0.xmax = 0) as pgrst_inserted";
+
 /** The payload's column names: `columns=` when given, else the union of the objects' keys, in order of appearance. */
 export function payloadColumns(table: Table, body: unknown, query: ParsedQuery): string[] {
   const rows = Array.isArray(body) ? body : [body];
@@ -103,10 +107,10 @@ export function insertCte(
     const payload = params.add(JSON.stringify(g.rows));
     if (g.columns.length === 0) {
       // Every value from its default: one row per element.
-      return `insert into ${qualified(table)} as t0 select from json_array_elements(${payload}::json)${conflict} returning t0.*`;
+      return `insert into ${qualified(table)} as t0 select from json_array_elements(${payload}::json)${conflict} returning ${RETURNING_INSERT}`;
     }
     const cols = g.columns.map(ident).join(", ");
-    return `insert into ${qualified(table)} as t0 (${cols}) select ${cols} from json_populate_recordset(null::${qualified(table)}, ${payload}::json)${conflict} returning t0.*`;
+    return `insert into ${qualified(table)} as t0 (${cols}) select ${cols} from json_populate_recordset(null::${qualified(table)}, ${payload}::json)${conflict} returning ${RETURNING_INSERT}`;
   });
   if (statements.length === 1) return `pgrst_rows as (${statements[0]})`;
   // Several groups: each its own CTE, their rows together.
@@ -151,16 +155,16 @@ export function updateCte(
   const where = limitedScope(table, query, params, rootWhere(table, query, params));
   if (columns.length === 0) {
     // Nothing to change: the rows the filters select, unchanged.
-    return `pgrst_rows as (select t0.* from ${qualified(table)} as t0 where false)`;
+    return `pgrst_rows as (select t0.*, false as pgrst_inserted from ${qualified(table)} as t0 where false)`;
   }
   const payload = params.add(JSON.stringify(body));
   const sets = columns.map((c) => `${ident(c)} = pgrst_body.${ident(c)}`).join(", ");
-  return `pgrst_rows as (update ${qualified(table)} as t0 set ${sets} from (select * from json_populate_record(null::${qualified(table)}, ${payload}::json)) as pgrst_body${where.length ? ` where ${where.join(" and ")}` : ""} returning t0.*)`;
+  return `pgrst_rows as (update ${qualified(table)} as t0 set ${sets} from (select * from json_populate_record(null::${qualified(table)}, ${payload}::json)) as pgrst_body${where.length ? ` where ${where.join(" and ")}` : ""} returning t0.*, false as pgrst_inserted)`;
 }
 
 export function deleteCte(table: Table, query: ParsedQuery, params: Params): string {
   const where = limitedScope(table, query, params, rootWhere(table, query, params));
-  return `pgrst_rows as (delete from ${qualified(table)} as t0${where.length ? ` where ${where.join(" and ")}` : ""} returning t0.*)`;
+  return `pgrst_rows as (delete from ${qualified(table)} as t0${where.length ? ` where ${where.join(" and ")}` : ""} returning t0.*, false as pgrst_inserted)`;
 }
 
 /**
