@@ -1069,6 +1069,15 @@ const CASES: Case[] = [
     },
   },
   {
+    name: "PATCH with an empty object: 204, no row touched",
+    req: { method: "PATCH", path: `/releases?id=eq.${R3}`, body: {} },
+    expect: { status: 204, text: "", headers: { "content-range": "*/*" } },
+    followUp: {
+      req: { path: `/releases?select=label_name&id=eq.${R3}` },
+      expect: { status: 200, body: [{ label_name: "Harbor" }] },
+    },
+  },
+  {
     name: "max-affected=1 with handling=strict on a PATCH of 2 rows: 400 PGRST124, nothing changed",
     req: {
       method: "PATCH",

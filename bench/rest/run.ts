@@ -42,8 +42,34 @@ function withDatabase(url: string, db: string, user?: string) {
 interface Seeded {
   tenantId: string;
   secret: string;
+  createdAt: Date;
   userId: string;
   artistId: string;
+}
+
+const UNLIMITED = { max: 100_000_000, windowSeconds: 10 };
+
+/** The headers a request of the benchmark user carries: the anon key and an access token. */
+async function userHeaders(s: Seeded): Promise<Record<string, string>> {
+  const keys = await tenantKeys({ id: s.tenantId, jwt_secret: s.secret, created_at: s.createdAt });
+  const { token } = await signAccessToken({
+    secret: s.secret,
+    issuer: "bench",
+    expiresIn: 3600,
+    tenantId: s.tenantId,
+    user: {
+      id: s.userId,
+      email: "bench@example.com",
+      phone: null,
+      app_metadata: {},
+      user_metadata: {},
+      is_anonymous: false,
+    },
+    sessionId: "00000000-0000-4000-8000-000000000000",
+    aal: "aal1",
+    amr: [],
+  });
+  return { apikey: keys.anon_key, authorization: `Bearer ${token}` };
 }
 
 /** A catalog of 51 accounts x 3 artists x 40 releases x 12 tracks; the benchmark user owns one account. */
@@ -51,11 +77,13 @@ async function seed(engine: Engine): Promise<Seeded> {
   return engine.transaction(
     async (tx) => {
       const t = (
-        await tx.query<{ id: string; jwt_secret: string }>(
-          "insert into internal.tenants (name, slug, jwt_secret) values ('Bench', 'bench', $1) returning id, jwt_secret",
-          [newJwtSecret()],
+        await tx.query<{ id: string; jwt_secret: string; created_at: Date }>(
+          // Backline's request limits would cap the load: the bench tenant gets room.
+          `insert into internal.tenants (name, slug, jwt_secret, settings) values ('Bench', 'bench', $1, $2)
+           returning id, jwt_secret, created_at`,
+          [newJwtSecret(), JSON.stringify({ rest_rate_limits: { tenant: UNLIMITED, caller: UNLIMITED } })],
         )
-      ).rows[0] as { id: string; jwt_secret: string };
+      ).rows[0] as { id: string; jwt_secret: string; created_at: Date };
       const user = (
         await tx.query<{ id: string }>(
           "insert into internal.users (tenant_id, email) values ($1, 'bench@example.com') returning id",
@@ -83,7 +111,13 @@ async function seed(engine: Engine): Promise<Seeded> {
           [t.id],
         )
       ).rows[0] as { id: string };
-      return { tenantId: t.id, secret: t.jwt_secret, userId: user.id, artistId: artist.id };
+      return {
+        tenantId: t.id,
+        secret: t.jwt_secret,
+        createdAt: t.created_at,
+        userId: user.id,
+        artistId: artist.id,
+      };
     },
     { readOnly: false },
   );
@@ -141,42 +175,7 @@ async function main() {
   try {
     await migrate(owner);
     const s = await seed(owner);
-    const { token } = await signAccessToken({
-      secret: s.secret,
-      issuer: "bench",
-      expiresIn: 3600,
-      tenantId: s.tenantId,
-      user: {
-        id: s.userId,
-        email: "bench@example.com",
-        phone: null,
-        app_metadata: {},
-        user_metadata: {},
-        is_anonymous: false,
-      },
-      sessionId: "00000000-0000-4000-8000-000000000000",
-      aal: "aal1",
-      amr: [],
-    });
-    const created = (
-      await owner.transaction(
-        (tx) =>
-          tx.query<{ created_at: Date }>("select created_at from internal.tenants where id = $1", [
-            s.tenantId,
-          ]),
-        { readOnly: true },
-      )
-    ).rows[0] as { created_at: Date };
-    const keys = await tenantKeys({ id: s.tenantId, jwt_secret: s.secret, created_at: created.created_at });
-    // Backline's limits would cap the load: the bench tenant gets room.
-    await owner.transaction(
-      (tx) =>
-        tx.query(
-          `update internal.tenants set settings = '{"rest_rate_limits":{"tenant":{"max":100000000,"windowSeconds":10},"caller":{"max":100000000,"windowSeconds":10}}}' where id = $1`,
-          [s.tenantId],
-        ),
-      { readOnly: false },
-    );
+    const headers = await userHeaders(s);
     const queries = QUERIES(s.artistId);
     const appUrl = withDatabase(ADMIN_URL, dbName, "authenticator");
     const claims = { role: "authenticated", sub: s.userId, tenant_id: s.tenantId };
@@ -188,7 +187,6 @@ async function main() {
     };
     const backline = await startServer("backline", env);
     const baseline = await startServer("baseline", env);
-    const headers = { apikey: keys.anon_key, authorization: `Bearer ${token}` };
     try {
       // Same answers first: the comparison is only fair if both return the same rows.
       for (const q of queries) {
@@ -255,40 +253,8 @@ async function pgliteFigures(): Promise<string> {
   const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
   await migrate(engine);
   const s = await seed(engine);
-  await engine.transaction(
-    (tx) =>
-      tx.query(
-        `update internal.tenants set settings = '{"rest_rate_limits":{"tenant":{"max":100000000,"windowSeconds":10},"caller":{"max":100000000,"windowSeconds":10}}}' where id = $1`,
-        [s.tenantId],
-      ),
-    { readOnly: false },
-  );
-  const created = (
-    await engine.transaction(
-      (tx) =>
-        tx.query<{ created_at: Date }>("select created_at from internal.tenants where id = $1", [s.tenantId]),
-      { readOnly: true },
-    )
-  ).rows[0] as { created_at: Date };
   await engine.close();
-  const keys = await tenantKeys({ id: s.tenantId, jwt_secret: s.secret, created_at: created.created_at });
-  const { token } = await signAccessToken({
-    secret: s.secret,
-    issuer: "bench",
-    expiresIn: 3600,
-    tenantId: s.tenantId,
-    user: {
-      id: s.userId,
-      email: "bench@example.com",
-      phone: null,
-      app_metadata: {},
-      user_metadata: {},
-      is_anonymous: false,
-    },
-    sessionId: "00000000-0000-4000-8000-000000000000",
-    aal: "aal1",
-    amr: [],
-  });
+  const headers = await userHeaders(s);
   const server = await startServer("backline", { DATA_DIR: dataDir, DATABASE_URL: "" });
   const lines = [
     `PGlite (embedded), ${CONNECTIONS} connections, ${DURATION} s`,
@@ -297,10 +263,7 @@ async function pgliteFigures(): Promise<string> {
   ];
   try {
     for (const q of QUERIES(s.artistId)) {
-      const m = await load(`${server.url}/rest/v1/${q.table}?${q.query}`, {
-        apikey: keys.anon_key,
-        authorization: `Bearer ${token}`,
-      });
+      const m = await load(`${server.url}/rest/v1/${q.table}?${q.query}`, headers);
       lines.push(
         `| ${q.name} | ${m.rps.toFixed(0)} | ${m.p50.toFixed(1)} / ${m.p99.toFixed(1)} | ${m.errors} |`,
       );

@@ -48,6 +48,8 @@ export function payloadColumns(table: Table, body: unknown, query: ParsedQuery):
   return names;
 }
 
+const whereClause = (conditions: string[]) => (conditions.length ? ` where ${conditions.join(" and ")}` : "");
+
 function rootWhere(table: Table, query: ParsedQuery, params: Params): string[] {
   return query.conditions
     .filter((c) => c.path.length === 0)
@@ -141,7 +143,7 @@ function limitedScope(table: Table, query: ParsedQuery, params: Params, where: s
   const tuple = (alias: string) =>
     `(${pk.map((c) => (c === "ctid" ? `${alias}.ctid` : `${alias}.${ident(c)}`)).join(", ")})`;
   return [
-    `${tuple("t0")} in (select ${tuple("t1").slice(1, -1)} from ${qualified(table)} as t1${inner.length ? ` where ${inner.join(" and ")}` : ""} order by ${terms.join(", ")}${l.limit !== undefined ? ` limit ${params.add(l.limit)}::bigint` : ""}${l.offset !== undefined ? ` offset ${params.add(l.offset)}::bigint` : ""})`,
+    `${tuple("t0")} in (select ${tuple("t1").slice(1, -1)} from ${qualified(table)} as t1${whereClause(inner)} order by ${terms.join(", ")}${l.limit !== undefined ? ` limit ${params.add(l.limit)}::bigint` : ""}${l.offset !== undefined ? ` offset ${params.add(l.offset)}::bigint` : ""})`,
   ];
 }
 
@@ -154,17 +156,17 @@ export function updateCte(
 ): string {
   const where = limitedScope(table, query, params, rootWhere(table, query, params));
   if (columns.length === 0) {
-    // Nothing to change: the rows the filters select, unchanged.
-    return `pgrst_rows as (select t0.*, false as pgrst_inserted from ${qualified(table)} as t0 where false)`;
+    // Nothing to change: no row is touched (the filters stay in the statement: their parameters are bound).
+    return `pgrst_rows as (select t0.*, false as pgrst_inserted from ${qualified(table)} as t0 where false${where.length ? ` and ${where.join(" and ")}` : ""})`;
   }
   const payload = params.add(JSON.stringify(body));
   const sets = columns.map((c) => `${ident(c)} = pgrst_body.${ident(c)}`).join(", ");
-  return `pgrst_rows as (update ${qualified(table)} as t0 set ${sets} from (select * from json_populate_record(null::${qualified(table)}, ${payload}::json)) as pgrst_body${where.length ? ` where ${where.join(" and ")}` : ""} returning t0.*, false as pgrst_inserted)`;
+  return `pgrst_rows as (update ${qualified(table)} as t0 set ${sets} from (select * from json_populate_record(null::${qualified(table)}, ${payload}::json)) as pgrst_body${whereClause(where)} returning t0.*, false as pgrst_inserted)`;
 }
 
 export function deleteCte(table: Table, query: ParsedQuery, params: Params): string {
   const where = limitedScope(table, query, params, rootWhere(table, query, params));
-  return `pgrst_rows as (delete from ${qualified(table)} as t0${where.length ? ` where ${where.join(" and ")}` : ""} returning t0.*, false as pgrst_inserted)`;
+  return `pgrst_rows as (delete from ${qualified(table)} as t0${whereClause(where)} returning t0.*, false as pgrst_inserted)`;
 }
 
 /**
