@@ -53,7 +53,31 @@ export function bearerOf(request: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
+// A tenant has two keys and every request carries one: remembering the verified ones for a few
+// seconds saves an HMAC per request. An entry lives no longer than the directory's cache of the
+// tenant, so a rotated secret stops old keys within the same time.
+const KEY_TTL_MS = 10_000;
+const MAX_KEYS = 10_000;
+const verifiedKeys = new Map<
+  string,
+  { value: { tenant: TenantAuthInfo; role: "anon" | "service_role" }; until: number }
+>();
+
 async function verifyKey(
+  directory: TenantDirectory,
+  key: string,
+): Promise<{ tenant: TenantAuthInfo; role: "anon" | "service_role" } | undefined> {
+  const hit = verifiedKeys.get(key);
+  if (hit && hit.until > Date.now() && directory.has(hit.value.tenant)) return hit.value;
+  const value = await verifyKeyNow(directory, key);
+  if (value) {
+    if (verifiedKeys.size >= MAX_KEYS) verifiedKeys.clear();
+    verifiedKeys.set(key, { value, until: Date.now() + KEY_TTL_MS });
+  }
+  return value;
+}
+
+async function verifyKeyNow(
   directory: TenantDirectory,
   key: string,
 ): Promise<{ tenant: TenantAuthInfo; role: "anon" | "service_role" } | undefined> {

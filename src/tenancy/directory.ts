@@ -43,6 +43,12 @@ export class TenantDirectory {
     return info;
   }
 
+  /** Whether `info` is still what this directory holds for its tenant (not forgotten, not replaced). */
+  has(info: TenantAuthInfo): boolean {
+    const hit = this.cache.get(info.id);
+    return hit !== undefined && hit.info === info && hit.until > Date.now();
+  }
+
   forget(tenantId: string): void {
     this.cache.delete(tenantId);
   }
