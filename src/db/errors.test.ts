@@ -45,6 +45,7 @@ describe("mapDbError", () => {
     ["BL004", "authenticated", 403, "operator_only"],
     ["23505", "authenticated", 409, "unique_violation"],
     ["23503", "authenticated", 409, "foreign_key_violation"],
+    ["23001", "authenticated", 409, "restrict_violation"],
     ["23502", "authenticated", 400, "not_null_violation"],
     ["23514", "authenticated", 400, "check_violation"],
     ["22P02", "authenticated", 400, "invalid_value"],

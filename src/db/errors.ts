@@ -62,6 +62,9 @@ export function mapDbError(e: DbError, role: DbRole = "authenticated"): ErrorMap
       return { status: 409, code: "unique_violation" };
     case "23503":
       return { status: 409, code: "foreign_key_violation" };
+    case "23001":
+      // ON DELETE RESTRICT (PostgreSQL 18 reports it as its own SQLSTATE): still referenced.
+      return { status: 409, code: "restrict_violation" };
     case "23502":
       return { status: 400, code: "not_null_violation" };
     case "23514":

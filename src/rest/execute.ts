@@ -4,7 +4,7 @@ import type { ParsedQuery } from "./ast.ts";
 import { apply, type Preferences } from "./prefer.ts";
 import type { SchemaCache, Table } from "./schema-cache.ts";
 import { Params, RestError, referencingAll } from "./sql-common.ts";
-import { type ReadShape, rootRead } from "./sql-read.ts";
+import { checkEmbedPaths, type ReadShape, rootRead } from "./sql-read.ts";
 import { deleteCte, insertCte, payloadColumns, putCte, updateCte } from "./sql-write.ts";
 
 /**
@@ -82,6 +82,7 @@ export async function execute(
   maxRows: number,
 ): Promise<RestResult> {
   const readOnly = req.method === "GET" || req.method === "HEAD";
+  checkEmbedPaths(req.query);
   try {
     return await db.withRequestContext(
       claims,

@@ -211,7 +211,10 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
       );
     }
     const cache = await opts.schemaCache();
-    const name = (request.params as { table: string }).table;
+    const name = (request.params as { "*": string })["*"];
+    if (name === "" || name.includes("/")) {
+      throw new RestError(404, "PGRST125", "Invalid path specified in request URL");
+    }
     const table = cache.tables.get(name);
     if (!table) {
       throw new RestError(
@@ -243,5 +246,15 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     return reply.type(MEDIA[accept]).send(result.body);
   };
 
-  app.route({ method: ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"], url: "/:table", handler });
+  // A wildcard rather than /:table: any name, however long or odd, reaches the handler and gets
+  // PostgREST's answer (PGRST205 for an unknown table, PGRST125 for a deeper path).
+  app.route({ method: ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"], url: "/*", handler });
+  app.setNotFoundHandler((_request, reply) =>
+    reply.status(404).type("application/json; charset=utf-8").send({
+      code: "PGRST125",
+      message: "Invalid path specified in request URL",
+      details: null,
+      hint: null,
+    }),
+  );
 }

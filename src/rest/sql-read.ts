@@ -141,11 +141,11 @@ function selectList(shape: ReadShape, level: Level, items: SelectItem[]): Select
           `A spread embed must be to-one: '${item.relation}' is a to-many relationship`,
         );
       }
-      out.joins.push(`left join lateral (${sub.rows} limit 1) as ${joinAlias} on true`);
+      out.joins.push(`left join lateral (select * from (${sub.rows}) as _s limit 1) as ${joinAlias} on true`);
       for (const n of sub.names) emit(`${joinAlias}.${ident(n)}`, n);
     } else if (isToOne(rel)) {
       out.joins.push(
-        `left join lateral (select row_to_json(_r) as body from (${sub.rows} limit 1) as _r) as ${joinAlias} on true`,
+        `left join lateral (select row_to_json(_r) as body from (select * from (${sub.rows}) as _s limit 1) as _r) as ${joinAlias} on true`,
       );
       emit(`${joinAlias}.body`, name);
     } else {
@@ -220,4 +220,34 @@ export function rootRead(
   if (page.limit !== undefined) sql += ` limit ${shape.params.add(page.limit)}::bigint`;
   if (page.offset !== undefined && page.offset > 0) sql += ` offset ${shape.params.add(page.offset)}::bigint`;
   return { rows: sql, where };
+}
+
+/** The embed paths the select names (by alias, or by relation name), at every depth. */
+function embedPaths(items: SelectItem[] | undefined, prefix: EmbedPath = []): EmbedPath[] {
+  return (items ?? []).flatMap((item) => {
+    if (item.kind !== "embed") return [];
+    const path = [...prefix, item.alias ?? item.relation];
+    return [path, ...embedPaths(item.select, path)];
+  });
+}
+
+/**
+ * Refuses filters, orders and limits aimed at a resource the select does not embed, as PostgREST
+ * does (PGRST108). Silently dropping them would widen a PATCH or DELETE to every row.
+ */
+export function checkEmbedPaths(query: ParsedQuery): void {
+  const known = embedPaths(query.select);
+  const paths = [...query.conditions, ...query.order, ...query.limits].map((x) => x.path);
+  for (const path of paths) {
+    if (path.length > 0 && !known.some((k) => samePath(k, path))) {
+      const name = path.join(".");
+      throw new RestError(
+        400,
+        "PGRST108",
+        `'${name}' is not an embedded resource in this request`,
+        null,
+        `Verify that '${name}' is included in the 'select' query parameter.`,
+      );
+    }
+  }
 }

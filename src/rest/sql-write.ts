@@ -78,6 +78,7 @@ export function insertCte(
   const rows = (Array.isArray(body) ? body : [body]) as Record<string, unknown>[];
   const groups: { columns: string[]; rows: Record<string, unknown>[] }[] = [];
   if (options.missingDefault) {
+    // (An empty body makes no group: the single group below inserts nothing.)
     for (const row of rows) {
       const keys = columns.filter((c) => c in row);
       const key = keys.join("\u0000");
@@ -85,9 +86,8 @@ export function insertCte(
       if (g) g.rows.push(row);
       else groups.push({ columns: keys, rows: [row] });
     }
-  } else {
-    groups.push({ columns, rows });
   }
+  if (groups.length === 0) groups.push({ columns, rows });
   let conflict = "";
   if (options.resolution) {
     const target = options.onConflict ?? table.primaryKey;
