@@ -63,4 +63,6 @@ if (which === "backline") {
 } else {
   throw new Error("usage: servers.ts backline|baseline");
 }
+// Exit normally on a signal, so that --cpu-prof and the like can write their output.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(0));
 process.stdout.write("ready\n");
