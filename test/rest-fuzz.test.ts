@@ -4,7 +4,7 @@ import { after, before, type TestContext, test } from "node:test";
 import fc from "fast-check";
 import { FILTER_OPS } from "../src/rest/ast.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
-import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine, type TestDb } from "./support/db.ts";
 import { seedAccount, seedUser } from "./support/seed.ts";
 
@@ -165,14 +165,6 @@ const PIECES = [
   "id",
   "title",
 ];
-
-/** Thousands of requests in seconds from one user: the tenant's rate limits are lifted (docs/rest.md). */
-const UNLIMITED = {
-  rest_rate_limits: {
-    tenant: { max: 1_000_000, windowSeconds: 1 },
-    caller: { max: 1_000_000, windowSeconds: 1 },
-  },
-};
 
 interface Party {
   userId: string;

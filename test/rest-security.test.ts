@@ -4,7 +4,7 @@ import { after, before, test } from "node:test";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
-import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { forceReleaseStatus } from "./support/seed.ts";
 
@@ -60,14 +60,6 @@ const SPEC: Record<Table, { patch: Record<string, unknown>; embeds: string[] }> 
   release_analytics: { patch: { streams: 0 }, embeds: ["*,releases(*)", "*,releases!inner(*,tracks(*))"] },
   track_analytics: { patch: { streams: 0 }, embeds: ["*,tracks(*)", "*,tracks!inner(*,releases(*))"] },
   notifications: { patch: { read: true }, embeds: [] },
-};
-
-/** Thousands of requests in seconds from one user: the tenant's rate limits are lifted (docs/rest.md). */
-const UNLIMITED = {
-  rest_rate_limits: {
-    tenant: { max: 1_000_000, windowSeconds: 1 },
-    caller: { max: 1_000_000, windowSeconds: 1 },
-  },
 };
 
 interface Actor {
