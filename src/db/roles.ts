@@ -2,6 +2,9 @@
  * The cluster-level setup PostgreSQL needs once, run by a superuser (docs/database.md): the four
  * request roles and a login role that is not a superuser and may only switch to them. Idempotent.
  * `backline db setup-sql` prints it; the test harness runs the same text.
+ *
+ * Migration 0001 repeats the role creation on purpose: migrations are self-contained and never
+ * import today's code, and on PGlite (no separate setup step) the migration is what creates them.
  */
 export function rolesSetupSql(login = "authenticator"): string {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(login)) throw new Error(`invalid role name: ${login}`);
