@@ -1,0 +1,138 @@
+import type { Db } from "../db/db.ts";
+import type { Tx } from "../db/types.ts";
+
+/**
+ * The durable job queue (internal.jobs). A job is written in the same transaction as the change
+ * that causes it (`enqueue(tx, ...)`), so it exists exactly when the change does. Workers claim
+ * jobs with FOR UPDATE SKIP LOCKED and hold them for a lease; a worker that dies leaves its jobs
+ * to be claimed again when the lease runs out, so every job runs at least once and never twice
+ * at the same time. Failures are retried with exponential backoff; after max_attempts a job is
+ * dead and stays visible with its last error.
+ *
+ * Why our own: pg-boss and graphile-worker need a PostgreSQL server connection (and LISTEN);
+ * the embedded database is in-process PGlite. The queue is one table and four statements.
+ */
+
+export interface Job {
+  id: string;
+  kind: string;
+  payload: Record<string, unknown>;
+  /** This run's attempt number, from 1. */
+  attempts: number;
+  max_attempts: number;
+}
+
+export interface EnqueueOptions {
+  runAt?: Date;
+  /** At most one queued or running job per (kind, dedupe key); a second enqueue is a no-op. */
+  dedupeKey?: string;
+  maxAttempts?: number;
+}
+
+/** Writes a job in the caller's transaction; returns its id, or undefined when deduplicated. */
+export async function enqueue(
+  tx: Tx,
+  kind: string,
+  payload: Record<string, unknown>,
+  options: EnqueueOptions = {},
+): Promise<string | undefined> {
+  const r = await tx.query<{ id: string }>(
+    `insert into internal.jobs (kind, payload, run_at, dedupe_key, max_attempts)
+     values ($1, $2, coalesce($3::timestamptz, now()), $4, coalesce($5::int, 10))
+     on conflict (kind, dedupe_key) where dedupe_key is not null and status in ('queued', 'running') do nothing
+     returning id`,
+    [
+      kind,
+      JSON.stringify(payload),
+      options.runAt ?? null,
+      options.dedupeKey ?? null,
+      options.maxAttempts ?? null,
+    ],
+  );
+  return r.rows[0]?.id;
+}
+
+/**
+ * Claims up to `limit` runnable jobs of the given kinds for `workerId`: queued ones whose time has
+ * come, and running ones whose lease ran out (their worker died).
+ */
+export async function claim(
+  db: Db,
+  workerId: string,
+  kinds: string[],
+  limit: number,
+  leaseMs: number,
+): Promise<Job[]> {
+  if (kinds.length === 0 || limit <= 0) return [];
+  return db.asService(
+    async (tx) =>
+      (
+        await tx.query<Job>(
+          `update internal.jobs j
+           set status = 'running', locked_by = $1, locked_until = now() + make_interval(secs => $4::double precision / 1000),
+               attempts = j.attempts + 1
+           where j.id in (
+             select id from internal.jobs
+             where kind = any($2::text[])
+               and ((status = 'queued' and run_at <= now()) or (status = 'running' and locked_until < now()))
+             order by run_at, id
+             limit $3
+             for update skip locked)
+           returning j.id::text as id, j.kind, j.payload, j.attempts, j.max_attempts`,
+          [workerId, kinds, limit, leaseMs],
+        )
+      ).rows,
+  );
+}
+
+/** Extends the lease of a job this worker still holds; false when it lost it. */
+export async function extendLease(db: Db, job: Job, workerId: string, leaseMs: number): Promise<boolean> {
+  const r = await db.asService((tx) =>
+    tx.query(
+      `update internal.jobs set locked_until = now() + make_interval(secs => $3::double precision / 1000)
+       where id = $1 and locked_by = $2 and status = 'running'`,
+      [job.id, workerId, leaseMs],
+    ),
+  );
+  return r.rowCount > 0;
+}
+
+export async function complete(db: Db, job: Job, workerId: string): Promise<void> {
+  await db.asService((tx) =>
+    tx.query(
+      `update internal.jobs set status = 'succeeded', finished_at = now(), locked_by = null, locked_until = null, last_error = null
+       where id = $1 and locked_by = $2`,
+      [job.id, workerId],
+    ),
+  );
+}
+
+/** Exponential backoff with ±20% jitter: 2 s, 4 s, 8 s … capped at one hour. */
+export function backoffMs(attempt: number, random: () => number = Math.random): number {
+  const base = Math.min(3_600_000, 1000 * 2 ** Math.max(1, attempt));
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/** Records a failure: queued again after the backoff, or dead after its last attempt. */
+export async function fail(
+  db: Db,
+  job: Job,
+  workerId: string,
+  error: unknown,
+  delayMs = backoffMs(job.attempts),
+): Promise<"retry" | "dead"> {
+  const message = (error instanceof Error ? (error.stack ?? error.message) : String(error)).slice(0, 4000);
+  const dead = job.attempts >= job.max_attempts;
+  await db.asService((tx) =>
+    tx.query(
+      `update internal.jobs
+       set status = case when $3 then 'dead' else 'queued' end,
+           run_at = case when $3 then run_at else now() + make_interval(secs => $4::double precision / 1000) end,
+           finished_at = case when $3 then now() end,
+           locked_by = null, locked_until = null, last_error = $5
+       where id = $1 and locked_by = $2`,
+      [job.id, workerId, dead, delayMs, message],
+    ),
+  );
+  return dead ? "dead" : "retry";
+}
