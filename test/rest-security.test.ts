@@ -6,7 +6,7 @@ import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
-import { forceReleaseStatus } from "./support/seed.ts";
+import { EXPOSED_TABLES, forceReleaseStatus } from "./support/seed.ts";
 
 /**
  * /rest/v1 isolation, end to end. User A and user B signed up on one tenant (each got a personal
@@ -17,15 +17,7 @@ import { forceReleaseStatus } from "./support/seed.ts";
  */
 
 const PASSWORD = "Correct-Horse-7";
-const TABLES = [
-  "artist_profiles",
-  "releases",
-  "tracks",
-  "takedown_requests",
-  "release_analytics",
-  "track_analytics",
-  "notifications",
-] as const;
+const TABLES = EXPOSED_TABLES;
 type Table = (typeof TABLES)[number];
 
 const OBJECT = "application/vnd.pgrst.object+json";

@@ -8,6 +8,7 @@ import { type Account, POLICY_PRESETS, type PolicyPreset, type Tenant } from "..
 import { describeEachEngine } from "./support/db.ts";
 import {
   anonClaims,
+  EXPOSED_TABLES,
   forceReleaseStatus,
   keyClaims,
   type SeedUser,
@@ -40,15 +41,7 @@ import {
  * tenant's edge.
  */
 
-const TABLES = [
-  "artist_profiles",
-  "releases",
-  "tracks",
-  "release_analytics",
-  "track_analytics",
-  "takedown_requests",
-  "notifications",
-] as const;
+const TABLES = EXPOSED_TABLES;
 type Table = (typeof TABLES)[number];
 
 const CALLERS = [

@@ -42,11 +42,20 @@ const schema = z.object({
 export type AuthSettings = z.infer<typeof schema>;
 export type RateLimitName = keyof AuthSettings["rate_limits"];
 
+// Parsed once per tenant record: the directory caches the record, so an auth request (which
+// reads the settings several times) parses nothing.
+const parsedSettings = new WeakMap<object, AuthSettings>();
+
 /** Reads the tenant's settings; a malformed value falls back to the default rather than locking users out. */
 export function authSettings(tenantSettings: unknown): AuthSettings {
+  const key = typeof tenantSettings === "object" && tenantSettings !== null ? tenantSettings : undefined;
+  const cached = key && parsedSettings.get(key);
+  if (cached) return cached;
   const raw = (tenantSettings as { auth?: unknown } | null)?.auth ?? {};
   const parsed = schema.safeParse(raw);
-  return parsed.success ? parsed.data : schema.parse({});
+  const settings = parsed.success ? parsed.data : schema.parse({});
+  if (key) parsedSettings.set(key, settings);
+  return settings;
 }
 
 /** Whether an e-mail link may send the browser to `url`: the site URL's origin, or an allowed address. */

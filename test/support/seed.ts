@@ -11,6 +11,17 @@ import {
 
 /** Seed helpers: tenants, accounts, users and memberships through the service path, and the claims to act as them. */
 
+/** The seven tables of the table interface (seed 000), as migration 0003 creates them. */
+export const EXPOSED_TABLES = [
+  "artist_profiles",
+  "releases",
+  "tracks",
+  "release_analytics",
+  "track_analytics",
+  "takedown_requests",
+  "notifications",
+] as const;
+
 export interface SeedUser {
   id: string;
   tenant_id: string;
