@@ -359,7 +359,7 @@ describeEachEngine("rest: seed 000 workflows with supabase-js", (t) => {
     assert.deepEqual(JSON.parse(body.details ?? "{}"), { release_id: release.id, status: "submitted" });
   });
 
-  test("DELETE: a draft release goes, with its tracks; a submitted one is 409 BL001 and stays", async () => {
+  test("DELETE: a draft release goes, with its tracks; a delivered one is 409 BL001 and stays", async () => {
     const env = await tenant();
     const { client } = await signedUp(env);
     const draft = await catalog(client, "Draft to delete");
@@ -377,11 +377,8 @@ describeEachEngine("rest: seed 000 workflows with supabase-js", (t) => {
     );
     assert.equal(last?.to_status, "deleted");
 
-    const kept = await catalog(client, "Submitted, kept");
-    assert.equal(
-      (await client.from("releases").update({ status: "submitted" }).eq("id", kept.release.id)).error,
-      null,
-    );
+    const kept = await catalog(client, "Delivered, kept");
+    await forceReleaseStatus(t().db, kept.release.id, "delivered");
     assertPgError(await client.from("releases").delete().eq("id", kept.release.id), {
       status: 409,
       code: "BL001",
@@ -394,7 +391,7 @@ describeEachEngine("rest: seed 000 workflows with supabase-js", (t) => {
       { status: 409, code: "BL001" },
     );
     assert.deepEqual(assertOk(await client.from("releases").select("id, status").eq("id", kept.release.id)), [
-      { id: kept.release.id, status: "submitted" },
+      { id: kept.release.id, status: "delivered" },
     ]);
     assert.equal(
       assertOk(await client.from("tracks").select("id").eq("release_id", kept.release.id)).length,

@@ -34,12 +34,15 @@ export function asDbError(error: unknown): DbError | undefined {
   };
 }
 
-/** Backline's own rule violations, raised by the catalog triggers (migration 0005). */
+/** Backline's own rule violations, raised by the catalog triggers (migrations 0005 and 0007). */
 export const RULE_VIOLATIONS = {
   BL001: { code: "release_not_editable", status: 409 },
   BL002: { code: "invalid_status_transition", status: 409 },
   BL003: { code: "takedown_not_allowed", status: 409 },
   BL004: { code: "operator_only", status: 403 },
+  BL005: { code: "release_not_delivered", status: 409 },
+  BL006: { code: "isrc_in_use", status: 409 },
+  BL007: { code: "oac_not_eligible", status: 409 },
 } as const satisfies Record<string, { code: string; status: number }>;
 
 export interface ErrorMapping {
