@@ -33,6 +33,7 @@ describe("first start on the embedded database", () => {
     assert.deepEqual(Object.keys(file).sort(), [
       "account_id",
       "anon_key",
+      "api_key",
       "service_role_key",
       "tenant_id",
       "url",
@@ -44,6 +45,12 @@ describe("first start on the embedded database", () => {
     assert.equal(fs.statSync(path.join(dataDir, "dev-tenant.json")).mode & 0o777, 0o600);
     // The keys are printed too, as `supabase start` prints them.
     assert.ok(server.output().includes(file.anon_key));
+    // The test-mode API key works on the public API at once (docs/public-api.md, quickstart).
+    assert.match(file.api_key, /^bk_test_[0-9A-Za-z]{49}$/);
+    const releases = await fetch(`${server.url}/api/public/v1/releases`, {
+      headers: { authorization: `Bearer ${file.api_key}` },
+    });
+    assert.equal(releases.status, 200);
   });
 
   test("keeps a caller's X-Request-Id and answers unknown routes with a problem document", async () => {
@@ -80,6 +87,7 @@ describe("first start on the embedded database", () => {
     assert.equal(afterRestart.tenant_id, before.tenant_id);
     assert.equal(afterRestart.anon_key, before.anon_key);
     assert.equal(afterRestart.service_role_key, before.service_role_key);
+    assert.equal(afterRestart.api_key, before.api_key);
     assert.equal(await server.stop("SIGTERM"), 0);
 
     const list = await runCli(["--json", "tenants", "list"], { DATA_DIR: dataDir });

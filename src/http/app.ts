@@ -7,6 +7,7 @@ import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
+import { publicApiRoutes } from "../public-api/plugin.ts";
 import { restRoutes } from "../rest/routes.ts";
 import { loadSchemaCache, type SchemaCache } from "../rest/schema-cache.ts";
 import { TenantDirectory } from "../tenancy/directory.ts";
@@ -87,6 +88,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       "x-supabase-api-version",
       "retry-after",
       "preference-applied",
+      "ratelimit",
+      "ratelimit-policy",
+      "idempotent-replayed",
+      "www-authenticate",
     ],
     maxAge: 86400,
   });
@@ -118,6 +123,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     directory,
     schemaCache: cache,
     maxRows: deps.config.restMaxRows,
+    publicUrl: deps.config.publicUrl,
+  });
+  app.register(publicApiRoutes, {
+    prefix: "/api/public/v1",
+    db: deps.db,
+    directory,
+    mailer,
     publicUrl: deps.config.publicUrl,
   });
   return app;

@@ -31,7 +31,8 @@ export class HttpError extends Error {
   }
 }
 
-const TITLES: Record<number, string> = {
+/** HTTP status titles for problem documents (every surface that answers RFC 9457 uses these). */
+export const TITLES: Record<number, string> = {
   400: "Bad Request",
   401: "Unauthorized",
   403: "Forbidden",

@@ -75,6 +75,7 @@ function printDevTenant(file: DevTenantFile, dataDir: string) {
     `      account_id: ${file.account_id}`,
     `        anon key: ${file.anon_key}`,
     `service_role key: ${file.service_role_key}`,
+    `    test API key: ${file.api_key}  (/api/public/v1, sandbox of the account)`,
     "",
     `Saved to ${dataDir}/dev-tenant.json. Keep the service_role key on the server side.`,
     "",

@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { Db } from "../db/db.ts";
+import { hashApiKey } from "../public-api/keys/format.ts";
+import { issueKey } from "../public-api/keys/service.ts";
 import { createAccount, createTenant, getTenantKeys, listAccounts } from "./tenants.ts";
 
 /**
@@ -13,6 +15,8 @@ export interface DevTenantFile {
   service_role_key: string;
   tenant_id: string;
   account_id: string;
+  /** A test-mode public-API key of the account's sandbox (docs/public-api.md, quickstart). */
+  api_key: string;
 }
 
 export const DEV_TENANT_FILE = "dev-tenant.json";
@@ -47,10 +51,41 @@ export async function ensureDevTenant(
   const keys = await getTenantKeys(db, tenantId);
   if (!keys) throw new Error(`development tenant ${tenantId} vanished`);
 
-  const file: DevTenantFile = { url: options.url, ...keys, tenant_id: tenantId, account_id: account.id };
   const target = path.join(options.dataDir, DEV_TENANT_FILE);
+  const apiKey = await devApiKey(db, account.id, target);
+  const file: DevTenantFile = {
+    url: options.url,
+    ...keys,
+    tenant_id: tenantId,
+    account_id: account.id,
+    api_key: apiKey,
+  };
   fs.mkdirSync(options.dataDir, { recursive: true });
   // The service-role key gives full access: readable by this user only.
   fs.writeFileSync(target, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
   return { file, path: target, created };
+}
+
+/**
+ * The development account's test-mode API key: the one in dev-tenant.json while it is still
+ * active, else a new one (its secret exists only in that file, which only this user can read).
+ */
+async function devApiKey(db: Db, accountId: string, file: string): Promise<string> {
+  let previous: unknown;
+  try {
+    previous = JSON.parse(fs.readFileSync(file, "utf8")).api_key;
+  } catch {
+    previous = undefined;
+  }
+  if (typeof previous === "string") {
+    const active = await db.asService(
+      (tx) =>
+        tx.query("select 1 from internal.api_keys where key_hash = $1 and status = 'active'", [
+          hashApiKey(previous),
+        ]),
+      { readOnly: true },
+    );
+    if (active.rowCount > 0) return previous;
+  }
+  return (await issueKey(db, { accountId, mode: "test", name: "development" })).secret;
 }

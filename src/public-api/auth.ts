@@ -1,0 +1,180 @@
+import type { FastifyRequest } from "fastify";
+import { peekClaims, TokenError, verifyToken } from "../auth/tokens.ts";
+import type { Db } from "../db/db.ts";
+import type { Claims } from "../db/types.ts";
+import { bearerOf } from "../http/gateway.ts";
+import type { TenantDirectory } from "../tenancy/directory.ts";
+import { ApiError } from "./errors.ts";
+import { hashApiKey, type KeyMode, looksLikeApiKey, parseApiKey } from "./keys/format.ts";
+
+/**
+ * Who is calling /api/public/v1 (docs/public-api.md, "Authentication"). An API key acts for its
+ * one account: its claims carry account_id, account_role (from its scopes) and api_key_id, and
+ * the same row-level security as /rest/v1 scopes every query to that account. A logged-in user's
+ * access token from /auth/v1 is accepted only where a route says so (key management).
+ */
+export const SCOPES = [
+  "catalog:read",
+  "catalog:write",
+  "royalties:read",
+  "webhooks:manage",
+  "keys:manage",
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export interface Caller {
+  kind: "api_key" | "user";
+  tenantId: string;
+  claims: Claims;
+  /** An API key's account and mode; undefined for a user, who names the account per request. */
+  accountId: string | undefined;
+  mode: KeyMode | undefined;
+  keyId: string | undefined;
+  userId: string | undefined;
+  scopes: readonly Scope[];
+}
+
+interface KeyRow {
+  id: string;
+  tenant_id: string;
+  account_id: string;
+  mode: KeyMode;
+  status: "pending_reveal" | "active" | "frozen" | "revoked";
+  expired: boolean;
+  scopes: Scope[];
+  account_role: "admin" | "member" | "viewer";
+  last_used_at: Date | null;
+}
+
+const unauthorized = (code: string, message: string) =>
+  new ApiError(401, code, message, {
+    headers: { "WWW-Authenticate": `Bearer realm="backline", error="invalid_token"` },
+  });
+
+// Last-use times are written at most once a minute per key, outside the request's transaction.
+const LAST_USED_EVERY_MS = 60_000;
+
+export class Authenticator {
+  private readonly db: Db;
+  private readonly directory: TenantDirectory;
+  private readonly lastUsedWritten = new Map<string, number>();
+  private readonly onError: (error: unknown) => void;
+
+  constructor(db: Db, directory: TenantDirectory, onError: (error: unknown) => void) {
+    this.db = db;
+    this.directory = directory;
+    this.onError = onError;
+  }
+
+  async identify(request: FastifyRequest, allowUser: boolean): Promise<Caller> {
+    const token = bearerOf(request);
+    if (!token) {
+      throw new ApiError(401, "missing_api_key", "Send your API key as Authorization: Bearer <API_KEY>.", {
+        headers: { "WWW-Authenticate": `Bearer realm="backline"` },
+      });
+    }
+    if (looksLikeApiKey(token)) return this.byKey(token);
+    if (!allowUser) {
+      throw unauthorized(
+        "api_key_required",
+        "This endpoint takes an API key (bk_live_... or bk_test_...), not a user's access token.",
+      );
+    }
+    return this.byUserToken(token);
+  }
+
+  private async byKey(token: string): Promise<Caller> {
+    if (!parseApiKey(token)) {
+      throw unauthorized("api_key_invalid", "The API key is malformed: it is not a key this server issued.");
+    }
+    const key = await this.db.asService(
+      async (tx) =>
+        (
+          await tx.query<KeyRow>(
+            `select id, tenant_id, account_id, mode, status, coalesce(expires_at <= now(), false) as expired,
+                    scopes, account_role, last_used_at
+             from internal.api_keys where key_hash = $1`,
+            [hashApiKey(token)],
+          )
+        ).rows[0],
+      { readOnly: true },
+    );
+    if (!key) throw unauthorized("api_key_unknown", "No such API key.");
+    if (key.status === "revoked") throw unauthorized("api_key_revoked", "This API key was revoked.");
+    if (key.status === "frozen") {
+      throw unauthorized(
+        "api_key_frozen",
+        "This API key is frozen; an admin of the account can unfreeze it.",
+      );
+    }
+    if (key.expired) throw unauthorized("api_key_expired", "This API key has expired.");
+    if (key.status !== "active") throw unauthorized("api_key_unknown", "No such API key.");
+    this.touch(key);
+    return {
+      kind: "api_key",
+      tenantId: key.tenant_id,
+      accountId: key.account_id,
+      mode: key.mode,
+      keyId: key.id,
+      userId: undefined,
+      scopes: key.scopes,
+      claims: {
+        role: "authenticated",
+        tenant_id: key.tenant_id,
+        account_id: key.account_id,
+        account_role: key.account_role,
+        api_key_id: key.id,
+      },
+    };
+  }
+
+  private async byUserToken(token: string): Promise<Caller> {
+    const tenantId = peekClaims(token)?.tenant_id;
+    const tenant = typeof tenantId === "string" ? await this.directory.get(tenantId) : undefined;
+    if (!tenant) throw unauthorized("invalid_token", "The access token is not one this server issued.");
+    let payload: Record<string, unknown>;
+    try {
+      payload = await verifyToken(token, tenant.jwtSecret);
+    } catch (error) {
+      if (error instanceof TokenError && error.reason === "expired") {
+        throw unauthorized("token_expired", "The access token has expired; refresh the session.");
+      }
+      throw unauthorized("invalid_token", "The access token is not one this server issued.");
+    }
+    if (
+      payload.role !== "authenticated" ||
+      typeof payload.sub !== "string" ||
+      payload.tenant_id !== tenant.id
+    ) {
+      throw unauthorized("invalid_token", "Only a signed-in user's access token is accepted here.");
+    }
+    return {
+      kind: "user",
+      tenantId: tenant.id,
+      accountId: undefined,
+      mode: undefined,
+      keyId: undefined,
+      userId: payload.sub,
+      // A user's authority comes from their memberships, checked by the database per account.
+      scopes: ["keys:manage"],
+      claims: { role: "authenticated", sub: payload.sub, tenant_id: tenant.id },
+    };
+  }
+
+  private touch(key: KeyRow): void {
+    const now = Date.now();
+    const written = this.lastUsedWritten.get(key.id) ?? key.last_used_at?.getTime() ?? 0;
+    if (now - written < LAST_USED_EVERY_MS) return;
+    this.lastUsedWritten.set(key.id, now);
+    if (this.lastUsedWritten.size > 100_000) this.lastUsedWritten.clear();
+    this.db
+      .asService((tx) =>
+        tx.query(
+          `update internal.api_keys set last_used_at = now()
+           where id = $1 and (last_used_at is null or last_used_at < now() - interval '60 seconds')`,
+          [key.id],
+        ),
+      )
+      .catch(this.onError);
+  }
+}

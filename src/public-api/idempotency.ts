@@ -1,0 +1,144 @@
+import { createHash } from "node:crypto";
+import type { Db } from "../db/db.ts";
+import { ApiError } from "./errors.ts";
+
+/**
+ * Idempotency-Key on POST (docs/public-api.md, "Idempotent requests"), as Stripe does it: the
+ * first request with a key runs and its response is kept for 24 hours, per account (or user),
+ * method and path. A retry with the same key and body gets that response again, marked
+ * `Idempotent-Replayed: true`; a retry while the first still runs gets 409; the same key with a
+ * different body gets 422. Responses of 5xx are not kept, so a retry after a server failure runs
+ * again. A request that never finished (its process died) frees its key after LOCK_SECONDS.
+ */
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+export type Claimed =
+  | { kind: "run"; finish: (r: StoredResponse) => Promise<void> }
+  | { kind: "replay"; response: StoredResponse };
+
+const LOCK_SECONDS = 120;
+const KEY = /^[\x21-\x7e]{1,255}$/;
+
+export function requestHash(method: string, path: string, body: unknown): string {
+  return createHash("sha256")
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .digest("hex");
+}
+
+export async function claimIdempotencyKey(
+  db: Db,
+  input: { owner: string; method: string; path: string; key: string; hash: string },
+): Promise<Claimed> {
+  if (!KEY.test(input.key)) {
+    throw new ApiError(
+      400,
+      "invalid_idempotency_key",
+      "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice).",
+      { param: "Idempotency-Key" },
+    );
+  }
+  const ids = [input.owner, input.method, input.path, input.key];
+  const outcome = await db.asService(async (tx) => {
+    // Expired records are forgotten: the key is new again.
+    await tx.query(
+      `delete from internal.idempotency_keys
+       where owner = $1 and method = $2 and path = $3 and key = $4 and expires_at <= now()`,
+      ids,
+    );
+    const inserted = await tx.query(
+      `insert into internal.idempotency_keys (owner, method, path, key, request_hash, locked_until)
+       values ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))
+       on conflict do nothing returning key`,
+      [...ids, input.hash, LOCK_SECONDS],
+    );
+    if (inserted.rowCount > 0) {
+      // Now and then, forget every expired record.
+      if (Math.random() < 0.01)
+        await tx.query("delete from internal.idempotency_keys where expires_at <= now()");
+      return { kind: "run" as const };
+    }
+    const row = (
+      await tx.query<{
+        request_hash: string;
+        status: "running" | "done";
+        lock_expired: boolean;
+        response_status: number | null;
+        response_body: unknown;
+        response_headers: Record<string, string> | null;
+      }>(
+        `select request_hash, status, locked_until <= now() as lock_expired, response_status, response_body,
+                response_headers
+         from internal.idempotency_keys where owner = $1 and method = $2 and path = $3 and key = $4 for update`,
+        ids,
+      )
+    ).rows[0];
+    if (!row) return { kind: "retry" as const };
+    if (row.request_hash !== input.hash) return { kind: "mismatch" as const };
+    if (row.status === "done") {
+      return {
+        kind: "replay" as const,
+        response: {
+          status: row.response_status ?? 200,
+          body: row.response_body,
+          headers: row.response_headers ?? {},
+        },
+      };
+    }
+    if (!row.lock_expired) return { kind: "busy" as const };
+    await tx.query(
+      `update internal.idempotency_keys set locked_until = now() + make_interval(secs => $5)
+       where owner = $1 and method = $2 and path = $3 and key = $4`,
+      [...ids, LOCK_SECONDS],
+    );
+    return { kind: "run" as const };
+  });
+
+  switch (outcome.kind) {
+    case "retry":
+      return claimIdempotencyKey(db, input);
+    case "mismatch":
+      throw new ApiError(
+        422,
+        "idempotency_key_reused",
+        "This Idempotency-Key was used with a different request; use a new key for a new request.",
+        { param: "Idempotency-Key" },
+      );
+    case "busy":
+      throw new ApiError(
+        409,
+        "idempotency_request_in_progress",
+        "A request with this Idempotency-Key is still being processed; retry shortly.",
+        { param: "Idempotency-Key", headers: { "Retry-After": "1" } },
+      );
+    case "replay":
+      return outcome;
+    case "run":
+      return {
+        kind: "run",
+        finish: async (response) => {
+          await db.asService((tx) =>
+            response.status >= 500
+              ? tx.query(
+                  "delete from internal.idempotency_keys where owner = $1 and method = $2 and path = $3 and key = $4",
+                  ids,
+                )
+              : tx.query(
+                  `update internal.idempotency_keys
+                   set status = 'done', response_status = $5, response_body = $6, response_headers = $7
+                   where owner = $1 and method = $2 and path = $3 and key = $4`,
+                  [
+                    ...ids,
+                    response.status,
+                    JSON.stringify(response.body ?? null),
+                    JSON.stringify(response.headers),
+                  ],
+                ),
+          );
+        },
+      };
+  }
+}

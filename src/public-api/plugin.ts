@@ -1,0 +1,179 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { CatalogueCache } from "../catalog/catalogue.ts";
+import type { Db } from "../db/db.ts";
+import type { Tx } from "../db/types.ts";
+import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import type { TenantDirectory } from "../tenancy/directory.ts";
+import { Authenticator, type Caller } from "./auth.ts";
+import { renderDocsPage } from "./docs-page.ts";
+import { ApiError, renderError } from "./errors.ts";
+import { claimIdempotencyKey, requestHash, type StoredResponse } from "./idempotency.ts";
+import { openApiDocument } from "./openapi.ts";
+import { keyRoutes } from "./resources/api-keys.ts";
+import { artistRoutes } from "./resources/artists.ts";
+import { releaseRoutes } from "./resources/releases.ts";
+import { ruleRoutes } from "./resources/rules.ts";
+import { trackRoutes } from "./resources/tracks.ts";
+import { type AnyRoute, parseBody, parseParams, parseQuery, type Services } from "./route.ts";
+
+/**
+ * /api/public/v1 (seed 001; docs/public-api.md). Each request: the caller is identified (API key,
+ * or a user's token where a route allows it), rate-limited per key, checked for the route's
+ * scope, validated against the route's schemas, and run in one transaction as the caller.
+ */
+export interface PublicApiOptions {
+  db: Db;
+  directory: TenantDirectory;
+  mailer: Mailer;
+  publicUrl: string;
+}
+
+export const PUBLIC_API_VERSION = "1.0.0";
+
+export const ROUTES: readonly AnyRoute[] = [
+  ...releaseRoutes,
+  ...trackRoutes,
+  ...artistRoutes,
+  ...ruleRoutes,
+  ...keyRoutes,
+];
+
+/** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */
+export const DEFAULT_RATE_LIMIT: Limit = { max: 100, windowSeconds: 10 };
+
+declare module "fastify" {
+  interface FastifyRequest {
+    publicApiCaller?: Caller;
+  }
+}
+
+function fastifyPath(path: string): string {
+  return path.replace(/\{([^}]+)\}/g, ":$1");
+}
+
+export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOptions): Promise<void> {
+  const { db, directory } = options;
+  const catalogue = new CatalogueCache(db);
+  const authenticator = new Authenticator(db, directory, (error) =>
+    app.log.warn({ err: error }, "last_used_at"),
+  );
+  const limiter = new MemoryRateLimiter();
+  const services: Services = { db, mailer: options.mailer, publicUrl: options.publicUrl, catalogue };
+  const openapi = openApiDocument(ROUTES, `${options.publicUrl}/api/public/v1`, PUBLIC_API_VERSION);
+  const docsPage = renderDocsPage(openapi);
+
+  const send = (reply: FastifyReply, r: StoredResponse) => {
+    for (const [k, v] of Object.entries(r.headers)) reply.header(k, v);
+    if (r.status === 204 || r.body === undefined) return reply.status(r.status).send();
+    const type = r.status >= 400 ? "application/problem+json" : "application/json";
+    return reply.status(r.status).type(type).send(r.body);
+  };
+
+  // Only JSON bodies here: a text/plain body is 415, not a string handed to the handlers.
+  app.removeContentTypeParser("text/plain");
+  app.setErrorHandler((error, request, reply) => {
+    const r = renderError(error, request);
+    return send(reply, { status: r.status, body: r.body, headers: r.headers });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const r = renderError(
+      new ApiError(404, "route_not_found", `No endpoint ${request.method} ${request.url.split("?")[0]}.`),
+      request,
+    );
+    return send(reply, { status: r.status, body: r.body, headers: r.headers });
+  });
+
+  app.get("/openapi.json", async (_request, reply) => reply.type("application/json").send(openapi));
+  app.get("/docs", async (_request, reply) => reply.type("text/html; charset=utf-8").send(docsPage));
+
+  async function rateLimit(caller: Caller, reply: FastifyReply): Promise<void> {
+    const tenant = await directory.get(caller.tenantId);
+    const custom = tenant?.settings.public_api_rate_limit as Partial<Limit> | undefined;
+    const limit: Limit = {
+      max: Number(custom?.max ?? DEFAULT_RATE_LIMIT.max),
+      windowSeconds: Number(custom?.windowSeconds ?? DEFAULT_RATE_LIMIT.windowSeconds),
+    };
+    const who = caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`;
+    const r = limiter.hit(who, limit);
+    // draft-ietf-httpapi-ratelimit-headers: the policy, and what is left of it.
+    reply.header("RateLimit-Policy", `"default";q=${limit.max};w=${limit.windowSeconds}`);
+    reply.header("RateLimit", `"default";r=${r.remaining};t=${r.retryAfter}`);
+    if (!r.allowed) {
+      throw new ApiError(
+        429,
+        "rate_limited",
+        `Too many requests: ${limit.max} per ${limit.windowSeconds} s per key. Retry after ${r.retryAfter} s.`,
+        { headers: { "Retry-After": String(r.retryAfter) } },
+      );
+    }
+  }
+
+  for (const spec of ROUTES) {
+    app.route({
+      method: spec.method,
+      url: fastifyPath(spec.path),
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const caller = await authenticator.identify(request, spec.allowUser === true);
+        request.publicApiCaller = caller;
+        await rateLimit(caller, reply);
+        if (!caller.scopes.includes(spec.scope)) {
+          throw new ApiError(403, "insufficient_scope", `This API key lacks the ${spec.scope} scope.`, {
+            headers: {
+              "WWW-Authenticate": `Bearer realm="backline", error="insufficient_scope", scope="${spec.scope}"`,
+            },
+          });
+        }
+        const params = parseParams(spec.params, request.params);
+        const query = parseQuery(spec.query, request.query);
+        const body = parseBody(
+          spec.body,
+          spec.check,
+          spec.check ? await catalogue.get() : undefined,
+          request.body,
+          spec.bodyOptional,
+        );
+
+        const run = async (): Promise<StoredResponse> => {
+          try {
+            const out = await spec.handler({
+              caller,
+              params,
+              query,
+              body,
+              request,
+              reply,
+              services,
+              read: <T>(fn: (tx: Tx) => Promise<T>) =>
+                db.withRequestContext(caller.claims, fn, { readOnly: true }),
+              write: <T>(fn: (tx: Tx) => Promise<T>) => db.withRequestContext(caller.claims, fn),
+            });
+            return { status: out.status ?? 200, body: out.body, headers: out.headers ?? {} };
+          } catch (error) {
+            const r = renderError(error, request);
+            return { status: r.status, body: r.body, headers: r.headers };
+          }
+        };
+
+        const key = request.headers["idempotency-key"];
+        if (spec.method !== "POST" || key === undefined) return send(reply, await run());
+        const claimed = await claimIdempotencyKey(db, {
+          owner: caller.accountId ? `account:${caller.accountId}` : `user:${caller.userId}`,
+          method: spec.method,
+          path: request.url.split("?")[0] ?? "",
+          key: Array.isArray(key) ? (key[0] ?? "") : key,
+          hash: requestHash(spec.method, request.url, request.body),
+        });
+        if (claimed.kind === "replay") {
+          return send(reply, {
+            ...claimed.response,
+            headers: { ...claimed.response.headers, "Idempotent-Replayed": "true" },
+          });
+        }
+        const response = await run();
+        await claimed.finish(response);
+        return send(reply, response);
+      },
+    });
+  }
+}

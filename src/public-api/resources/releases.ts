@@ -1,0 +1,482 @@
+import { z } from "zod";
+import { asDbError } from "../../db/errors.ts";
+import type { Tx } from "../../db/types.ts";
+import { ApiError, type FieldError, notFound } from "../errors.ts";
+import { Id, listOf, Pagination, page, route } from "../route.ts";
+import {
+  ARTIST_COLUMNS,
+  Artist,
+  checkReleaseCodes,
+  checkReleaseCreate,
+  RELEASE_COLUMNS,
+  Release,
+  ReleaseCreate,
+  ReleaseMetadataUpdate,
+  ReleaseStatus,
+  ReleaseUpdate,
+  TRACK_COLUMNS,
+  Track,
+} from "./schemas.ts";
+import { columns, countAndPage, insertRow, updateRow } from "./sql.ts";
+
+/** Releases (seed 001): the same rows as /rest/v1/releases, under the same row-level security. */
+
+const EDITABLE = ["draft", "pending", "rejected"];
+const SUBMITTABLE = EDITABLE;
+
+type Row = Record<string, unknown> & { id: string; status: string };
+
+export const releaseOut = (row: Record<string, unknown>) => ({ id: row.id, object: "release", ...row });
+export const trackOut = (row: Record<string, unknown>) => ({ id: row.id, object: "track", ...row });
+export const artistOut = (row: Record<string, unknown>) => ({ id: row.id, object: "artist", ...row });
+
+export async function findRelease(tx: Tx, id: string, lock = false): Promise<Row> {
+  const r = await tx.query<Row>(
+    `select ${columns(RELEASE_COLUMNS)} from public.releases where id = $1${lock ? " for update" : ""}`,
+    [id],
+  );
+  const row = r.rows[0];
+  if (!row) throw notFound("release", id);
+  return row;
+}
+
+/** The artist profile a release names: artist_id when given (and visible), else one found or created by name. */
+async function resolveArtist(
+  tx: Tx,
+  artistId: string | undefined,
+  artistName: string | undefined,
+): Promise<string> {
+  if (artistId) {
+    const r = await tx.query("select 1 from public.artist_profiles where id = $1", [artistId]);
+    if (r.rowCount === 0) {
+      throw new ApiError(422, "validation_failed", `No artist with id ${artistId} in this account.`, {
+        errors: [
+          {
+            param: "artist_id",
+            code: "invalid_reference",
+            message: `No artist with id ${artistId} in this account.`,
+          },
+        ],
+      });
+    }
+    return artistId;
+  }
+  const name = (artistName ?? "").trim();
+  // One profile per name, also when several requests name a new artist at once.
+  await tx.query(
+    "select pg_advisory_xact_lock(hashtextextended('artist:' || auth.default_account_id() || ':' || $1, 0))",
+    [name],
+  );
+  const found = await tx.query<{ id: string }>(
+    "select id from public.artist_profiles where name = $1 order by created_at, id limit 1",
+    [name],
+  );
+  if (found.rows[0]) return found.rows[0].id;
+  return (await insertRow<{ id: string }>(tx, "public.artist_profiles", { name }, ["id"])).id;
+}
+
+const withId = z.object({ id: Id }).strict();
+
+const ListQuery = Pagination.extend({
+  status: z
+    .string()
+    .regex(/^[a-z_]+(,[a-z_]+)*$/)
+    .refine((v) => v.split(",").every((s) => ReleaseStatus.safeParse(s).success), "unknown status")
+    .optional()
+    .meta({ description: "Only releases in this status (or any of a comma-separated list)." }),
+}).strict();
+
+const ReleaseDetail = Release.extend({
+  tracks: z.array(Track),
+  artists: z.array(Artist).meta({ description: "The artist profiles the release and its tracks name." }),
+}).meta({ id: "ReleaseDetail" });
+
+const StoreDelivery = z
+  .object({
+    store: z.string(),
+    status: z.enum(["queued", "delivering", "delivered", "live", "failed", "takedown_queued", "taken_down"]),
+    message: z.string().nullable(),
+    delivered_at: z.iso.datetime({ offset: true }).nullable(),
+    live_at: z.iso.datetime({ offset: true }).nullable(),
+    updated_at: z.iso.datetime({ offset: true }),
+  })
+  .meta({ id: "StoreDelivery" });
+
+const TakedownRequest = z
+  .object({
+    id: Id,
+    object: z.literal("takedown_request"),
+    release_id: Id,
+    status: z.enum(["pending", "processing", "completed", "rejected", "cancelled"]),
+    reason: z.string().nullable(),
+    status_reason: z.string().nullable(),
+    created_at: z.iso.datetime({ offset: true }),
+    completed_at: z.iso.datetime({ offset: true }).nullable(),
+  })
+  .meta({ id: "TakedownRequest" });
+
+const ReleaseStatusReport = z
+  .object({
+    object: z.literal("release_status"),
+    id: Id,
+    status: ReleaseStatus,
+    approval: z
+      .enum(["not_submitted", "in_review", "approved", "rejected"])
+      .meta({ description: "Where review stands: not_submitted, in_review, approved or rejected." }),
+    rejection_reason: z.string().nullable(),
+    live: z.boolean().meta({ description: "Whether the release is live in at least one store." }),
+    submitted_at: z.iso.datetime({ offset: true }).nullable(),
+    stores: z.array(StoreDelivery).meta({ description: "Delivery state per store." }),
+    takedown: TakedownRequest.nullable().meta({ description: "The latest takedown request, if any." }),
+  })
+  .meta({ id: "ReleaseStatusReport" });
+
+const Deleted = z
+  .object({ id: Id, object: z.literal("release"), deleted: z.literal(true) })
+  .meta({ id: "DeletedRelease" });
+
+const TakedownBody = z
+  .object({ reason: z.string().trim().min(1).max(2000).optional() })
+  .strict()
+  .meta({ id: "TakedownCreate" });
+
+const TAKEDOWN_COLUMNS = [
+  "id",
+  "release_id",
+  "status",
+  "reason",
+  "status_reason",
+  "created_at",
+  "completed_at",
+];
+
+function approvalOf(status: string): "not_submitted" | "in_review" | "approved" | "rejected" {
+  if (status === "draft" || status === "pending") return "not_submitted";
+  if (status === "submitted" || status === "in_review") return "in_review";
+  if (status === "rejected") return "rejected";
+  return "approved";
+}
+
+export const releaseRoutes = [
+  route({
+    method: "GET",
+    path: "/releases",
+    operationId: "listReleases",
+    summary: "List releases",
+    description: "The account's releases, newest first.",
+    tag: "Releases",
+    scope: "catalog:read",
+    query: ListQuery,
+    response: { status: 200, description: "A page of releases.", schema: listOf(Release, "ReleaseList") },
+    handler: async ({ query, read }) => {
+      const statuses = query.status ? query.status.split(",") : null;
+      const { rows, total } = await read((tx) =>
+        countAndPage<Row>(
+          tx,
+          {
+            from: "public.releases",
+            where: "($1::text[] is null or status = any ($1::text[]))",
+            order: "created_at desc, id",
+            columns: columns(RELEASE_COLUMNS),
+          },
+          [statuses],
+          query.limit,
+          query.offset,
+        ),
+      );
+      return { body: page(rows.map(releaseOut), query.limit, query.offset, total) };
+    },
+  }),
+
+  route({
+    method: "POST",
+    path: "/releases",
+    operationId: "createRelease",
+    summary: "Create a release",
+    description:
+      "Creates a release as draft (default) or pending. The artist is artist_id, or the profile named " +
+      "artist_name (created when the account has none by that name). Territory, store and genre codes are " +
+      "checked against GET /rules.",
+    tag: "Releases",
+    scope: "catalog:write",
+    body: ReleaseCreate,
+    check: checkReleaseCreate,
+    response: { status: 201, description: "The new release.", schema: Release },
+    errors: [409, 413, 415, 422],
+    handler: async ({ body, write }) => {
+      const row = await write(async (tx) => {
+        const { artist_id, ...fields } = body;
+        const artistId = await resolveArtist(tx, artist_id, body.artist_name);
+        return insertRow<Row>(tx, "public.releases", { ...fields, artist_id: artistId }, RELEASE_COLUMNS);
+      });
+      return { status: 201, body: releaseOut(row) };
+    },
+  }),
+
+  route({
+    method: "GET",
+    path: "/releases/{id}",
+    operationId: "getRelease",
+    summary: "Get a release with its tracks and artists",
+    tag: "Releases",
+    scope: "catalog:read",
+    params: withId,
+    response: { status: 200, description: "The release.", schema: ReleaseDetail },
+    errors: [404],
+    handler: async ({ params, read }) => {
+      const body = await read(async (tx) => {
+        const release = await findRelease(tx, params.id);
+        const tracks = (
+          await tx.query<Record<string, unknown>>(
+            `select ${columns(TRACK_COLUMNS)} from public.tracks where release_id = $1
+             order by disc_number, track_number nulls last, created_at, id`,
+            [params.id],
+          )
+        ).rows;
+        const artistIds = new Set<string>([String(release.artist_id)]);
+        for (const t of tracks) {
+          for (const c of (t.contributors as { artist_id?: string }[]) ?? [])
+            if (c.artist_id) artistIds.add(c.artist_id);
+        }
+        const artists = (
+          await tx.query<Record<string, unknown>>(
+            `select ${columns(ARTIST_COLUMNS)} from public.artist_profiles where id = any ($1::uuid[])
+             order by (id = $2) desc, name`,
+            [[...artistIds], release.artist_id],
+          )
+        ).rows;
+        return { ...releaseOut(release), tracks: tracks.map(trackOut), artists: artists.map(artistOut) };
+      });
+      return { body };
+    },
+  }),
+
+  route({
+    method: "PATCH",
+    path: "/releases/{id}",
+    operationId: "updateRelease",
+    summary: "Update a release while it is editable",
+    description:
+      "Draft, pending and rejected releases can be edited. A release in review or delivered answers 409 " +
+      "release_not_editable; correct a delivered release with PATCH /releases/{id}/metadata.",
+    tag: "Releases",
+    scope: "catalog:write",
+    params: withId,
+    body: ReleaseUpdate,
+    check: checkReleaseCodes,
+    response: { status: 200, description: "The updated release.", schema: Release },
+    errors: [404, 409, 413, 415, 422],
+    handler: async ({ params, body, write }) => {
+      const row = await write(async (tx) => {
+        const current = await findRelease(tx, params.id, true);
+        if (!EDITABLE.includes(current.status)) {
+          throw new ApiError(
+            409,
+            "release_not_editable",
+            `Release ${params.id} is ${current.status} and can no longer be edited; ` +
+              "use PATCH /releases/{id}/metadata for corrections after delivery.",
+          );
+        }
+        if (body.artist_id) await resolveArtist(tx, body.artist_id, undefined);
+        return updateRow<Row>(tx, "public.releases", params.id, body, RELEASE_COLUMNS);
+      });
+      if (!row) throw notFound("release", params.id);
+      return { body: releaseOut(row) };
+    },
+  }),
+
+  route({
+    method: "DELETE",
+    path: "/releases/{id}",
+    operationId: "deleteRelease",
+    summary: "Delete a release that was never delivered",
+    description:
+      "Deletes the release and its tracks while it has not gone to any store (draft, pending, in review, " +
+      "approved or rejected). A delivered release answers 409; take it down instead.",
+    tag: "Releases",
+    scope: "catalog:write",
+    params: withId,
+    response: { status: 200, description: "The release is gone.", schema: Deleted },
+    errors: [404, 409],
+    handler: async ({ params, write }) => {
+      const deleted = await write(async (tx) => {
+        try {
+          return (await tx.query("delete from public.releases where id = $1 returning id", [params.id]))
+            .rowCount;
+        } catch (error) {
+          if (asDbError(error)?.sqlstate === "BL001") {
+            throw new ApiError(
+              409,
+              "release_delivered",
+              asDbError(error)?.message ?? "The release was delivered.",
+            );
+          }
+          throw error;
+        }
+      });
+      if (deleted === 0) throw notFound("release", params.id);
+      return { body: { id: params.id, object: "release", deleted: true } };
+    },
+  }),
+
+  route({
+    method: "PATCH",
+    path: "/releases/{id}/metadata",
+    operationId: "correctReleaseMetadata",
+    summary: "Correct the metadata of a delivered release",
+    description:
+      "For delivered and live releases: changes display metadata (title, version, artist name, genres, " +
+      "label, copyright lines, explicit, language) and queues an update delivery to the stores. Other " +
+      "releases answer 409 release_not_delivered.",
+    tag: "Releases",
+    scope: "catalog:write",
+    params: withId,
+    body: ReleaseMetadataUpdate,
+    check: checkReleaseCodes,
+    response: { status: 200, description: "The corrected release.", schema: Release },
+    errors: [404, 409, 413, 415, 422],
+    handler: async ({ params, body, write }) => {
+      const row = await write(
+        async (tx) =>
+          (
+            await tx.query<Row>(
+              `select ${columns(RELEASE_COLUMNS, "r")} from internal.correct_release_metadata($1, $2::jsonb) r`,
+              [params.id, JSON.stringify(body)],
+            )
+          ).rows[0],
+      );
+      if (!row?.id) throw notFound("release", params.id);
+      return { body: releaseOut(row) };
+    },
+  }),
+
+  route({
+    method: "POST",
+    path: "/releases/{id}/submit",
+    operationId: "submitRelease",
+    summary: "Submit a release for review and delivery",
+    description:
+      "Checks that the release is complete (tracks with ISRCs and numbers, splits totalling 100, a known " +
+      "primary genre, territories, stores, a release date at least the platform's lead time away) and lists " +
+      "every problem at once (422 release_incomplete). Then the release is submitted: review and delivery " +
+      "start and the release.submitted event is sent.",
+    tag: "Releases",
+    scope: "catalog:write",
+    params: withId,
+    response: { status: 200, description: "The submitted release.", schema: Release },
+    errors: [404, 409, 422],
+    handler: async ({ params, write }) => {
+      const row = await write(async (tx) => {
+        const current = await findRelease(tx, params.id, true);
+        if (!SUBMITTABLE.includes(current.status)) {
+          throw new ApiError(
+            409,
+            "invalid_status_transition",
+            `Release ${params.id} is ${current.status}; only draft, pending and rejected releases can be submitted.`,
+          );
+        }
+        const problems = (
+          await tx.query<{ problems: FieldError[] | null }>(
+            "select internal.release_problems($1) as problems",
+            [params.id],
+          )
+        ).rows[0]?.problems;
+        if (problems && problems.length > 0) {
+          throw new ApiError(
+            422,
+            "release_incomplete",
+            `The release cannot be submitted yet: ${problems.length} problem${problems.length === 1 ? "" : "s"}.`,
+            { errors: problems },
+          );
+        }
+        return updateRow<Row>(tx, "public.releases", params.id, { status: "submitted" }, RELEASE_COLUMNS);
+      });
+      if (!row) throw notFound("release", params.id);
+      return { body: releaseOut(row) };
+    },
+  }),
+
+  route({
+    method: "GET",
+    path: "/releases/{id}/status",
+    operationId: "getReleaseStatus",
+    summary: "Approval, rejection reason, live status and per-store delivery",
+    tag: "Releases",
+    scope: "catalog:read",
+    params: withId,
+    response: { status: 200, description: "Where the release stands.", schema: ReleaseStatusReport },
+    errors: [404],
+    handler: async ({ params, read }) => {
+      const body = await read(async (tx) => {
+        const release = await findRelease(tx, params.id);
+        const stores = (
+          await tx.query<{ status: string }>(
+            `select store, status, message, delivered_at, live_at, updated_at from internal.release_deliveries
+             where release_id = $1 order by store`,
+            [params.id],
+          )
+        ).rows;
+        const takedown = (
+          await tx.query<Record<string, unknown>>(
+            `select ${columns(TAKEDOWN_COLUMNS)} from public.takedown_requests where release_id = $1
+             order by created_at desc, id limit 1`,
+            [params.id],
+          )
+        ).rows[0];
+        return {
+          object: "release_status",
+          id: release.id,
+          status: release.status,
+          approval: approvalOf(release.status),
+          rejection_reason: release.status === "rejected" ? (release.status_reason ?? null) : null,
+          live: release.status === "live" || stores.some((s) => s.status === "live"),
+          submitted_at: release.submitted_at ?? null,
+          stores,
+          takedown: takedown ? { id: takedown.id, object: "takedown_request", ...takedown } : null,
+        };
+      });
+      return { body };
+    },
+  }),
+
+  route({
+    method: "POST",
+    path: "/releases/{id}/takedown",
+    operationId: "requestTakedown",
+    summary: "Take a delivered release down from its stores",
+    description:
+      "For delivered and live releases. The release moves to takedown_requested; the operator's backend " +
+      "removes it from every store and the release.takedown_completed event follows.",
+    tag: "Releases",
+    scope: "catalog:write",
+    params: withId,
+    body: TakedownBody,
+    bodyOptional: true,
+    response: { status: 202, description: "The takedown request, accepted.", schema: TakedownRequest },
+    errors: [404, 409, 422],
+    handler: async ({ params, body, write }) => {
+      const row = await write(async (tx) => {
+        await findRelease(tx, params.id);
+        try {
+          return await insertRow<Record<string, unknown>>(
+            tx,
+            "public.takedown_requests",
+            { release_id: params.id, reason: body.reason },
+            TAKEDOWN_COLUMNS,
+          );
+        } catch (error) {
+          const db = asDbError(error);
+          if (db?.sqlstate === "23505") {
+            throw new ApiError(
+              409,
+              "takedown_already_requested",
+              `Release ${params.id} already has an open takedown request.`,
+            );
+          }
+          throw error;
+        }
+      });
+      return { status: 202, body: { id: row.id, object: "takedown_request", ...row } };
+    },
+  }),
+];

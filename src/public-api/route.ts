@@ -1,0 +1,232 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { Catalogue, CatalogueCache } from "../catalog/catalogue.ts";
+import type { Db } from "../db/db.ts";
+import type { Tx } from "../db/types.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import type { Caller, Scope } from "./auth.ts";
+import { ApiError, type FieldError, validationFailed } from "./errors.ts";
+
+/**
+ * One route of the public API: its contract (path, scope, schemas, responses), from which both
+ * the request validation and the OpenAPI document are made (src/public-api/openapi.ts), and its
+ * handler. Handlers reach data only through `ctx.read` / `ctx.write`: one transaction as the
+ * caller, under row-level security.
+ */
+export type Method = "GET" | "POST" | "PATCH" | "DELETE";
+
+export interface Reply {
+  status?: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/** What handlers may use besides their transaction. */
+export interface Services {
+  db: Db;
+  mailer: Mailer;
+  publicUrl: string;
+  catalogue: CatalogueCache;
+}
+
+export interface Context<P, Q, B> {
+  caller: Caller;
+  params: P;
+  query: Q;
+  body: B;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  read<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  write<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  services: Services;
+}
+
+export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
+  method: Method;
+  /** OpenAPI style: /releases/{id}. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  scope: Scope;
+  /** Whether a signed-in user's access token is accepted as well as an API key. */
+  allowUser?: boolean;
+  params?: z.ZodType<P>;
+  query?: z.ZodType<Q>;
+  body?: z.ZodType<B>;
+  /** Whether the body may be left out (then it is {}). */
+  bodyOptional?: boolean;
+  /** Checks needing the catalogues (territory, store and genre codes), merged with the schema's errors. */
+  check?: (body: unknown, catalogue: Catalogue) => FieldError[];
+  response: { status: number; description: string; schema?: z.ZodType };
+  /** Error statuses this route can answer besides 400, 401, 403, 429 and 500. */
+  errors?: number[];
+  handler: (ctx: Context<P, Q, B>) => Promise<Reply>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds routes of every shape.
+export type AnyRoute = RouteSpec<any, any, any>;
+
+export function route<P, Q, B>(spec: RouteSpec<P, Q, B>): AnyRoute {
+  return spec as AnyRoute;
+}
+
+/** `tracks[0].isrc` from a zod path. */
+export function paramOf(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    if (typeof part === "number") out += `[${part}]`;
+    else out += out === "" ? String(part) : `.${String(part)}`;
+  }
+  return out;
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let v: unknown = input;
+  for (const part of path) {
+    if (v === null || typeof v !== "object") return undefined;
+    v = (v as Record<PropertyKey, unknown>)[part];
+  }
+  return v;
+}
+
+/** Zod's issues as field errors: every failing field, with a code a program can switch on. */
+export function fieldErrors(error: z.ZodError, input: unknown): FieldError[] {
+  const out: FieldError[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) {
+        const param = paramOf([...issue.path, key]);
+        out.push({ param, code: "unknown_field", message: `${param} is not a field of this request` });
+      }
+      continue;
+    }
+    const param = paramOf(issue.path) || "body";
+    if (issue.code === "invalid_type" && valueAt(input, issue.path) === undefined) {
+      out.push({ param, code: "required", message: `${param} is required` });
+      continue;
+    }
+    const custom =
+      issue.code === "custom" ? (issue.params as { code?: string } | undefined)?.code : undefined;
+    const code = custom
+      ? custom
+      : issue.code === "invalid_type"
+        ? "invalid_type"
+        : issue.code === "too_small" || issue.code === "too_big"
+          ? "out_of_range"
+          : issue.code === "invalid_value"
+            ? "invalid_choice"
+            : issue.code === "invalid_format"
+              ? "invalid_format"
+              : "invalid_value";
+    out.push({ param, code, message: `${param}: ${issue.message}` });
+  }
+  return out;
+}
+
+export function parseParams<T>(schema: z.ZodType<T> | undefined, input: unknown): T {
+  if (!schema) return undefined as T;
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  // A malformed id names nothing that exists: 404, as for another account's id.
+  const first = r.error.issues[0];
+  throw new ApiError(
+    404,
+    "resource_missing",
+    `No such resource: ${paramOf(first?.path ?? [])} is not a valid id.`,
+    {
+      param: paramOf(first?.path ?? []),
+    },
+  );
+}
+
+export function parseQuery<T>(schema: z.ZodType<T> | undefined, input: unknown): T {
+  if (!schema) return undefined as T;
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  const errors = fieldErrors(r.error, input).map((e) =>
+    e.code === "unknown_field"
+      ? { ...e, message: `${e.param} is not a query parameter of this endpoint` }
+      : e,
+  );
+  throw new ApiError(400, "invalid_parameter", errors[0]?.message ?? "Invalid query parameter.", { errors });
+}
+
+export function parseBody<T>(
+  schema: z.ZodType<T> | undefined,
+  check: ((body: unknown, catalogue: Catalogue) => FieldError[]) | undefined,
+  catalogue: Catalogue | undefined,
+  input: unknown,
+  optional = false,
+): T {
+  if (!schema) return undefined as T;
+  if (input === undefined && optional) input = {};
+  if (input === undefined || input === null || typeof input !== "object" || Array.isArray(input)) {
+    throw new ApiError(
+      400,
+      "invalid_body",
+      "Send a JSON object as the request body (Content-Type: application/json).",
+    );
+  }
+  const r = schema.safeParse(input);
+  const errors = r.success ? [] : fieldErrors(r.error, input);
+  if (check && catalogue) {
+    for (const e of check(input, catalogue)) if (!errors.some((x) => x.param === e.param)) errors.push(e);
+  }
+  if (errors.length > 0 || !r.success) throw validationFailed(errors);
+  return r.data;
+}
+
+/** Shared schema pieces. */
+export const Id = z
+  .uuid()
+  .meta({ description: "An id (UUID).", example: "3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21" });
+
+export const Pagination = z
+  .object({
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .default(20)
+      .meta({ description: "Page size: 1 to 100, default 20." }),
+    offset: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1_000_000)
+      .default(0)
+      .meta({ description: "Items to skip, default 0." }),
+  })
+  .strict();
+
+export function listOf<T extends z.ZodType>(item: T, id: string) {
+  return z
+    .object({
+      object: z.literal("list"),
+      data: z.array(item),
+      total: z.number().int().meta({ description: "How many items match, over all pages." }),
+      limit: z.number().int(),
+      offset: z.number().int(),
+      has_more: z.boolean(),
+    })
+    .meta({ id });
+}
+
+export function page<T>(
+  rows: (T & { total_count?: unknown })[],
+  limit: number,
+  offset: number,
+  total: number,
+) {
+  return {
+    object: "list" as const,
+    data: rows,
+    total,
+    limit,
+    offset,
+    has_more: offset + rows.length < total,
+  };
+}
