@@ -1,0 +1,634 @@
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, test } from "node:test";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+import type { Account, Tenant } from "../src/tenancy/tenants.ts";
+import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { describeEachEngine } from "./support/db.ts";
+import { completeRelease, type IssuedKey, issueTestKey } from "./support/public-api.ts";
+import { forceReleaseStatus, seedAccount, seedUser } from "./support/seed.ts";
+
+/**
+ * The OpenAPI document of /api/public/v1 is a contract: this suite reads it from the running
+ * server, compiles its schemas (JSON Schema 2020-12, as OpenAPI 3.1 uses them) and drives a whole
+ * account's life through every operation it lists, over real HTTP. Every response must be a
+ * status the document lists for its operation, with the documented media type, and a body the
+ * documented schema accepts; successes and errors alike (errors are the Problem schema). Every
+ * operation of the document must have been called at least once.
+ */
+
+// ajv-formats is CommonJS: its default export is the function itself, or under .default.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
+
+type Json = Record<string, unknown>;
+
+const METHODS = ["get", "put", "post", "patch", "delete", "head", "options", "trace"];
+const REF = "#/components/schemas/";
+const SCHEMAS_BASE = "urn:backline:openapi:schemas";
+const CLOSED_BASE = "urn:backline:openapi:schemas:closed";
+
+interface Operation {
+  operationId: string;
+  method: string;
+  path: string;
+  op: Json;
+}
+
+interface Called {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked against the document, then read freely.
+  body: any;
+}
+
+/**
+ * `#/components/schemas/X` as a reference into the one schema that holds every component. With
+ * `closed`, every object schema also refuses fields it does not name: the document leaves
+ * responses open to new fields (clients must ignore them), but today's responses must carry only
+ * documented ones.
+ */
+function rebase(node: unknown, closed = false): unknown {
+  if (Array.isArray(node)) return node.map((n) => rebase(n, closed));
+  if (node && typeof node === "object") {
+    const out: Json = {};
+    for (const [k, v] of Object.entries(node)) {
+      out[k] =
+        k === "$ref" && typeof v === "string" && v.startsWith(REF)
+          ? `${closed ? CLOSED_BASE : SCHEMAS_BASE}#/$defs/${v.slice(REF.length)}`
+          : rebase(v, closed);
+    }
+    if (closed && out.type === "object" && out.properties && out.additionalProperties === undefined) {
+      out.additionalProperties = false;
+    }
+    return out;
+  }
+  return node;
+}
+
+/** The named schemas a schema reaches, itself included when it is a reference. */
+function reachable(schema: unknown, components: Json, seen = new Set<string>()): Set<string> {
+  if (Array.isArray(schema)) for (const s of schema) reachable(s, components, seen);
+  else if (schema && typeof schema === "object") {
+    for (const [k, v] of Object.entries(schema)) {
+      if (k === "$ref" && typeof v === "string" && v.startsWith(REF)) {
+        const name = v.slice(REF.length);
+        if (!seen.has(name)) {
+          seen.add(name);
+          reachable(components[name], components, seen);
+        }
+      } else reachable(v, components, seen);
+    }
+  }
+  return seen;
+}
+
+describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
+  let app: RunningApp;
+  let doc: Json;
+  let ajv: Ajv2020;
+  const operations = new Map<string, Operation>();
+  const exercised = new Set<string>();
+  const validators = new Map<string, ValidateFunction>();
+
+  let tenant: Tenant;
+  let account: Account;
+  let other: Account;
+  let writer: IssuedKey;
+  let reader: IssuedKey;
+  let manager: IssuedKey;
+  let otherKey: IssuedKey;
+
+  before(async () => {
+    app = await startApp(t());
+    tenant = (
+      await tenantWithKeys(t(), {
+        // The scenario sends well over the default 100 requests per 10 s with one key.
+        settings: { public_api_rate_limit: { max: 100_000, windowSeconds: 60 } },
+      })
+    ).tenant;
+    account = await seedAccount(t().db, tenant, "Night Owl Records");
+    other = await seedAccount(t().db, tenant, "Other Label");
+    // An owner with an address, so keys created through the API can be verified by e-mail.
+    await seedUser(t().db, tenant, [{ account, role: "owner" }]);
+    writer = await issueTestKey(t().db, account, { name: "writer" });
+    reader = await issueTestKey(t().db, account, { name: "reader", scopes: ["catalog:read"] });
+    manager = await issueTestKey(t().db, account, {
+      name: "manager",
+      scopes: ["keys:manage", "catalog:read"],
+    });
+    otherKey = await issueTestKey(t().db, other, {
+      name: "other",
+      scopes: ["keys:manage", "catalog:read", "catalog:write"],
+    });
+
+    const res = await fetch(`${app.url}/api/public/v1/openapi.json`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+    doc = (await res.json()) as Json;
+
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+      for (const method of METHODS) {
+        const op = item[method] as Json | undefined;
+        if (!op) continue;
+        operations.set(String(op.operationId), { operationId: String(op.operationId), method, path, op });
+      }
+    }
+
+    ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
+    addFormats(ajv);
+    // OpenAPI's own schema keyword (3.1 keeps `example` beside JSON Schema's `examples`).
+    ajv.addKeyword({ keyword: "example", schemaType: ["string", "number", "boolean", "object", "array"] });
+    const schemas = (doc.components as Json).schemas as Json;
+    ajv.addSchema({ $id: SCHEMAS_BASE, $defs: rebase(schemas) as Json });
+    ajv.addSchema({ $id: CLOSED_BASE, $defs: rebase(schemas, true) as Json });
+    for (const name of Object.keys(schemas)) {
+      // Each component compiles on its own: a schema the document cannot express fails here.
+      assert.ok(ajv.getSchema(`${SCHEMAS_BASE}#/$defs/${name}`), `components.schemas.${name} compiles`);
+    }
+  });
+
+  after(async () => {
+    await app?.close();
+  });
+
+  function validatorFor(operationId: string, status: number, mediaType: string, schema: Json) {
+    const key = `${operationId} ${status} ${mediaType}`;
+    let v = validators.get(key);
+    if (!v) {
+      v = ajv.compile(rebase(schema, true) as Json);
+      validators.set(key, v);
+    }
+    return v;
+  }
+
+  /**
+   * Calls an operation by its operationId, at the path the document gives it, and checks the
+   * response against the document. `expect` is the status the scenario expects.
+   */
+  async function call(
+    operationId: string,
+    expect: number,
+    options: {
+      params?: Record<string, string>;
+      query?: Record<string, string>;
+      body?: unknown;
+      key?: IssuedKey | string | null;
+      headers?: Record<string, string>;
+    } = {},
+  ): Promise<Called> {
+    const operation = operations.get(operationId);
+    assert.ok(operation, `the document has an operation ${operationId}`);
+    let path = operation.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+      const value = options.params?.[name];
+      assert.ok(value !== undefined, `${operationId}: a value for {${name}}`);
+      return encodeURIComponent(value);
+    });
+    if (options.query) path += `?${new URLSearchParams(options.query)}`;
+    const key = options.key === undefined ? writer : options.key;
+    const token = typeof key === "string" ? key : key?.secret;
+    const res = await fetch(`${app.url}/api/public/v1${path}`, {
+      method: operation.method.toUpperCase(),
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(options.body !== undefined ? { "content-type": "application/json" } : {}),
+        ...options.headers,
+      },
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    });
+    const text = await res.text();
+    const body = text ? JSON.parse(text) : undefined;
+    const where = `${operation.method.toUpperCase()} ${path} (${operationId})`;
+    assert.equal(res.status, expect, `${where}: ${res.status} ${text.slice(0, 600)}`);
+    exercised.add(operationId);
+
+    // The status is one the document lists for this operation, with this media type and schema.
+    const responses = operation.op.responses as Record<string, Json>;
+    const documented = responses[String(res.status)];
+    assert.ok(documented, `${where}: status ${res.status} is not documented (${Object.keys(responses)})`);
+    const content = documented.content as Record<string, { schema: Json }> | undefined;
+    if (!content) {
+      assert.equal(text, "", `${where}: a ${res.status} documented without content has no body`);
+      return { status: res.status, headers: res.headers, body };
+    }
+    const [mediaType] = Object.keys(content);
+    assert.ok(mediaType);
+    assert.equal(
+      (res.headers.get("content-type") ?? "").split(";")[0],
+      mediaType,
+      `${where}: the documented media type`,
+    );
+    if (res.status >= 400) {
+      assert.equal(mediaType, "application/problem+json", `${where}: errors are problem details`);
+      assert.equal(body.status, res.status, `${where}: problem.status`);
+      assert.equal(body.request_id, res.headers.get("x-request-id"), `${where}: problem.request_id`);
+    }
+    const validate = validatorFor(
+      operationId,
+      res.status,
+      mediaType,
+      (content[mediaType] as Json).schema as Json,
+    );
+    assert.ok(
+      validate(body),
+      `${where}: the ${res.status} body does not match the documented schema: ${ajv.errorsText(validate.errors)}\n${text.slice(0, 2000)}`,
+    );
+    return { status: res.status, headers: res.headers, body };
+  }
+
+  test("the document is OpenAPI 3.1.0 and names every operation", () => {
+    assert.equal(doc.openapi, "3.1.0");
+    assert.ok(operations.size >= 30, `${operations.size} operations`);
+    const ids = new Set<string>();
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+      assert.ok(path.startsWith("/"), path);
+      for (const method of METHODS) {
+        const op = item[method] as Json | undefined;
+        if (!op) continue;
+        assert.equal(typeof op.operationId, "string", `${method} ${path} has an operationId`);
+        assert.ok(!ids.has(String(op.operationId)), `operationId ${op.operationId} is unique`);
+        ids.add(String(op.operationId));
+        const responses = op.responses as Record<string, Json>;
+        assert.ok(
+          Object.keys(responses).some((s) => s.startsWith("2")),
+          `${op.operationId} documents a success`,
+        );
+        for (const [status, r] of Object.entries(responses)) {
+          if (Number(status) < 400) continue;
+          assert.deepEqual(
+            Object.keys((r.content as Json | undefined) ?? {}),
+            ["application/problem+json"],
+            `${op.operationId} ${status} is problem+json`,
+          );
+        }
+      }
+    }
+    // Versioning (docs/public-api.md): responses may gain fields, so no response schema forbids
+    // unknown ones; requests refuse unknown fields (422 unknown_field), and say so.
+    const components = (doc.components as Json).schemas as Json;
+    for (const { operationId, op } of operations.values()) {
+      for (const [status, r] of Object.entries(op.responses as Record<string, Json>)) {
+        const content = (r.content ?? {}) as Record<string, Json>;
+        for (const name of reachable(Object.values(content), components)) {
+          const text = JSON.stringify(components[name]);
+          assert.ok(
+            !text.includes('"additionalProperties":false'),
+            `${operationId} ${status}: ${name} is open`,
+          );
+        }
+      }
+      const body = ((op.requestBody as Json | undefined)?.content as Json | undefined)?.[
+        "application/json"
+      ] as Json | undefined;
+      if (body) {
+        const ref = String((body.schema as Json).$ref ?? "");
+        assert.ok(ref.startsWith(REF), `${operationId}: the request body is a named schema`);
+        assert.equal(
+          (components[ref.slice(REF.length)] as Json).additionalProperties,
+          false,
+          `${operationId}: the request body refuses unknown fields`,
+        );
+      }
+    }
+    const servers = doc.servers as { url: string }[];
+    assert.equal(servers[0]?.url, `${app.url}/api/public/v1`, "the server is this server's PUBLIC_URL");
+  });
+
+  test("GET /docs renders every operation with its anchor", async () => {
+    const res = await fetch(`${app.url}/api/public/v1/docs`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^text\/html/);
+    const html = await res.text();
+    for (const id of operations.keys()) {
+      assert.ok(html.includes(`id="op-${id}"`), `the docs page has the anchor op-${id}`);
+      assert.ok(html.includes(`href="#op-${id}"`), `the docs page links to op-${id}`);
+    }
+  });
+
+  test("every operation answers as documented, over a whole account's life", async () => {
+    const missing = randomUUID();
+
+    // --- Rules --------------------------------------------------------------------------------
+    const rules = await call("getRules", 200, { key: reader });
+    const genre = rules.body.genres[0].code as string;
+    assert.ok(rules.body.stores.some((s: { code: string }) => s.code === "spotify"));
+
+    // --- Authentication and scopes (401, 403) -------------------------------------------------
+    const noKey = await call("listReleases", 401, { key: null });
+    assert.equal(noKey.body.code, "missing_api_key");
+    const unknownKey = await call("listReleases", 401, { key: `bk_live_${"x".repeat(40)}` });
+    assert.match(unknownKey.body.code, /^api_key_(unknown|invalid)$/);
+    const readOnly = await call("createRelease", 403, { key: reader, body: completeRelease() });
+    assert.equal(readOnly.body.code, "insufficient_scope");
+    assert.match(readOnly.headers.get("www-authenticate") ?? "", /insufficient_scope/);
+    const noKeysScope = await call("listApiKeys", 403);
+    assert.equal(noKeysScope.body.code, "insufficient_scope");
+
+    // --- Artists ------------------------------------------------------------------------------
+    const luna = await call("createArtist", 201, {
+      body: {
+        name: "Luna Vale",
+        bio: "Synths at night.",
+        store_ids: { spotify: "4Z8W4fKeB5YxbusRsdQVPb" },
+        platform_links: { website: "https://lunavale.example.org" },
+        localized_names: { ja: "ルナ・ヴェイル" },
+      },
+    });
+    assert.equal(luna.body.object, "artist");
+    const artistId = luna.body.id as string;
+    const badArtist = await call("createArtist", 422, {
+      body: { bio: "no name", store_ids: { nowhere: "1" }, extra: true },
+    });
+    assert.equal(badArtist.body.code, "validation_failed");
+    assert.deepEqual(
+      new Set(badArtist.body.errors.map((e: { param: string }) => e.param)),
+      new Set(["name", "extra", "store_ids.nowhere"]),
+    );
+    const artists = await call("listArtists", 200, { key: reader, query: { limit: "5" } });
+    assert.equal(artists.body.object, "list");
+    assert.ok(artists.body.data.some((a: { id: string }) => a.id === artistId));
+    await call("getArtist", 200, { key: reader, params: { id: artistId } });
+    const noArtist = await call("getArtist", 404, { params: { id: missing } });
+    assert.equal(noArtist.body.code, "resource_missing");
+    await call("getArtist", 404, { params: { id: "not-a-uuid" } });
+    const patched = await call("updateArtist", 200, {
+      params: { id: artistId },
+      body: { bio: "Synths at dawn.", store_ids: { spotify: "4Z8W4fKeB5YxbusRsdQVPb", deezer: "27" } },
+    });
+    assert.equal(patched.body.bio, "Synths at dawn.");
+    await call("updateArtist", 404, { params: { id: missing }, body: { bio: "x" } });
+    await call("updateArtist", 422, { params: { id: artistId }, body: { name: "" } });
+    const spare = await call("createArtist", 201, { body: { name: "Spare Artist" } });
+    const gone = await call("deleteArtist", 200, { params: { id: spare.body.id } });
+    assert.deepEqual(gone.body, { id: spare.body.id, object: "artist", deleted: true });
+    await call("deleteArtist", 404, { params: { id: spare.body.id } });
+
+    // Another account's objects are not found (404), whatever the key may do in its own.
+    await call("getArtist", 404, { key: otherKey, params: { id: artistId } });
+
+    // --- Releases -----------------------------------------------------------------------------
+    const created = await call("createRelease", 201, {
+      body: completeRelease({ artist_id: artistId, primary_genre: genre, upc: null }),
+    });
+    const releaseId = created.body.id as string;
+    assert.equal(created.body.status, "draft");
+    assert.equal(created.body.object, "release");
+    // The checks bite: the documented schema refuses a release that breaks it.
+    const releaseSchema = validators.get("createRelease 201 application/json");
+    const sample: Json = { ...created.body };
+    assert.equal(releaseSchema?.(sample), true);
+    assert.equal(releaseSchema?.({ ...sample, status: "misplaced" }), false);
+    assert.equal(releaseSchema?.({ ...sample, id: undefined }), false);
+    assert.equal(releaseSchema?.({ ...sample, undocumented: 1 }), false, "every field is documented");
+    assert.equal(validators.get("createRelease 403 application/problem+json")?.({ code: "x" }), false);
+    const invalid = await call("createRelease", 422, {
+      body: completeRelease({ territories: ["XX"], services: ["spotify", "nope"], release_type: "lp" }),
+    });
+    assert.equal(invalid.body.code, "validation_failed");
+    assert.ok(invalid.body.errors.length >= 3);
+    const unknownArtist = await call("createRelease", 422, {
+      body: completeRelease({ artist_id: missing, primary_genre: genre }),
+    });
+    assert.equal(unknownArtist.body.errors[0].code, "invalid_reference");
+
+    const list = await call("listReleases", 200, { key: reader, query: { status: "draft", limit: "10" } });
+    assert.ok(list.body.data.some((r: { id: string }) => r.id === releaseId));
+    const badQuery = await call("listReleases", 400, { query: { status: "sideways" } });
+    assert.equal(badQuery.body.code, "invalid_parameter");
+    await call("listReleases", 400, { query: { limit: "1000" } });
+    await call("getRelease", 404, { params: { id: missing } });
+    await call("updateRelease", 200, {
+      params: { id: releaseId },
+      body: { label_name: "Night Owl Records", copyright: "2026 Night Owl Records", copyright_year: 2026 },
+    });
+    await call("updateRelease", 422, { params: { id: releaseId }, body: { release_date: "tomorrow" } });
+    await call("updateRelease", 404, { params: { id: missing }, body: { title: "x" } });
+
+    // An incomplete release cannot be submitted: every problem is listed at once.
+    const empty = await call("createRelease", 201, {
+      body: { title: "Empty", artist_name: "Luna Vale", release_type: "album" },
+    });
+    assert.equal(empty.body.artist_id, artistId, "artist_name names the existing profile");
+    const incomplete = await call("submitRelease", 422, { params: { id: empty.body.id } });
+    assert.equal(incomplete.body.code, "release_incomplete");
+    assert.ok(incomplete.body.errors.length >= 1);
+    await call("submitRelease", 404, { params: { id: missing } });
+
+    // --- Tracks -------------------------------------------------------------------------------
+    const track = await call("createTrack", 201, {
+      params: { id: releaseId },
+      body: {
+        title: "Night Drive",
+        isrc: "us-abc-26-00001",
+        duration: 215,
+        explicit: false,
+        language: "en",
+        contributors: [
+          { name: "Luna Vale", role: "composer", artist_id: artistId },
+          { name: "Sam Reed", role: "producer" },
+        ],
+        splits: [
+          { name: "Luna Vale", share: 60.5, email: "luna@example.org" },
+          { name: "Sam Reed", share: 39.5 },
+        ],
+      },
+    });
+    assert.equal(track.body.isrc, "USABC2600001");
+    assert.equal(track.body.track_number, 1);
+    const trackId = track.body.id as string;
+    const splitsOff = await call("createTrack", 422, {
+      params: { id: releaseId },
+      body: { title: "B-side", splits: [{ name: "A", share: 50 }] },
+    });
+    assert.equal(splitsOff.body.errors[0].code, "splits_total");
+    const duplicate = await call("createTrack", 409, {
+      params: { id: releaseId },
+      body: { title: "Night Drive", isrc: "USABC2600001" },
+    });
+    assert.equal(duplicate.body.code, "duplicate_isrc");
+    await call("createTrack", 404, { params: { id: missing }, body: { title: "Nowhere" } });
+    const second = await call("createTrack", 201, {
+      params: { id: releaseId },
+      body: { title: "Interlude" },
+    });
+    assert.equal(second.body.track_number, 2);
+    const taken = await call("updateTrack", 409, {
+      params: { id: releaseId, trackId: second.body.id },
+      body: { track_number: 1 },
+    });
+    assert.equal(taken.body.code, "track_number_taken");
+    const tracks = await call("listTracks", 200, { key: reader, params: { id: releaseId } });
+    assert.deepEqual(
+      tracks.body.data.map((x: { id: string }) => x.id),
+      [trackId, second.body.id],
+    );
+    await call("listTracks", 404, { params: { id: missing } });
+    await call("getTrack", 200, { key: reader, params: { id: releaseId, trackId } });
+    await call("getTrack", 404, { params: { id: releaseId, trackId: missing } });
+    const retitled = await call("updateTrack", 200, {
+      params: { id: releaseId, trackId },
+      body: { version: "Radio Edit", duration: 198 },
+    });
+    assert.equal(retitled.body.version, "Radio Edit");
+    await call("updateTrack", 422, { params: { id: releaseId, trackId }, body: { isrc: "nope" } });
+    await call("updateTrack", 404, { params: { id: releaseId, trackId: missing }, body: { title: "x" } });
+    await call("deleteTrack", 200, { params: { id: releaseId, trackId: second.body.id } });
+    await call("deleteTrack", 404, { params: { id: releaseId, trackId: second.body.id } });
+
+    const detail = await call("getRelease", 200, { key: reader, params: { id: releaseId } });
+    assert.equal(detail.body.tracks.length, 1);
+    assert.equal(detail.body.artists[0].id, artistId);
+
+    // --- Submission, status, corrections, takedown -------------------------------------------
+    const notDelivered = await call("correctReleaseMetadata", 409, {
+      params: { id: releaseId },
+      body: { label_name: "Dawn Records" },
+    });
+    assert.equal(notDelivered.body.code, "release_not_delivered");
+    const notEligible = await call("requestOfficialArtistChannel", 409, { params: { id: artistId } });
+    assert.equal(notEligible.body.code, "oac_not_eligible");
+    const noTakedown = await call("requestTakedown", 409, { params: { id: releaseId } });
+    assert.equal(noTakedown.body.code, "takedown_not_allowed");
+
+    const submitted = await call("submitRelease", 200, { params: { id: releaseId } });
+    assert.equal(submitted.body.status, "submitted");
+    const again = await call("submitRelease", 409, { params: { id: releaseId } });
+    assert.equal(again.body.code, "invalid_status_transition");
+    const locked = await call("updateRelease", 409, { params: { id: releaseId }, body: { title: "Late" } });
+    assert.equal(locked.body.code, "release_not_editable");
+    await call("createTrack", 409, { params: { id: releaseId }, body: { title: "Too late" } });
+    const inReview = await call("getReleaseStatus", 200, { key: reader, params: { id: releaseId } });
+    assert.equal(inReview.body.approval, "in_review");
+    assert.equal(inReview.body.live, false);
+    await call("getReleaseStatus", 404, { params: { id: missing } });
+
+    await forceReleaseStatus(t().db, releaseId, "delivered");
+    const corrected = await call("correctReleaseMetadata", 200, {
+      params: { id: releaseId },
+      body: { label_name: "Dawn Records", explicit: true },
+    });
+    assert.equal(corrected.body.label_name, "Dawn Records");
+    await call("correctReleaseMetadata", 422, { params: { id: releaseId }, body: { upc: "123" } });
+    await call("correctReleaseMetadata", 404, { params: { id: missing }, body: { title: "x" } });
+    const delivered = await call("deleteRelease", 409, { params: { id: releaseId } });
+    assert.equal(delivered.body.code, "release_delivered");
+    const inUse = await call("deleteArtist", 409, { params: { id: artistId } });
+    assert.equal(inUse.body.code, "artist_in_use");
+
+    // --- Official Artist Channel --------------------------------------------------------------
+    await call("getOfficialArtistChannelRequest", 404, { key: reader, params: { id: artistId } });
+    const oac = await call("requestOfficialArtistChannel", 201, {
+      params: { id: artistId },
+      body: { channel_url: "https://www.youtube.com/@lunavale", note: "Merge the topic channel." },
+    });
+    assert.equal(oac.body.status, "requested");
+    const twice = await call("requestOfficialArtistChannel", 409, { params: { id: artistId } });
+    assert.equal(twice.body.code, "oac_already_requested");
+    await call("requestOfficialArtistChannel", 404, { params: { id: missing } });
+    await call("requestOfficialArtistChannel", 422, {
+      params: { id: artistId },
+      body: { channel_url: "http://insecure.example.org" },
+    });
+    const latest = await call("getOfficialArtistChannelRequest", 200, {
+      key: reader,
+      params: { id: artistId },
+    });
+    assert.equal(latest.body.id, oac.body.id);
+
+    const takedown = await call("requestTakedown", 202, {
+      params: { id: releaseId },
+      body: { reason: "Rights dispute." },
+    });
+    assert.equal(takedown.body.object, "takedown_request");
+    const takenTwice = await call("requestTakedown", 409, { params: { id: releaseId } });
+    assert.equal(takenTwice.body.code, "takedown_already_requested");
+    await call("requestTakedown", 404, { params: { id: missing } });
+    await call("requestTakedown", 422, { params: { id: releaseId }, body: { reason: "" } });
+    const status = await call("getReleaseStatus", 200, { params: { id: releaseId } });
+    assert.equal(status.body.status, "takedown_requested");
+    assert.equal(status.body.takedown.id, takedown.body.id);
+
+    // A release that never went anywhere can be deleted, once.
+    const deleted = await call("deleteRelease", 200, { params: { id: empty.body.id } });
+    assert.deepEqual(deleted.body, { id: empty.body.id, object: "release", deleted: true });
+    await call("deleteRelease", 404, { params: { id: empty.body.id } });
+
+    // --- API keys -----------------------------------------------------------------------------
+    const keys = await call("listApiKeys", 200, { key: manager });
+    assert.ok(keys.body.data.some((k: { id: string }) => k.id === writer.id));
+    assert.ok(!JSON.stringify(keys.body).includes(writer.secret), "secrets are never listed");
+    await call("listApiKeys", 400, { key: manager, query: { account_id: "nope" } });
+    const got = await call("getApiKey", 200, { key: manager, params: { id: writer.id } });
+    assert.equal(got.body.status, "active");
+    await call("getApiKey", 404, { key: manager, params: { id: otherKey.id } });
+
+    const newKey = await call("createApiKey", 201, {
+      key: manager,
+      body: { name: "CI deploys", scopes: ["catalog:read"] },
+    });
+    assert.equal(newKey.body.status, "pending_reveal");
+    assert.equal(newKey.body.verification.sent_to.length, 1);
+    await call("createApiKey", 422, { key: manager, body: { scopes: [] } });
+    const newId = newKey.body.id as string;
+    const resent = await call("resendApiKeyVerification", 201, { key: manager, params: { id: newId } });
+    assert.equal(resent.body.sent_to.length, 1);
+    await call("resendApiKeyVerification", 404, { key: manager, params: { id: missing } });
+    const code = await revealCode(newId);
+    const wrong = await call("revealApiKey", 422, {
+      key: manager,
+      params: { id: newId },
+      body: { code: code === "000000" ? "111111" : "000000" },
+    });
+    assert.equal(wrong.body.code, "verification_code_invalid");
+    await call("revealApiKey", 422, { key: manager, params: { id: newId }, body: { code: "12ab" } });
+    const revealed = await call("revealApiKey", 200, { key: manager, params: { id: newId }, body: { code } });
+    assert.equal(revealed.body.status, "active");
+    const secret = revealed.body.secret as string;
+    const revealedTwice = await call("revealApiKey", 409, {
+      key: manager,
+      params: { id: newId },
+      body: { code },
+    });
+    assert.equal(revealedTwice.body.code, "api_key_already_revealed");
+    await call("resendApiKeyVerification", 409, { key: manager, params: { id: newId } });
+    await call("getRules", 200, { key: secret });
+
+    const frozen = await call("freezeApiKey", 200, { key: manager, params: { id: newId } });
+    assert.equal(frozen.body.status, "frozen");
+    const refused = await call("getRules", 401, { key: secret });
+    assert.equal(refused.body.code, "api_key_frozen");
+    await call("freezeApiKey", 404, { key: manager, params: { id: missing } });
+    const thawed = await call("unfreezeApiKey", 200, { key: manager, params: { id: newId } });
+    assert.equal(thawed.body.status, "active");
+    await call("getRules", 200, { key: secret });
+    await call("unfreezeApiKey", 404, { key: manager, params: { id: otherKey.id } });
+    const revoked = await call("revokeApiKey", 200, { key: manager, params: { id: newId } });
+    assert.equal(revoked.body.status, "revoked");
+    const revokedUse = await call("getRules", 401, { key: secret });
+    assert.equal(revokedUse.body.code, "api_key_revoked");
+    const thawRevoked = await call("unfreezeApiKey", 409, { key: manager, params: { id: newId } });
+    assert.equal(thawRevoked.body.code, "invalid_status_transition");
+    await call("revokeApiKey", 404, { key: manager, params: { id: missing } });
+
+    // --- Coverage -----------------------------------------------------------------------------
+    const notCalled = [...operations.keys()].filter((id) => !exercised.has(id));
+    assert.deepEqual(notCalled, [], "every operation of the document was called");
+  });
+
+  /** The six-digit code of the latest reveal mail for a key (the local mailbox: no SMTP in tests). */
+  async function revealCode(keyId: string): Promise<string> {
+    const prefix = await t().db.asService(
+      async (tx) =>
+        (
+          await tx.query<{ text_body: string }>(
+            `select text_body from internal.mail_outbox where kind = 'api_key.reveal'
+             order by created_at desc, id desc limit 1`,
+          )
+        ).rows[0]?.text_body,
+    );
+    const m = /Verification code: ([0-9]{6})/.exec(prefix ?? "");
+    assert.ok(m?.[1], `a reveal code was mailed for ${keyId}`);
+    return m[1];
+  }
+});
