@@ -6,68 +6,25 @@
 //
 // Options (environment): BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS
 // (default 10), BENCH_ROUNDS (default 2: each pair measured this many times, order alternating).
-import { type ChildProcess, spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import autocannon from "autocannon";
 import pg from "pg";
 import { migrate } from "../../src/db/migrate.ts";
 import { PgliteEngine } from "../../src/db/pglite.ts";
 import { PostgresEngine } from "../../src/db/postgres.ts";
 import { rolesSetupSql } from "../../src/db/roles.ts";
+import {
+  ADMIN_URL,
+  average,
+  CONNECTIONS,
+  DURATION,
+  load,
+  type Measure,
+  ROUNDS,
+  startServer,
+  withDatabase,
+} from "../support.ts";
 import { seed, userHeaders } from "./catalog.ts";
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const ADMIN_URL =
-  process.env.BENCH_DATABASE_URL ??
-  process.env.TEST_DATABASE_URL ??
-  "postgres://postgres@127.0.0.1:5432/postgres";
-const DURATION = Number(process.env.BENCH_DURATION ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-
-function withDatabase(url: string, db: string, user?: string) {
-  const u = new URL(url);
-  u.pathname = `/${db}`;
-  if (user) {
-    u.username = user;
-    u.password = "";
-  }
-  return u.toString();
-}
-
-function startServer(
-  kind: "backline" | "baseline",
-  env: Record<string, string>,
-): Promise<{ child: ChildProcess; url: string }> {
-  return new Promise((resolve, reject) => {
-    const port = String(20000 + Math.floor(Math.random() * 20000));
-    const child = spawn(process.execPath, [path.join(ROOT, "bench/rest/servers.ts"), kind], {
-      cwd: ROOT,
-      env: { ...process.env, ...env, PORT: port, LOG_LEVEL: "warn" },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    child.stdout?.on("data", (d: Buffer) => {
-      if (d.toString().includes("ready")) resolve({ child, url: `http://127.0.0.1:${port}` });
-    });
-    child.on("exit", (code) => reject(new Error(`${kind} server exited with ${code}`)));
-  });
-}
-
-interface Measure {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-}
-
-async function load(url: string, headers: Record<string, string>): Promise<Measure> {
-  // Warm up the pool and the plans, then measure.
-  await autocannon({ url, connections: CONNECTIONS, duration: 2, headers });
-  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
-}
 
 const QUERIES = (artistId: string) => [
   { name: "release_with_tracks", table: "releases", query: `artist_id=eq.${artistId}&select=*,tracks(*)` },
@@ -124,19 +81,8 @@ async function main() {
             sums[which].push(m);
           }
         }
-        const avg = (ms: Measure[], k: keyof Measure) => ms.reduce((a, m) => a + m[k], 0) / ms.length;
-        const bl = {
-          rps: avg(sums.backline, "rps"),
-          p50: avg(sums.backline, "p50"),
-          p99: avg(sums.backline, "p99"),
-          errors: avg(sums.backline, "errors"),
-        };
-        const base = {
-          rps: avg(sums.baseline, "rps"),
-          p50: avg(sums.baseline, "p50"),
-          p99: avg(sums.baseline, "p99"),
-          errors: avg(sums.baseline, "errors"),
-        };
+        const bl = average(sums.backline);
+        const base = average(sums.baseline);
         table.push(
           `| ${q.name} | ${base.rps.toFixed(0)} | ${bl.rps.toFixed(0)} | ${(bl.rps / base.rps).toFixed(2)}x | ${base.p50.toFixed(1)} / ${base.p99.toFixed(1)} | ${bl.p50.toFixed(1)} / ${bl.p99.toFixed(1)} | ${(bl.p99 / base.p99).toFixed(2)}x | ${bl.errors + base.errors} |`,
         );

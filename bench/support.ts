@@ -1,0 +1,75 @@
+// What the benchmarks share: settings from the environment, database URLs, the servers of
+// bench/rest/servers.ts in their own processes, and autocannon measurements.
+import { type ChildProcess, spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+export const ADMIN_URL =
+  process.env.BENCH_DATABASE_URL ??
+  process.env.TEST_DATABASE_URL ??
+  "postgres://postgres@127.0.0.1:5432/postgres";
+/** Seconds per measurement. */
+export const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+/** Each pair is measured this many times, the order alternating. */
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+
+/** `url` pointed at database `db`, optionally as another login. */
+export function withDatabase(url: string, db: string, user?: string): string {
+  const u = new URL(url);
+  u.pathname = `/${db}`;
+  if (user) {
+    u.username = user;
+    u.password = "";
+  }
+  return u.toString();
+}
+
+export interface Server {
+  child: ChildProcess;
+  url: string;
+}
+
+/** `node bench/rest/servers.ts <kind>` on a random port; resolves once it says it is ready. */
+export function startServer(kind: "backline" | "baseline", env: Record<string, string>): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const port = String(20000 + Math.floor(Math.random() * 20000));
+    const child = spawn(process.execPath, [path.join(ROOT, "bench/rest/servers.ts"), kind], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, PORT: port, LOG_LEVEL: "warn" },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    child.stdout?.on("data", (d: Buffer) => {
+      if (d.toString().includes("ready")) resolve({ child, url: `http://127.0.0.1:${port}` });
+    });
+    child.on("exit", (code) => reject(new Error(`${kind} server exited with ${code}`)));
+  });
+}
+
+export async function stopServer(server: Server): Promise<void> {
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+  const exited = new Promise((resolve) => server.child.once("exit", resolve));
+  server.child.kill("SIGTERM");
+  await exited;
+}
+
+export interface Measure {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+/** Warms the pool and the plans for 2 s, then measures for DURATION seconds. */
+export async function load(url: string, headers: Record<string, string>): Promise<Measure> {
+  await autocannon({ url, connections: CONNECTIONS, duration: 2, headers });
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+export function average(ms: Measure[]): Measure {
+  const avg = (k: keyof Measure) => ms.reduce((a, m) => a + m[k], 0) / ms.length;
+  return { rps: avg("rps"), p50: avg("p50"), p99: avg("p99"), errors: avg("errors") };
+}
