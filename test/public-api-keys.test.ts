@@ -223,6 +223,24 @@ describeEachEngine("public API: API-key lifecycle", (t) => {
     assert.ok(lastUsed, "last_used_at is set after the key's first use");
   });
 
+  test("a reveal is never kept for Idempotency-Key replays: the secret is stored nowhere", async () => {
+    const env = await tenantEnv();
+    const user = await signUp(env);
+    const key = await createKey(user);
+    const code = await codeFor(env, user.email, key.name);
+    const headers = { "idempotency-key": `reveal-${key.id}` };
+    const first = await user.api<Key>("POST", `/api-keys/${key.id}/reveal`, { code }, headers);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(first.headers.get("idempotent-replayed"), null);
+    const again = await user.api<Key>("POST", `/api-keys/${key.id}/reveal`, { code }, headers);
+    assertProblem(again, 409, "api_key_already_revealed");
+    const kept = await rows<{ body: string }>(
+      "select coalesce(response_body::text, '') as body from internal.idempotency_keys where path like $1",
+      [`%${key.id}%`],
+    );
+    assert.deepEqual(kept, []);
+  });
+
   test("five wrong codes use the code up; POST /verification mails a new one, which works", async () => {
     const env = await tenantEnv();
     const owner = await signUp(env);

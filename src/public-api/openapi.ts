@@ -167,7 +167,9 @@ export function openApiDocument(routes: readonly AnyRoute[], serverUrl: string, 
     const parameters = [
       ...parametersOf(r.params, "path", named),
       ...parametersOf(r.query, "query", named),
-      ...(r.method === "POST" ? [{ $ref: "#/components/parameters/IdempotencyKey" }] : []),
+      ...(r.method === "POST" && r.idempotent !== false
+        ? [{ $ref: "#/components/parameters/IdempotencyKey" }]
+        : []),
     ];
     const operation: Json = {
       operationId: r.operationId,

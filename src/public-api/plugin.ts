@@ -156,7 +156,8 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
         };
 
         const key = request.headers["idempotency-key"];
-        if (spec.method !== "POST" || key === undefined) return send(reply, await run());
+        if (spec.method !== "POST" || spec.idempotent === false || key === undefined)
+          return send(reply, await run());
         const claimed = await claimIdempotencyKey(db, {
           owner: caller.accountId ? `account:${caller.accountId}` : `user:${caller.userId}`,
           method: spec.method,

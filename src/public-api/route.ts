@@ -52,6 +52,11 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   scope: Scope;
   /** Whether a signed-in user's access token is accepted as well as an API key. */
   allowUser?: boolean;
+  /**
+   * POST only: whether Idempotency-Key is honoured (default true). Off where the response holds a
+   * secret, which a stored response would keep in the database.
+   */
+  idempotent?: boolean;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;

@@ -259,8 +259,10 @@ export const keyRoutes = [
     summary: "Reveal a key's secret, once",
     description:
       "With the e-mailed code: activates the key and returns its secret. The secret is not stored and cannot " +
-      "be shown again. Five wrong codes use the code up.",
+      "be shown again (so Idempotency-Key is ignored here: a kept response would store it). Five wrong codes " +
+      "use the code up.",
     params: withId,
+    idempotent: false,
     body: RevealBody,
     response: { status: 200, description: "The active key and its secret.", schema: ApiKeyRevealed },
     errors: [404, 409, 413, 415, 422],
