@@ -303,6 +303,102 @@ accounts
     });
   });
 
+tenants
+  .command("set-lead-days")
+  .description("days between submission and the earliest release date a tenant accepts (default 7)")
+  .argument("<tenant>", "tenant id or slug")
+  .requiredOption("--days <days>", "0 to 365", (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0 || n > 365) throw new InvalidArgumentError("expected 0 to 365");
+    return n;
+  })
+  .action(async (ref: string, opts: { days: number }) => {
+    const { days } = opts;
+    await withDb(async (db) => {
+      const tenant = await requireTenant(db, ref);
+      await db.asService((tx) =>
+        tx.query(
+          `insert into internal.organization_settings (tenant_id, release_lead_days) values ($1, $2)
+           on conflict (tenant_id) do update set release_lead_days = excluded.release_lead_days, updated_at = now()`,
+          [tenant.id, days],
+        ),
+      );
+      output(program, `${tenant.slug}: releases are submitted at least ${days} days ahead`, {
+        tenant_id: tenant.id,
+        release_lead_days: days,
+      });
+    });
+  });
+
+const STORE_KINDS = ["dsp", "download", "ugc"] as const;
+const stores = program
+  .command("stores")
+  .description("the stores releases are delivered to (the services list)");
+stores
+  .command("list")
+  .description("list the stores, enabled or not")
+  .action(async () => {
+    await withDb(async (db) => {
+      const rows = (
+        await db.asService((tx) =>
+          tx.query<Record<string, unknown>>(
+            "select code, name, kind, enabled, offers_oac from internal.stores order by sort, code",
+          ),
+        )
+      ).rows;
+      output(program, table(rows, ["code", "name", "kind", "enabled", "offers_oac"]), rows);
+    });
+  });
+stores
+  .command("add")
+  .description("add a store to the list (enabled)")
+  .requiredOption("--code <code>", "lower-case code, e.g. qobuz")
+  .requiredOption("--name <name>", "display name")
+  .option("--kind <kind>", `one of ${STORE_KINDS.join(", ")}`, choice(STORE_KINDS), "dsp")
+  .option("--oac", "the store offers Official Artist Channels")
+  .action(async (opts: { code: string; name: string; kind: (typeof STORE_KINDS)[number]; oac?: boolean }) => {
+    if (!/^[a-z0-9]+(_[a-z0-9]+)*$/.test(opts.code)) {
+      throw new CliError(`bad store code ${opts.code}: lower-case letters and digits, words joined by _`);
+    }
+    await withDb(async (db) => {
+      const row = (
+        await db.asService((tx) =>
+          tx.query<Record<string, unknown>>(
+            `insert into internal.stores (code, name, kind, offers_oac, sort)
+             values ($1, $2, $3, $4, (select coalesce(max(sort), 0) + 10 from internal.stores))
+             on conflict (code) do nothing returning code, name, kind, enabled, offers_oac`,
+            [opts.code, opts.name, opts.kind, opts.oac ?? false],
+          ),
+        )
+      ).rows[0];
+      if (!row) throw new CliError(`store ${opts.code} exists already`);
+      output(program, `Added store ${opts.code} (${opts.name})`, row);
+    });
+  });
+for (const [name, enabled] of [
+  ["enable", true],
+  ["disable", false],
+] as const) {
+  stores
+    .command(name)
+    .description(enabled ? "offer a store again" : "stop offering a store: new releases cannot name it")
+    .argument("<code>", "store code")
+    .action(async (code: string) => {
+      await withDb(async (db) => {
+        const row = (
+          await db.asService((tx) =>
+            tx.query<Record<string, unknown>>(
+              "update internal.stores set enabled = $2 where code = $1 returning code, name, kind, enabled, offers_oac",
+              [code, enabled],
+            ),
+          )
+        ).rows[0];
+        if (!row) throw new CliError(`no store ${code}`);
+        output(program, `Store ${code} is ${enabled ? "enabled" : "disabled"}`, row);
+      });
+    });
+}
+
 const keys = program.command("keys").description("public-API keys of accounts (the operator's side)");
 keys
   .command("issue")

@@ -1,0 +1,111 @@
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { Db } from "../src/db/db.ts";
+import { PgliteEngine } from "../src/db/pglite.ts";
+import { runCli, tempDir } from "./support/process.ts";
+
+/** The operator's side of the validation catalogues: the store list and a tenant's lead time. */
+describe("backline CLI: stores and lead time", () => {
+  const dataDir = tempDir();
+  const env = { DATA_DIR: dataDir };
+  const json = async (...args: string[]) => {
+    const r = await runCli(["--json", ...args], env);
+    assert.equal(r.code, 0, `backline ${args.join(" ")} failed: ${r.stderr}`);
+    return JSON.parse(r.stdout);
+  };
+  const fails = async (args: string[], message: RegExp) => {
+    const r = await runCli(args, env);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stderr, message);
+    assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+  };
+  after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  test("stores: list, add, disable and enable; mistakes end with one line", async () => {
+    const seeded = (await json("stores", "list")) as { code: string; enabled: boolean }[];
+    assert.ok(seeded.some((s) => s.code === "spotify" && s.enabled));
+
+    const added = await json("stores", "add", "--code", "qobuz", "--name", "Qobuz", "--kind", "download");
+    assert.deepEqual(added, {
+      code: "qobuz",
+      name: "Qobuz",
+      kind: "download",
+      enabled: true,
+      offers_oac: false,
+    });
+    assert.equal((await json("stores", "disable", "spotify")).enabled, false);
+    const list = (await json("stores", "list")) as { code: string; enabled: boolean }[];
+    assert.deepEqual(
+      list.filter((s) => ["qobuz", "spotify"].includes(s.code)).map((s) => [s.code, s.enabled]),
+      [
+        ["spotify", false],
+        ["qobuz", true],
+      ],
+    );
+
+    await fails(
+      ["stores", "add", "--code", "qobuz", "--name", "Again"],
+      /^backline: store qobuz exists already\n$/,
+    );
+    await fails(["stores", "add", "--code", "Bad Code", "--name", "X"], /^backline: bad store code Bad Code/);
+    await fails(["stores", "disable", "nope"], /^backline: no store nope\n$/);
+  });
+
+  test("a disabled store is refused at submit; set-lead-days moves the earliest release date", async () => {
+    const tenant = await json("tenants", "create", "--name", "Lead Time Records");
+    assert.deepEqual(await json("tenants", "set-lead-days", tenant.slug, "--days", "21"), {
+      tenant_id: tenant.id,
+      release_lead_days: 21,
+    });
+    const tooMany = await runCli(["tenants", "set-lead-days", tenant.slug, "--days", "400"], env);
+    assert.equal(tooMany.code, 1);
+    assert.match(
+      tooMany.stderr,
+      /^backline: option '--days <days>' argument '400' is invalid\. expected 0 to 365/,
+    );
+
+    // What the database now answers, read as the tenant's own callers would.
+    const db = new Db(await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") }));
+    try {
+      const days = await db.withRequestContext(
+        { role: "tenant_service", tenant_id: tenant.id },
+        async (tx) => (await tx.query<{ d: number }>("select internal.release_lead_days() as d")).rows[0]?.d,
+      );
+      assert.equal(days, 21);
+      const problems = await db.asService(async (tx) => {
+        const account = (
+          await tx.query<{ id: string }>(
+            "insert into internal.accounts (tenant_id, name) values ($1, 'L') returning id",
+            [tenant.id],
+          )
+        ).rows[0]?.id;
+        const artist = (
+          await tx.query<{ id: string }>(
+            "insert into public.artist_profiles (account_id, name) values ($1, 'A') returning id",
+            [account],
+          )
+        ).rows[0]?.id;
+        const release = (
+          await tx.query<{ id: string }>(
+            `insert into public.releases (account_id, artist_id, title, release_date, services)
+             values ($1, $2, 'R', current_date + 14, '{spotify}') returning id`,
+            [account, artist],
+          )
+        ).rows[0]?.id;
+        return (
+          await tx.query<{ p: { param: string; code: string }[] }>(
+            "select internal.release_problems($1) as p",
+            [release],
+          )
+        ).rows[0]?.p;
+      });
+      const codes = (problems ?? []).map((p) => `${p.param} ${p.code}`);
+      assert.ok(codes.includes("release_date too_soon"), codes.join(", "));
+      assert.ok(codes.includes("services invalid_service"), codes.join(", "));
+    } finally {
+      await db.close();
+    }
+  });
+});
