@@ -874,8 +874,9 @@ describeEachEngine("public api: releases", (t) => {
         [id, account.id],
       );
       await tx.query(
-        `insert into internal.release_deliveries (release_id, account_id, store, status, message)
-         values ($1, $2, 'apple_music', 'failed', 'Artwork rejected by the store')`,
+        `insert into internal.release_deliveries (release_id, account_id, store, status, message, created_at)
+         values ($1, $2, 'apple_music', 'delivered', null, now() - interval '1 hour'),
+                ($1, $2, 'apple_music', 'error', 'Artwork rejected by the store', now())`,
         [id, account.id],
       );
     });
@@ -883,10 +884,10 @@ describeEachEngine("public api: releases", (t) => {
     assert.deepEqual([report.status, report.approval, report.live], ["live", "approved", true]);
     const stores = report.stores as Obj[];
     assert.deepEqual(
-      stores.map((s) => [s.store, s.status, s.message]),
+      stores.map((s) => [s.store, s.action, s.status, s.message]),
       [
-        ["apple_music", "failed", "Artwork rejected by the store"],
-        ["spotify", "live", null],
+        ["apple_music", "insert", "error", "Artwork rejected by the store"],
+        ["spotify", "insert", "live", null],
       ],
     );
     assert.equal(typeof stores[1]?.live_at, "string");

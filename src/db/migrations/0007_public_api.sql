@@ -254,25 +254,31 @@ create table internal.idempotency_keys (
 create index idempotency_keys_expires on internal.idempotency_keys (expires_at);
 alter table internal.idempotency_keys enable row level security;
 
--- Per-store delivery states of a release, written by the delivery pipeline (issue 6) and read by
--- GET /releases/{id}/status.
+-- Delivery records: one per release, store and action, written by the delivery pipeline (the
+-- operator's backend) and read by GET /releases/{id}/status, whose per-store state is the latest
+-- record of each store. action: insert (first delivery), update (a metadata correction),
+-- takedown; status: pending -> in_progress -> delivered -> live, or error (retried).
 create table internal.release_deliveries (
   id uuid primary key default gen_random_uuid(),
   release_id uuid not null,
   account_id uuid not null,
   store text not null references internal.stores (code),
-  -- queued -> delivering -> delivered -> live; failed (retried by the operator); takedown states.
-  status text not null default 'queued' check (status in (
-    'queued', 'delivering', 'delivered', 'live', 'failed', 'takedown_queued', 'taken_down')),
-  message text,
+  action text not null default 'insert' check (action in ('insert', 'update', 'takedown')),
+  status text not null default 'pending' check (status in ('pending', 'in_progress', 'delivered', 'live', 'error')),
+  message text check (length(message) <= 2000),
+  -- The store's own id for the delivery or the product, once it answers.
   store_reference text,
+  attempts integer not null default 0 check (attempts >= 0),
   delivered_at timestamptz,
   live_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
-  unique (release_id, store),
   foreign key (release_id, account_id) references public.releases (id, account_id) on delete cascade
 );
+create index release_deliveries_release on internal.release_deliveries (release_id, store, created_at desc);
+-- At most one unfinished delivery per release, store and action.
+create unique index release_deliveries_open on internal.release_deliveries (release_id, store, action)
+  where status in ('pending', 'in_progress', 'error');
 create index release_deliveries_account on internal.release_deliveries (account_id);
 alter table internal.release_deliveries enable row level security;
 grant select on internal.release_deliveries to authenticated, tenant_service;

@@ -94,8 +94,16 @@ const ReleaseDetail = Release.extend({
 const StoreDelivery = z
   .object({
     store: z.string(),
-    status: z.enum(["queued", "delivering", "delivered", "live", "failed", "takedown_queued", "taken_down"]),
-    message: z.string().nullable(),
+    action: z
+      .enum(["insert", "update", "takedown"])
+      .meta({
+        description:
+          "What the latest delivery to this store does: insert, update (a correction) or takedown.",
+      }),
+    status: z
+      .enum(["pending", "in_progress", "delivered", "live", "error"])
+      .meta({ description: "Where that delivery stands; after a takedown, delivered means removed." }),
+    message: z.string().nullable().meta({ description: "The store's answer, e.g. why it failed." }),
     delivered_at: z.iso.datetime({ offset: true }).nullable(),
     live_at: z.iso.datetime({ offset: true }).nullable(),
     updated_at: z.iso.datetime({ offset: true }),
@@ -126,7 +134,7 @@ const ReleaseStatusReport = z
     rejection_reason: z.string().nullable(),
     live: z.boolean().meta({ description: "Whether the release is live in at least one store." }),
     submitted_at: z.iso.datetime({ offset: true }).nullable(),
-    stores: z.array(StoreDelivery).meta({ description: "Delivery state per store." }),
+    stores: z.array(StoreDelivery).meta({ description: "Per store, its latest delivery." }),
     takedown: TakedownRequest.nullable().meta({ description: "The latest takedown request, if any." }),
   })
   .meta({ id: "ReleaseStatusReport" });
@@ -410,9 +418,9 @@ export const releaseRoutes = [
       const body = await read(async (tx) => {
         const release = await findRelease(tx, params.id);
         const stores = (
-          await tx.query<{ status: string }>(
-            `select store, status, message, delivered_at, live_at, updated_at from internal.release_deliveries
-             where release_id = $1 order by store`,
+          await tx.query<{ action: string; status: string }>(
+            `select distinct on (store) store, action, status, message, delivered_at, live_at, updated_at
+             from internal.release_deliveries where release_id = $1 order by store, created_at desc, id`,
             [params.id],
           )
         ).rows;
@@ -429,7 +437,8 @@ export const releaseRoutes = [
           status: release.status,
           approval: approvalOf(release.status),
           rejection_reason: release.status === "rejected" ? (release.status_reason ?? null) : null,
-          live: release.status === "live" || stores.some((s) => s.status === "live"),
+          live:
+            release.status === "live" || stores.some((s) => s.action !== "takedown" && s.status === "live"),
           submitted_at: release.submitted_at ?? null,
           stores,
           takedown: takedown ? { id: takedown.id, object: "takedown_request", ...takedown } : null,
