@@ -35,6 +35,14 @@ describe("loadConfig", () => {
     assert.equal(loadConfig({ HOST: "0.0.0.0", PORT: "8080" }).publicUrl, "http://localhost:8080");
   });
 
+  test("the worker runs inside the server unless WORKER=off", () => {
+    assert.deepEqual(loadConfig({}).worker, { enabled: true, concurrency: 4 });
+    assert.deepEqual(loadConfig({ WORKER: "off", WORKER_CONCURRENCY: "8" }).worker, {
+      enabled: false,
+      concurrency: 8,
+    });
+  });
+
   test("empty values count as unset", () => {
     assert.equal(loadConfig({ PORT: "", DATABASE_URL: "" }).database.engine, "pglite");
   });
@@ -48,6 +56,7 @@ describe("loadConfig", () => {
       'Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (got "mysql://x")',
     ],
     [{ DEV_TENANT: "sure" }, 'Invalid configuration: DEV_TENANT must be true or false (got "sure")'],
+    [{ WORKER: "maybe" }, 'Invalid configuration: WORKER must be on or off (got "maybe")'],
     [
       { PUBLIC_URL: "not a url" },
       'Invalid configuration: PUBLIC_URL must be an absolute URL such as https://api.example.com (got "not a url")',

@@ -8,6 +8,7 @@ import { PgliteEngine } from "../db/pglite.ts";
 import { PostgresEngine } from "../db/postgres.ts";
 import { rolesSetupSql } from "../db/roles.ts";
 import { listMail } from "../mail/mailer.ts";
+import { decideReview, ReviewError, reviewQueue } from "../pipeline/review.ts";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
 import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
@@ -24,7 +25,7 @@ import {
   type Tenant,
 } from "../tenancy/tenants.ts";
 import { createLogger, die, loadConfigOrDie } from "./process.ts";
-import { serveUntilSignalled } from "./serve.ts";
+import { serveUntilSignalled, workUntilSignalled } from "./serve.ts";
 
 /**
  * `backline`: a thin shell over the same services the server uses. Every command prints a
@@ -398,6 +399,64 @@ for (const [name, enabled] of [
       });
     });
 }
+
+program
+  .command("worker")
+  .description(
+    "run only the operator backend's worker (review, and more as it lands); several may run side by side",
+  )
+  .action(async () => {
+    const config = loadConfigOrDie();
+    await workUntilSignalled(config, createLogger(config));
+  });
+
+const releases = program.command("releases").description("the operator's review of submitted releases");
+releases
+  .command("queue")
+  .description("releases waiting for review, oldest first, with what the checks say now")
+  .option("--tenant <tenant>", "only this tenant (id or slug)")
+  .action(async (opts: { tenant?: string }) => {
+    await withDb(async (db) => {
+      const tenantId = opts.tenant ? (await requireTenant(db, opts.tenant)).id : undefined;
+      const rows = await reviewQueue(db, tenantId);
+      const human = rows.map((r) => ({
+        ...r,
+        checks: r.problems.length === 0 ? "ok" : r.problems.map((p) => p.message).join("; "),
+      }));
+      output(
+        program,
+        table(human, ["id", "tenant", "title", "artist_name", "status", "submitted_at", "checks"]),
+        rows,
+      );
+    });
+  });
+releases
+  .command("review")
+  .description(
+    "approve a release in review (it goes to delivery) or reject it with a reason (it is editable again)",
+  )
+  .argument("<id>", "release id")
+  .option("--approve", "approve it")
+  .option("--reject", "reject it (needs --reason)")
+  .option("--reason <reason>", "why it is rejected, shown to the account")
+  .action(async (id: string, opts: { approve?: boolean; reject?: boolean; reason?: string }) => {
+    if (Boolean(opts.approve) === Boolean(opts.reject)) throw new CliError("say --approve or --reject");
+    if (opts.reject && !opts.reason?.trim()) throw new CliError("--reject needs --reason");
+    if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no release ${id}`);
+    await withDb(async (db) => {
+      const decision = opts.approve
+        ? ({ approve: true } as const)
+        : ({ approve: false, reason: (opts.reason ?? "").trim() } as const);
+      const row = await decideReview(db, id, decision).catch((e: unknown) => {
+        throw e instanceof ReviewError ? new CliError(e.message) : e;
+      });
+      output(
+        program,
+        `Release ${id} is ${row.status}${row.status_reason ? `: ${row.status_reason}` : ""}`,
+        row,
+      );
+    });
+  });
 
 const keys = program.command("keys").description("public-API keys of accounts (the operator's side)");
 keys

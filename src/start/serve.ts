@@ -2,6 +2,8 @@ import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { openDatabase } from "../db/open.ts";
 import { buildApp } from "../http/app.ts";
+import { Worker } from "../jobs/worker.ts";
+import { pipelineHandlers } from "../pipeline/handlers.ts";
 import { type DevTenantFile, ensureDevTenant } from "../tenancy/dev-tenant.ts";
 
 export interface RunningServer {
@@ -25,11 +27,17 @@ export async function serve(config: Config, logger: Logger): Promise<RunningServ
     }
     const app = buildApp({ config, db, logger });
     await app.listen({ port: config.port, host: config.host });
+    // The operator backend runs in the same process unless WORKER=off (docs/operator.md).
+    const worker = config.worker.enabled
+      ? new Worker({ db, handlers: pipelineHandlers(db), concurrency: config.worker.concurrency, logger })
+      : undefined;
+    worker?.start();
     return {
       url: config.publicUrl,
       devTenant,
       async close() {
         await app.close();
+        await worker?.stop();
         await db.close();
       },
     };
@@ -81,4 +89,27 @@ function printDevTenant(file: DevTenantFile, dataDir: string) {
     "",
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** `backline worker`: only the operator backend's worker, until SIGTERM or SIGINT (then it finishes the jobs in flight). */
+export async function workUntilSignalled(config: Config, logger: Logger): Promise<void> {
+  const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
+  const worker = new Worker({
+    db,
+    handlers: pipelineHandlers(db),
+    concurrency: config.worker.concurrency,
+    logger,
+  });
+  worker.start();
+  logger.info({ worker: worker.id, concurrency: config.worker.concurrency }, "worker started");
+  const stop = async (signal: string) => {
+    logger.info({ signal }, "worker stopping");
+    const timer = setTimeout(() => process.exit(1), config.shutdownTimeoutMs);
+    timer.unref();
+    await worker.stop();
+    await db.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+  process.once("SIGINT", () => void stop("SIGINT"));
 }

@@ -94,12 +94,9 @@ const ReleaseDetail = Release.extend({
 const StoreDelivery = z
   .object({
     store: z.string(),
-    action: z
-      .enum(["insert", "update", "takedown"])
-      .meta({
-        description:
-          "What the latest delivery to this store does: insert, update (a correction) or takedown.",
-      }),
+    action: z.enum(["insert", "update", "takedown"]).meta({
+      description: "What the latest delivery to this store does: insert, update (a correction) or takedown.",
+    }),
     status: z
       .enum(["pending", "in_progress", "delivered", "live", "error"])
       .meta({ description: "Where that delivery stands; after a takedown, delivered means removed." }),
