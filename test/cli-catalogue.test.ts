@@ -53,6 +53,13 @@ describe("backline CLI: stores and lead time", () => {
     await fails(["stores", "disable", "nope"], /^backline: no store nope\n$/);
   });
 
+  test("deliveries list and retry: an unknown release has none; a malformed id ends with one line", async () => {
+    const id = "6f1d2c3b-4a59-4e7d-8c21-0b9a8f7e6d5c";
+    assert.deepEqual(await json("deliveries", "list", "--release", id), []);
+    assert.deepEqual(await json("deliveries", "retry", "--release", id), { release_id: id, retried: 0 });
+    await fails(["deliveries", "retry", "--release", "nope"], /^backline: no release nope\n$/);
+  });
+
   test("a disabled store is refused at submit; set-lead-days moves the earliest release date", async () => {
     const tenant = await json("tenants", "create", "--name", "Lead Time Records");
     assert.deepEqual(await json("tenants", "set-lead-days", tenant.slug, "--days", "21"), {

@@ -32,7 +32,7 @@ function quickstartBlocks(): string[] {
   );
 }
 
-test("the quickstart takes a fresh server from its dev key to an approved release", () => {
+test("the quickstart takes a fresh server from its dev key to a release live in the sandbox stores", () => {
   assert.ok(server);
   const port = new URL(server.url).port;
   const blocks = quickstartBlocks();
@@ -45,10 +45,22 @@ test("the quickstart takes a fresh server from its dev key to an approved releas
     `curl -s $BASE/releases/$RELEASE -H "Authorization: Bearer $KEY" > release.json`,
   ].join("\n");
   const output = execFileSync("bash", ["-c", script], { cwd: dir, encoding: "utf8", timeout: 60_000 });
-  assert.match(output, /^QZES92600001\nsubmitted\napproved\n/m);
+  assert.match(output, /^QZES92600001\nsubmitted\nlive\n/m);
   const status = JSON.parse(fs.readFileSync(path.join(dir, "status.json"), "utf8"));
-  assert.equal(status.status, "approved");
+  assert.equal(status.status, "live");
   assert.equal(status.approval, "approved");
+  assert.equal(status.live, true);
+  assert.deepEqual(
+    status.stores.map((s: { store: string; action: string; status: string }) => [
+      s.store,
+      s.action,
+      s.status,
+    ]),
+    [
+      ["apple_music", "insert", "live"],
+      ["spotify", "insert", "live"],
+    ],
+  );
   const release = JSON.parse(fs.readFileSync(path.join(dir, "release.json"), "utf8"));
   assert.equal(release.tracks.length, 1);
   assert.equal(release.tracks[0].isrc, "QZES92600001");

@@ -1,12 +1,19 @@
 import type { Db } from "../db/db.ts";
 import type { Handlers } from "../jobs/worker.ts";
+import { deliverRelease, deliveryLive, processTakedown, redeliverRelease, sendDelivery } from "./delivery.ts";
 import { reviewRelease } from "./review.ts";
 
 /** The operator backend's job handlers by kind (docs/operator.md). */
 export function pipelineHandlers(db: Db): Handlers {
+  const id = (value: unknown) => String(value);
   return {
     "release.review": async (job) => {
-      await reviewRelease(db, String(job.payload.release_id));
+      await reviewRelease(db, id(job.payload.release_id));
     },
+    "release.deliver": async (job) => deliverRelease(db, id(job.payload.release_id)),
+    "release.update_delivery": async (job) => redeliverRelease(db, id(job.payload.release_id)),
+    "delivery.send": async (job) => sendDelivery(db, id(job.payload.delivery_id)),
+    "delivery.live": async (job) => deliveryLive(db, id(job.payload.delivery_id)),
+    "takedown.process": async (job) => processTakedown(db, id(job.payload.takedown_request_id)),
   };
 }

@@ -8,6 +8,7 @@ import { PgliteEngine } from "../db/pglite.ts";
 import { PostgresEngine } from "../db/postgres.ts";
 import { rolesSetupSql } from "../db/roles.ts";
 import { listMail } from "../mail/mailer.ts";
+import { retryDeliveries } from "../pipeline/delivery.ts";
 import { decideReview, ReviewError, reviewQueue } from "../pipeline/review.ts";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
@@ -455,6 +456,47 @@ releases
         `Release ${id} is ${row.status}${row.status_reason ? `: ${row.status_reason}` : ""}`,
         row,
       );
+    });
+  });
+
+const deliveries = program.command("deliveries").description("a release's deliveries to its stores");
+deliveries
+  .command("list")
+  .description("every delivery record of a release, newest first")
+  .requiredOption("--release <id>", "release id")
+  .action(async (opts: { release: string }) => {
+    if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw new CliError(`no release ${opts.release}`);
+    await withDb(async (db) => {
+      const rows = (
+        await db.asService((tx) =>
+          tx.query<Record<string, unknown>>(
+            `select id, store, action, status, attempts, message, delivered_at, live_at, updated_at
+             from internal.release_deliveries where release_id = $1 order by created_at desc, store`,
+            [opts.release],
+          ),
+        )
+      ).rows;
+      output(
+        program,
+        table(rows, ["id", "store", "action", "status", "attempts", "message", "updated_at"]),
+        rows,
+      );
+    });
+  });
+deliveries
+  .command("retry")
+  .description(
+    "send again every delivery of a release that ended in error (after fixing the store's settings)",
+  )
+  .requiredOption("--release <id>", "release id")
+  .action(async (opts: { release: string }) => {
+    if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw new CliError(`no release ${opts.release}`);
+    await withDb(async (db) => {
+      const n = await retryDeliveries(db, opts.release);
+      output(program, `${n} deliver${n === 1 ? "y" : "ies"} queued again`, {
+        release_id: opts.release,
+        retried: n,
+      });
     });
   });
 

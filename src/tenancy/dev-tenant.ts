@@ -40,8 +40,9 @@ export async function ensureDevTenant(
       name: "Development",
       slug: "dev",
       isDevelopment: true,
-      // Local development needs no mail server and no review queue (docs/auth.md, docs/releases.md).
-      settings: { auth: { email_confirmation: false }, auto_review: true },
+      // Local development needs no mail server and no review queue (docs/auth.md, docs/operator.md),
+      // and it delivers to the simulated store (docs/operator.md).
+      settings: { auth: { email_confirmation: false }, auto_review: true, delivery_adapter: "sandbox" },
     });
     tenantId = tenant.id;
     created = true;

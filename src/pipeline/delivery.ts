@@ -1,0 +1,298 @@
+import type { Db } from "../db/db.ts";
+import type { Tx } from "../db/types.ts";
+import { enqueue } from "../jobs/queue.ts";
+import { adapterFor, type DeliveryAction, DeliveryConfigError } from "./stores.ts";
+
+/**
+ * Delivery and takedown (docs/operator.md, "Delivery"). One delivery record per release, store
+ * and action (internal.release_deliveries), each sent by its own `delivery.send` job, so a store
+ * that fails is retried on its own while the others go on. The release follows its stores:
+ * delivering -> delivered when every store has it -> live when every store has it live; a
+ * takedown completes when every store has removed it. Every step is idempotent: a job that runs
+ * again after a crash finds the work done and moves on.
+ */
+
+interface Release {
+  id: string;
+  account_id: string;
+  status: string;
+  services: string[];
+  is_sandbox: boolean;
+  tenant_adapter: unknown;
+}
+
+async function lockRelease(tx: Tx, releaseId: string): Promise<Release | undefined> {
+  return (
+    await tx.query<Release>(
+      `select r.id, r.account_id, r.status, r.services, a.is_sandbox, t.settings -> 'delivery_adapter' #>> '{}' as tenant_adapter
+       from public.releases r join internal.accounts a on a.id = r.account_id join internal.tenants t on t.id = a.tenant_id
+       where r.id = $1 for update of r`,
+      [releaseId],
+    )
+  ).rows[0];
+}
+
+/** New delivery records (unless one is open for that store and action) and their send jobs. */
+async function startDeliveries(
+  tx: Tx,
+  release: Release,
+  stores: string[],
+  action: DeliveryAction,
+): Promise<number> {
+  let started = 0;
+  for (const store of stores) {
+    const inserted = await tx.query<{ id: string }>(
+      `insert into internal.release_deliveries (release_id, account_id, store, action)
+       values ($1, $2, $3, $4) on conflict do nothing returning id`,
+      [release.id, release.account_id, store, action],
+    );
+    const id = inserted.rows[0]?.id;
+    if (id) {
+      await enqueue(tx, "delivery.send", { delivery_id: id }, { dedupeKey: id });
+      started++;
+    }
+  }
+  return started;
+}
+
+/** `release.deliver`: an approved release goes to each of its stores (none named: every enabled store). */
+export async function deliverRelease(db: Db, releaseId: string): Promise<void> {
+  await db.asService(async (tx) => {
+    const release = await lockRelease(tx, releaseId);
+    if (release?.status !== "approved") return;
+    const stores = (
+      await tx.query<{ code: string }>(
+        `select code from internal.stores where enabled and (cardinality($1::text[]) = 0 or code = any ($1::text[]))
+         order by sort, code`,
+        [release.services],
+      )
+    ).rows.map((s) => s.code);
+    await tx.query("update public.releases set status = 'delivering' where id = $1", [releaseId]);
+    await startDeliveries(tx, release, stores, "insert");
+    if (stores.length === 0) {
+      await tx.query("update public.releases set status_reason = $2 where id = $1", [
+        releaseId,
+        "None of the release's stores is enabled; the operator must enable one and deliver again.",
+      ]);
+    }
+  });
+}
+
+/** `release.update_delivery`: a corrected release goes again to every store that has it. */
+export async function redeliverRelease(db: Db, releaseId: string): Promise<void> {
+  await db.asService(async (tx) => {
+    const release = await lockRelease(tx, releaseId);
+    if (!release || !["delivered", "live"].includes(release.status)) return;
+    await startDeliveries(tx, release, await storesHolding(tx, releaseId), "update");
+  });
+}
+
+/** Stores whose latest delivery of the release put it there (and no takedown since). */
+async function storesHolding(tx: Tx, releaseId: string): Promise<string[]> {
+  return (
+    await tx.query<{ store: string }>(
+      `select store from (
+         select distinct on (store) store, action, status from internal.release_deliveries
+         where release_id = $1 and status in ('delivered', 'live') order by store, created_at desc, id) latest
+       where action <> 'takedown' order by store`,
+      [releaseId],
+    )
+  ).rows.map((r) => r.store);
+}
+
+/** `takedown.process`: a takedown request removes the release from every store that has it. */
+export async function processTakedown(db: Db, takedownId: string): Promise<void> {
+  await db.asService(async (tx) => {
+    const request = (
+      await tx.query<{ release_id: string; status: string }>(
+        "select release_id, status from public.takedown_requests where id = $1 for update",
+        [takedownId],
+      )
+    ).rows[0];
+    if (!request || (request.status !== "pending" && request.status !== "processing")) return;
+    const release = await lockRelease(tx, request.release_id);
+    if (!release) return;
+    await tx.query(
+      "update public.takedown_requests set status = 'processing' where id = $1 and status = 'pending'",
+      [takedownId],
+    );
+    await startDeliveries(tx, release, await storesHolding(tx, release.id), "takedown");
+    await settle(tx, release.id);
+  });
+}
+
+interface Sending {
+  id: string;
+  release_id: string;
+  action: DeliveryAction;
+  status: string;
+  store: string;
+  store_name: string;
+  store_settings: Record<string, unknown>;
+  is_sandbox: boolean;
+  tenant_adapter: unknown;
+}
+
+/** `delivery.send`: one delivery to one store. A store's failure is recorded and retried by the queue. */
+export async function sendDelivery(db: Db, deliveryId: string): Promise<void> {
+  const sending = await db.asService(async (tx) => {
+    const d = (
+      await tx.query<Sending>(
+        `select d.id, d.release_id, d.action, d.status, d.store, s.name as store_name, s.settings as store_settings,
+                a.is_sandbox, t.settings -> 'delivery_adapter' #>> '{}' as tenant_adapter
+         from internal.release_deliveries d
+         join internal.stores s on s.code = d.store
+         join internal.accounts a on a.id = d.account_id
+         join internal.tenants t on t.id = a.tenant_id
+         where d.id = $1 for update of d`,
+        [deliveryId],
+      )
+    ).rows[0];
+    if (!d || d.status === "delivered" || d.status === "live") return undefined;
+    if (d.action !== "takedown") {
+      const state = (
+        await tx.query<{ status: string }>("select status from public.releases where id = $1", [d.release_id])
+      ).rows[0]?.status;
+      if (state === "takedown_requested" || state === "taken_down") {
+        await tx.query(
+          "update internal.release_deliveries set status = 'error', message = 'Cancelled: the release is being taken down.' where id = $1",
+          [deliveryId],
+        );
+        return undefined;
+      }
+    }
+    await tx.query(
+      "update internal.release_deliveries set status = 'in_progress', attempts = attempts + 1, message = null where id = $1",
+      [deliveryId],
+    );
+    const release = (
+      await tx.query<Record<string, unknown>>("select * from public.releases where id = $1", [d.release_id])
+    ).rows[0];
+    const tracks = (
+      await tx.query<Record<string, unknown>>(
+        "select * from public.tracks where release_id = $1 order by disc_number, track_number, id",
+        [d.release_id],
+      )
+    ).rows;
+    return { d, release: release ?? {}, tracks };
+  });
+  if (!sending) return;
+  const { d } = sending;
+  let result: { reference: string; liveAfterMs: number };
+  try {
+    const adapter = adapterFor(
+      { code: d.store, settings: d.store_settings },
+      { sandboxAccount: d.is_sandbox, tenantAdapter: d.tenant_adapter },
+    );
+    result = await adapter.deliver({
+      deliveryId,
+      action: d.action,
+      store: { code: d.store, name: d.store_name, settings: d.store_settings },
+      release: sending.release,
+      tracks: sending.tracks,
+    });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    await db.asService((tx) =>
+      tx.query("update internal.release_deliveries set status = 'error', message = $2 where id = $1", [
+        deliveryId,
+        message.slice(0, 2000),
+      ]),
+    );
+    // A missing configuration waits for the operator; anything else is retried with backoff.
+    if (error instanceof DeliveryConfigError) return;
+    throw error;
+  }
+  await db.asService(async (tx) => {
+    // The release first: every step that settles a release locks it before its deliveries.
+    await lockRelease(tx, d.release_id);
+    await tx.query(
+      `update internal.release_deliveries set status = 'delivered', delivered_at = now(), store_reference = $2, message = null
+       where id = $1`,
+      [deliveryId, result.reference],
+    );
+    if (d.action !== "takedown") {
+      await enqueue(
+        tx,
+        "delivery.live",
+        { delivery_id: deliveryId },
+        { dedupeKey: deliveryId, runAt: new Date(Date.now() + result.liveAfterMs) },
+      );
+    }
+    await settle(tx, d.release_id);
+  });
+}
+
+/** `delivery.live`: the store reports the delivery live. */
+export async function deliveryLive(db: Db, deliveryId: string): Promise<void> {
+  await db.asService(async (tx) => {
+    const d = (
+      await tx.query<{ release_id: string }>(
+        "select release_id from internal.release_deliveries where id = $1 and status = 'delivered' and action <> 'takedown'",
+        [deliveryId],
+      )
+    ).rows[0];
+    if (!d) return;
+    await lockRelease(tx, d.release_id);
+    await tx.query("update internal.release_deliveries set status = 'live', live_at = now() where id = $1", [
+      deliveryId,
+    ]);
+    await settle(tx, d.release_id);
+  });
+}
+
+/** Moves the release (and its open takedown request) to where its stores now stand. */
+async function settle(tx: Tx, releaseId: string): Promise<void> {
+  const release = (
+    await tx.query<{ status: string }>("select status from public.releases where id = $1", [releaseId])
+  ).rows[0];
+  if (!release) return;
+  const latest = (
+    await tx.query<{ action: DeliveryAction; status: string }>(
+      `select distinct on (store) action, status from internal.release_deliveries
+       where release_id = $1 order by store, created_at desc, id`,
+      [releaseId],
+    )
+  ).rows;
+  if (release.status === "delivering" || release.status === "delivered") {
+    const inserts = latest.filter((l) => l.action !== "takedown");
+    if (inserts.length === 0) return;
+    const next = inserts.every((l) => l.status === "live")
+      ? "live"
+      : inserts.every((l) => l.status === "delivered" || l.status === "live")
+        ? "delivered"
+        : undefined;
+    if (next && next !== release.status) {
+      await tx.query("update public.releases set status = $2 where id = $1", [releaseId, next]);
+    }
+  } else if (release.status === "takedown_requested") {
+    // Done when no store holds it any more and every removal went through.
+    const holding = latest.some(
+      (l) => l.action !== "takedown" && (l.status === "delivered" || l.status === "live"),
+    );
+    const removing = latest.some((l) => l.action === "takedown" && l.status !== "delivered");
+    if (holding || removing) return;
+    await tx.query("update public.releases set status = 'taken_down' where id = $1", [releaseId]);
+    await tx.query(
+      "update public.takedown_requests set status = 'completed' where release_id = $1 and status in ('pending', 'processing')",
+      [releaseId],
+    );
+  }
+}
+
+/** The operator's retry: a new send for each delivery of the release that ended in error. */
+export async function retryDeliveries(db: Db, releaseId: string): Promise<number> {
+  return db.asService(async (tx) => {
+    const errored = (
+      await tx.query<{ id: string }>(
+        "select id from internal.release_deliveries where release_id = $1 and status = 'error' order by store",
+        [releaseId],
+      )
+    ).rows;
+    for (const d of errored) {
+      await tx.query("update internal.release_deliveries set status = 'pending' where id = $1", [d.id]);
+      await enqueue(tx, "delivery.send", { delivery_id: d.id }, { dedupeKey: d.id });
+    }
+    return errored.length;
+  });
+}

@@ -1,0 +1,60 @@
+/**
+ * Store adapters (docs/operator.md, "Stores"): how a delivery reaches a store. Each store row of
+ * internal.stores names its adapter in settings.adapter; sandbox accounts, and tenants whose
+ * settings.delivery_adapter is "sandbox" (the development tenant), always use the sandbox store.
+ */
+export type DeliveryAction = "insert" | "update" | "takedown";
+
+export interface DeliveryRequest {
+  deliveryId: string;
+  action: DeliveryAction;
+  store: { code: string; name: string; settings: Record<string, unknown> };
+  release: Record<string, unknown>;
+  tracks: Record<string, unknown>[];
+}
+
+export interface DeliveryResult {
+  /** The store's id for what it received. */
+  reference: string;
+  /** How long until the store reports the release live (insert and update only). */
+  liveAfterMs: number;
+}
+
+export interface StoreAdapter {
+  readonly name: string;
+  deliver(request: DeliveryRequest): Promise<DeliveryResult>;
+}
+
+/** A delivery that cannot succeed without the operator (no adapter configured): not retried. */
+export class DeliveryConfigError extends Error {}
+
+/**
+ * The simulated store, for demos, sandbox accounts and tests: it acknowledges every delivery and
+ * reports it live after `live_after_ms` (store settings `sandbox.live_after_ms`, default 0);
+ * with `sandbox.fail` set to a message it refuses every delivery with it, until unset.
+ */
+export const sandboxStore: StoreAdapter = {
+  name: "sandbox",
+  async deliver(request) {
+    const settings = (request.store.settings.sandbox ?? {}) as { live_after_ms?: unknown; fail?: unknown };
+    if (typeof settings.fail === "string" && settings.fail !== "") {
+      throw new Error(`${request.store.name} (sandbox) refused the delivery: ${settings.fail}`);
+    }
+    const liveAfterMs = typeof settings.live_after_ms === "number" ? Math.max(0, settings.live_after_ms) : 0;
+    return { reference: `sandbox-${request.store.code}-${request.deliveryId}`, liveAfterMs };
+  },
+};
+
+export function adapterFor(
+  store: { code: string; settings: Record<string, unknown> },
+  context: { sandboxAccount: boolean; tenantAdapter: unknown },
+): StoreAdapter {
+  if (context.sandboxAccount || context.tenantAdapter === "sandbox") return sandboxStore;
+  const configured = store.settings.adapter;
+  if (configured === "sandbox") return sandboxStore;
+  throw new DeliveryConfigError(
+    configured === undefined
+      ? `store ${store.code} has no delivery adapter configured (internal.stores.settings.adapter)`
+      : `store ${store.code} names an unknown delivery adapter: ${String(configured)}`,
+  );
+}
