@@ -131,7 +131,10 @@ describeEachEngine("release review", (t) => {
     let worker: Worker;
     before(async () => {
       app = await startApp(t());
-      worker = new Worker({ db: db(), handlers: pipelineHandlers(db()), pollMs: 20 });
+      // Review only: what happens after approval is test/pipeline-delivery.test.ts's.
+      const review = pipelineHandlers(db())["release.review"];
+      assert.ok(review);
+      worker = new Worker({ db: db(), handlers: { "release.review": review }, pollMs: 20 });
       worker.start();
     });
     after(async () => {
@@ -870,7 +873,7 @@ describe("backline worker", () => {
       const { tenant } = await createTenant(db, {
         name: "Auto Review",
         slug: `auto-${randomUUID().slice(0, 8)}`,
-        settings: { auto_review: true },
+        settings: { auto_review: true, delivery_adapter: "sandbox" },
       });
       const account = await createAccount(db, { tenantId: tenant.id, name: "Night Owl" });
       complete = await serviceRelease(db, account.id, { title: "Complete", tracks: 1, status: "submitted" });
@@ -906,8 +909,9 @@ describe("backline worker", () => {
       },
       60_000,
     );
-    // It claims at once and polls every second: a few seconds are plenty for two reviews.
-    await sleep(3000);
+    // It claims at once, and again as soon as a job ends: a few seconds are plenty for two reviews
+    // and the complete release's way through the sandbox store.
+    await sleep(8000);
     assert.ok(
       running(),
       `backline worker exited by itself (code ${proc.exitCode}, signal ${proc.signalCode}) instead of running until stopped:\n${out}`,
@@ -933,7 +937,7 @@ describe("backline worker", () => {
           ).rows,
       );
       const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
-      assert.equal(byId[complete]?.status, "approved", out);
+      assert.equal(byId[complete]?.status, "live", out);
       assert.equal(byId[empty]?.status, "rejected", out);
       assert.match(
         byId[empty]?.status_reason ?? "",
@@ -948,13 +952,16 @@ describe("backline worker", () => {
           ).rows,
       );
       assert.deepEqual(
-        jobs.map((j) => [j.kind, j.status, j.release_id]),
+        jobs.filter((j) => j.kind.startsWith("release.")).map((j) => [j.kind, j.status, j.release_id]),
         [
           ["release.review", "succeeded", complete],
           ["release.review", "succeeded", empty],
-          ["release.deliver", "queued", complete],
+          ["release.deliver", "succeeded", complete],
         ],
       );
+      // Then one send and one live report per store, every one done.
+      assert.ok(jobs.some((j) => j.kind === "delivery.send"));
+      assert.deepEqual([...new Set(jobs.map((j) => j.status))], ["succeeded"], out);
     });
   });
 });

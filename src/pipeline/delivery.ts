@@ -35,16 +35,17 @@ async function lockRelease(tx: Tx, releaseId: string): Promise<Release | undefin
 /** New delivery records (unless one is open for that store and action) and their send jobs. */
 async function startDeliveries(
   tx: Tx,
-  release: Release,
+  release: Pick<Release, "id" | "account_id">,
   stores: string[],
   action: DeliveryAction,
+  correctionVersion: number | null = null,
 ): Promise<number> {
   let started = 0;
   for (const store of stores) {
     const inserted = await tx.query<{ id: string }>(
-      `insert into internal.release_deliveries (release_id, account_id, store, action)
-       values ($1, $2, $3, $4) on conflict do nothing returning id`,
-      [release.id, release.account_id, store, action],
+      `insert into internal.release_deliveries (release_id, account_id, store, action, correction_version)
+       values ($1, $2, $3, $4, $5) on conflict do nothing returning id`,
+      [release.id, release.account_id, store, action, correctionVersion],
     );
     const id = inserted.rows[0]?.id;
     if (id) {
@@ -78,12 +79,36 @@ export async function deliverRelease(db: Db, releaseId: string): Promise<void> {
   });
 }
 
-/** `release.update_delivery`: a corrected release goes again to every store that has it. */
+async function correctionVersion(tx: Tx, releaseId: string): Promise<number> {
+  const r = await tx.query<{ version: number }>(
+    "select version from internal.release_corrections where release_id = $1",
+    [releaseId],
+  );
+  return r.rows[0]?.version ?? 0;
+}
+
+/**
+ * `release.update_delivery`: a corrected release goes again to every store that has it — once per
+ * correction: a store that already has (or is getting) an update of this correction is skipped,
+ * so the job can run again after a crash without sending twice.
+ */
 export async function redeliverRelease(db: Db, releaseId: string): Promise<void> {
   await db.asService(async (tx) => {
     const release = await lockRelease(tx, releaseId);
     if (!release || !["delivered", "live"].includes(release.status)) return;
-    await startDeliveries(tx, release, await storesHolding(tx, releaseId), "update");
+    const version = await correctionVersion(tx, releaseId);
+    if (version === 0) return;
+    const sent = new Set(
+      (
+        await tx.query<{ store: string }>(
+          `select distinct store from internal.release_deliveries
+           where release_id = $1 and action = 'update' and correction_version >= $2`,
+          [releaseId, version],
+        )
+      ).rows.map((r) => r.store),
+    );
+    const stores = (await storesHolding(tx, releaseId)).filter((store) => !sent.has(store));
+    await startDeliveries(tx, release, stores, "update", version);
   });
 }
 
@@ -161,9 +186,13 @@ export async function sendDelivery(db: Db, deliveryId: string): Promise<void> {
         return undefined;
       }
     }
+    // An update sends the release as it is now: it carries the latest correction.
+    const version = d.action === "update" ? await correctionVersion(tx, d.release_id) : null;
     await tx.query(
-      "update internal.release_deliveries set status = 'in_progress', attempts = attempts + 1, message = null where id = $1",
-      [deliveryId],
+      `update internal.release_deliveries
+       set status = 'in_progress', attempts = attempts + 1, message = null, correction_version = coalesce($2, correction_version)
+       where id = $1`,
+      [deliveryId, version],
     );
     const release = (
       await tx.query<Record<string, unknown>>("select * from public.releases where id = $1", [d.release_id])
@@ -174,7 +203,7 @@ export async function sendDelivery(db: Db, deliveryId: string): Promise<void> {
         [d.release_id],
       )
     ).rows;
-    return { d, release: release ?? {}, tracks };
+    return { d, release: release ?? {}, tracks, version };
   });
   if (!sending) return;
   const { d } = sending;
@@ -219,21 +248,57 @@ export async function sendDelivery(db: Db, deliveryId: string): Promise<void> {
         { dedupeKey: deliveryId, runAt: new Date(Date.now() + result.liveAfterMs) },
       );
     }
+    // Corrected again while this update was on its way: the store gets the newer one too.
+    if (d.action === "update" && sending.version !== null) {
+      const latest = await correctionVersion(tx, d.release_id);
+      if (latest > sending.version) {
+        const owner = (
+          await tx.query<{ account_id: string }>("select account_id from public.releases where id = $1", [
+            d.release_id,
+          ])
+        ).rows[0];
+        if (owner) {
+          await startDeliveries(
+            tx,
+            { id: d.release_id, account_id: owner.account_id },
+            [d.store],
+            "update",
+            latest,
+          );
+        }
+      }
+    }
     await settle(tx, d.release_id);
   });
 }
 
-/** `delivery.live`: the store reports the delivery live. */
+/**
+ * `delivery.live`: the store reports the delivery live — unless the release is being (or was)
+ * taken down from it since, when the report is stale.
+ */
 export async function deliveryLive(db: Db, deliveryId: string): Promise<void> {
   await db.asService(async (tx) => {
+    const owner = (
+      await tx.query<{ release_id: string }>(
+        "select release_id from internal.release_deliveries where id = $1",
+        [deliveryId],
+      )
+    ).rows[0];
+    if (!owner) return;
+    const release = await lockRelease(tx, owner.release_id);
+    if (!release || release.status === "takedown_requested" || release.status === "taken_down") return;
     const d = (
       await tx.query<{ release_id: string }>(
-        "select release_id from internal.release_deliveries where id = $1 and status = 'delivered' and action <> 'takedown'",
+        `select d.release_id from internal.release_deliveries d
+         where d.id = $1 and d.status = 'delivered' and d.action <> 'takedown'
+           and not exists (select 1 from internal.release_deliveries t
+                           where t.release_id = d.release_id and t.store = d.store and t.action = 'takedown'
+                             and t.created_at >= d.created_at)
+         for update`,
         [deliveryId],
       )
     ).rows[0];
     if (!d) return;
-    await lockRelease(tx, d.release_id);
     await tx.query("update internal.release_deliveries set status = 'live', live_at = now() where id = $1", [
       deliveryId,
     ]);

@@ -269,6 +269,8 @@ create table internal.release_deliveries (
   -- The store's own id for the delivery or the product, once it answers.
   store_reference text,
   attempts integer not null default 0 check (attempts >= 0),
+  -- For an update: the release's correction it carries (internal.release_corrections.version).
+  correction_version integer,
   delivered_at timestamptz,
   live_at timestamptz,
   created_at timestamptz not null default now(),
@@ -428,6 +430,15 @@ $$;
 revoke execute on function internal.release_problems(uuid) from public;
 grant execute on function internal.release_problems(uuid) to authenticated, tenant_service, service_role;
 
+-- How many times each delivered release was corrected: update deliveries carry the version they
+-- send, so a correction made while one is on its way is sent again (src/pipeline/delivery.ts).
+create table internal.release_corrections (
+  release_id uuid primary key references public.releases (id) on delete cascade,
+  version integer not null default 1,
+  corrected_at timestamptz not null default now()
+);
+alter table internal.release_corrections enable row level security;
+
 -- Post-delivery metadata corrections (PATCH /api/public/v1/releases/{id}/metadata): a delivered
 -- or live release takes new display metadata, and an update delivery is queued for its stores.
 -- Runs as the owner because the release is closed to its account's ordinary edits; it checks
@@ -467,6 +478,8 @@ begin
       phonographic_copyright = n.phonographic_copyright, phonographic_year = n.phonographic_year,
       explicit = n.explicit, language = n.language, original_release_date = n.original_release_date
     where id = r.id returning * into r;
+  insert into internal.release_corrections as c (release_id) values (r.id)
+  on conflict (release_id) do update set version = c.version + 1, corrected_at = now();
   insert into internal.jobs (kind, payload, dedupe_key)
   values ('release.update_delivery', jsonb_build_object('release_id', r.id), r.id::text)
   on conflict (kind, dedupe_key) where dedupe_key is not null and status in ('queued', 'running') do nothing;
