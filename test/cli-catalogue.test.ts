@@ -60,6 +60,14 @@ describe("backline CLI: stores and lead time", () => {
     await fails(["deliveries", "retry", "--release", "nope"], /^backline: no release nope\n$/);
   });
 
+  test("oac queue and review: an empty queue; mistakes end with one line", async () => {
+    assert.deepEqual(await json("oac", "queue"), []);
+    const id = "6f1d2c3b-4a59-4e7d-8c21-0b9a8f7e6d5c";
+    await fails(["oac", "review", id, "--approve"], new RegExp(`^backline: no OAC request ${id}\\n$`));
+    await fails(["oac", "review", id, "--reject"], /^backline: --reject needs --reason\n$/);
+    await fails(["oac", "review", id], /^backline: say --approve or --reject\n$/);
+  });
+
   test("a disabled store is refused at submit; set-lead-days moves the earliest release date", async () => {
     const tenant = await json("tenants", "create", "--name", "Lead Time Records");
     assert.deepEqual(await json("tenants", "set-lead-days", tenant.slug, "--days", "21"), {

@@ -1,6 +1,7 @@
 import type { Db } from "../db/db.ts";
 import type { Handlers } from "../jobs/worker.ts";
 import { deliverRelease, deliveryLive, processTakedown, redeliverRelease, sendDelivery } from "./delivery.ts";
+import { processOacRequest } from "./oac.ts";
 import { reviewRelease } from "./review.ts";
 
 /** The operator backend's job handlers by kind (docs/operator.md). */
@@ -15,5 +16,6 @@ export function pipelineHandlers(db: Db): Handlers {
     "delivery.send": async (job) => sendDelivery(db, id(job.payload.delivery_id)),
     "delivery.live": async (job) => deliveryLive(db, id(job.payload.delivery_id)),
     "takedown.process": async (job) => processTakedown(db, id(job.payload.takedown_request_id)),
+    "oac.request": async (job) => processOacRequest(db, id(job.payload.oac_request_id)),
   };
 }

@@ -9,6 +9,7 @@ import { PostgresEngine } from "../db/postgres.ts";
 import { rolesSetupSql } from "../db/roles.ts";
 import { listMail } from "../mail/mailer.ts";
 import { retryDeliveries } from "../pipeline/delivery.ts";
+import { decideOac, OacError, oacQueue } from "../pipeline/oac.ts";
 import { decideReview, ReviewError, reviewQueue } from "../pipeline/review.ts";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
@@ -497,6 +498,54 @@ deliveries
         release_id: opts.release,
         retried: n,
       });
+    });
+  });
+
+const oac = program.command("oac").description("Official Artist Channel requests");
+oac
+  .command("queue")
+  .description("requests waiting for a decision, oldest first")
+  .action(async () => {
+    await withDb(async (db) => {
+      const rows = await oacQueue(db);
+      output(
+        program,
+        table(rows as unknown as Record<string, unknown>[], [
+          "id",
+          "tenant",
+          "artist_name",
+          "store",
+          "status",
+          "channel_url",
+          "created_at",
+        ]),
+        rows,
+      );
+    });
+  });
+oac
+  .command("review")
+  .description("approve a request (the channel is granted) or reject it with a reason")
+  .argument("<id>", "OAC request id")
+  .option("--approve", "approve it")
+  .option("--reject", "reject it (needs --reason)")
+  .option("--reason <reason>", "why it is rejected (or a note with --approve), shown to the account")
+  .action(async (id: string, opts: { approve?: boolean; reject?: boolean; reason?: string }) => {
+    if (Boolean(opts.approve) === Boolean(opts.reject)) throw new CliError("say --approve or --reject");
+    if (opts.reject && !opts.reason?.trim()) throw new CliError("--reject needs --reason");
+    if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no OAC request ${id}`);
+    await withDb(async (db) => {
+      const decision = opts.approve
+        ? ({ approve: true, ...(opts.reason ? { note: opts.reason } : {}) } as const)
+        : ({ approve: false, reason: opts.reason ?? "" } as const);
+      const row = await decideOac(db, id, decision).catch((e: unknown) => {
+        throw e instanceof OacError ? new CliError(e.message) : e;
+      });
+      output(
+        program,
+        `OAC request ${id} is ${row.status}${row.status_reason ? `: ${row.status_reason}` : ""}`,
+        row,
+      );
     });
   });
 
