@@ -40,6 +40,12 @@ const schema = z.object({
   REST_MAX_ROWS: z.coerce.number({ message: "must be a number" }).int().min(1).max(100_000).default(1000),
   WORKER: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
   WORKER_CONCURRENCY: z.coerce.number({ message: "must be a number" }).int().min(1).max(100).default(4),
+  WORKER_LEASE_MS: z.coerce
+    .number({ message: "must be a number" })
+    .int()
+    .min(1000)
+    .max(3_600_000)
+    .default(60_000),
 });
 
 export type Env = z.input<typeof schema>;
@@ -63,7 +69,7 @@ export interface Config {
   /** The most rows one /rest/v1 response returns, whatever the request asks (PostgREST's db-max-rows). */
   restMaxRows: number;
   /** The operator backend's worker: inside `npm start` unless off (then run `backline worker`). */
-  worker: { enabled: boolean; concurrency: number };
+  worker: { enabled: boolean; concurrency: number; leaseMs: number };
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -116,7 +122,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     trustProxy: e.TRUST_PROXY,
     restMaxRows: e.REST_MAX_ROWS,
-    worker: { enabled: e.WORKER === "on", concurrency: e.WORKER_CONCURRENCY },
+    worker: { enabled: e.WORKER === "on", concurrency: e.WORKER_CONCURRENCY, leaseMs: e.WORKER_LEASE_MS },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
   };
 }

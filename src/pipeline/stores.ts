@@ -29,14 +29,20 @@ export interface StoreAdapter {
 export class DeliveryConfigError extends Error {}
 
 /**
- * The simulated store, for demos, sandbox accounts and tests: it acknowledges every delivery and
- * reports it live after `live_after_ms` (store settings `sandbox.live_after_ms`, default 0);
+ * The simulated store, for demos, sandbox accounts and tests: it acknowledges every delivery after
+ * `sandbox.ack_after_ms` (default 0) and reports it live after `sandbox.live_after_ms` (default 0);
  * with `sandbox.fail` set to a message it refuses every delivery with it, until unset.
  */
 export const sandboxStore: StoreAdapter = {
   name: "sandbox",
   async deliver(request) {
-    const settings = (request.store.settings.sandbox ?? {}) as { live_after_ms?: unknown; fail?: unknown };
+    const settings = (request.store.settings.sandbox ?? {}) as {
+      ack_after_ms?: unknown;
+      live_after_ms?: unknown;
+      fail?: unknown;
+    };
+    const ackAfterMs = typeof settings.ack_after_ms === "number" ? Math.max(0, settings.ack_after_ms) : 0;
+    if (ackAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, ackAfterMs));
     if (typeof settings.fail === "string" && settings.fail !== "") {
       throw new Error(`${request.store.name} (sandbox) refused the delivery: ${settings.fail}`);
     }

@@ -29,7 +29,13 @@ export async function serve(config: Config, logger: Logger): Promise<RunningServ
     await app.listen({ port: config.port, host: config.host });
     // The operator backend runs in the same process unless WORKER=off (docs/operator.md).
     const worker = config.worker.enabled
-      ? new Worker({ db, handlers: pipelineHandlers(db), concurrency: config.worker.concurrency, logger })
+      ? new Worker({
+          db,
+          handlers: pipelineHandlers(db),
+          concurrency: config.worker.concurrency,
+          leaseMs: config.worker.leaseMs,
+          logger,
+        })
       : undefined;
     worker?.start();
     return {
@@ -98,6 +104,7 @@ export async function workUntilSignalled(config: Config, logger: Logger): Promis
     db,
     handlers: pipelineHandlers(db),
     concurrency: config.worker.concurrency,
+    leaseMs: config.worker.leaseMs,
     logger,
   });
   worker.start();
