@@ -99,6 +99,20 @@ describeEachEngine("job queue", (t) => {
     assert.equal((await jobStatus(id))?.status, "succeeded");
   });
 
+  test("a job whose worker is lost at its last attempt is dead, not claimed again", async () => {
+    const k = kind("lost");
+    const id = (await db().asService((tx) => enqueue(tx, k, {}, { maxAttempts: 2 }))) as string;
+    for (const worker of ["a", "b"]) {
+      assert.equal((await claim(db(), worker, [k], 1, 50)).length, 1, `attempt by ${worker}`);
+      await new Promise((r) => setTimeout(r, 120));
+    }
+    assert.deepEqual(await claim(db(), "c", [k], 1, 50), [], "not a third time");
+    const row = await jobStatus(id);
+    assert.equal(row?.status, "dead");
+    assert.equal(row?.attempts, 2);
+    assert.match(row?.last_error ?? "", /worker of the last attempt was lost/);
+  });
+
   test("a worker runs the kinds it has handlers for, and stop() waits for the job in flight", async () => {
     const k = kind("worker");
     const other = kind("other");

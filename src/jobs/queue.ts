@@ -64,11 +64,19 @@ export async function claim(
   leaseMs: number,
 ): Promise<Job[]> {
   if (kinds.length === 0 || limit <= 0) return [];
-  return db.asService(
-    async (tx) =>
-      (
-        await tx.query<Job>(
-          `update internal.jobs j
+  return db.asService(async (tx) => {
+    // A job whose last attempt's worker was lost (killed, out of memory) is dead, not run again:
+    // a job that kills its worker every time must not take down one worker after another.
+    await tx.query(
+      `update internal.jobs
+       set status = 'dead', finished_at = now(), locked_by = null, locked_until = null,
+           last_error = coalesce(last_error || E'\n', '') || 'the worker of the last attempt was lost (its lease ran out)'
+       where kind = any($1::text[]) and status = 'running' and locked_until < now() and attempts >= max_attempts`,
+      [kinds],
+    );
+    return (
+      await tx.query<Job>(
+        `update internal.jobs j
            set status = 'running', locked_by = $1, locked_until = now() + make_interval(secs => $4::double precision / 1000),
                attempts = j.attempts + 1
            where j.id in (
@@ -79,10 +87,10 @@ export async function claim(
              limit $3
              for update skip locked)
            returning j.id::text as id, j.kind, j.payload, j.attempts, j.max_attempts`,
-          [workerId, kinds, limit, leaseMs],
-        )
-      ).rows,
-  );
+        [workerId, kinds, limit, leaseMs],
+      )
+    ).rows;
+  });
 }
 
 /** Extends the lease of a job this worker still holds; false when it lost it. */
