@@ -53,11 +53,16 @@ describe("backline CLI: stores and lead time", () => {
     await fails(["stores", "disable", "nope"], /^backline: no store nope\n$/);
   });
 
-  test("deliveries list and retry: an unknown release has none; a malformed id ends with one line", async () => {
+  test("deliveries list, retry and report: unknown or malformed ids and missing options end with one line", async () => {
     const id = "6f1d2c3b-4a59-4e7d-8c21-0b9a8f7e6d5c";
-    assert.deepEqual(await json("deliveries", "list", "--release", id), []);
-    assert.deepEqual(await json("deliveries", "retry", "--release", id), { release_id: id, retried: 0 });
+    const none = new RegExp(`^backline: no release ${id}\\n$`);
+    await fails(["deliveries", "list", "--release", id], none);
+    await fails(["deliveries", "retry", "--release", id], none);
     await fails(["deliveries", "retry", "--release", "nope"], /^backline: no release nope\n$/);
+    await fails(["deliveries", "report", id, "--live"], new RegExp(`^backline: no delivery ${id}\\n$`));
+    await fails(["deliveries", "report", id, "--error"], /^backline: --error needs --message\n$/);
+    await fails(["deliveries", "report", id], /^backline: say --live or --error\n$/);
+    await fails(["deliveries", "report", "nope", "--live"], /^backline: no delivery nope\n$/);
   });
 
   test("oac queue and review: an empty queue; mistakes end with one line", async () => {

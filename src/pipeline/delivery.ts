@@ -1,7 +1,8 @@
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { enqueue } from "../jobs/queue.ts";
-import { adapterFor, type DeliveryAction, DeliveryConfigError } from "./stores.ts";
+import { OperatorError } from "./errors.ts";
+import { adapterFor, type DeliveryAction, DeliveryConfigError, type DeliveryResult } from "./stores.ts";
 
 /**
  * Delivery and takedown (docs/operator.md, "Delivery"). One delivery record per release, store
@@ -159,7 +160,7 @@ interface Sending {
 }
 
 /** `delivery.send`: one delivery to one store. A store's failure is recorded and retried by the queue. */
-export async function sendDelivery(db: Db, deliveryId: string): Promise<void> {
+export async function sendDelivery(db: Db, deliveryId: string, signal?: AbortSignal): Promise<void> {
   const sending = await db.asService(async (tx) => {
     const d = (
       await tx.query<Sending>(
@@ -207,7 +208,7 @@ export async function sendDelivery(db: Db, deliveryId: string): Promise<void> {
   });
   if (!sending) return;
   const { d } = sending;
-  let result: { reference: string; liveAfterMs: number };
+  let result: DeliveryResult;
   try {
     const adapter = adapterFor(
       { code: d.store, settings: d.store_settings },
@@ -219,8 +220,12 @@ export async function sendDelivery(db: Db, deliveryId: string): Promise<void> {
       store: { code: d.store, name: d.store_name, settings: d.store_settings },
       release: sending.release,
       tracks: sending.tracks,
+      signal,
     });
+    // This worker lost the job (its lease ran out): whoever holds it now records the outcome.
+    signal?.throwIfAborted();
   } catch (error) {
+    if (signal?.aborted) throw error;
     const message = error instanceof Error ? error.message : String(error);
     await db.asService((tx) =>
       tx.query("update internal.release_deliveries set status = 'error', message = $2 where id = $1", [
@@ -240,7 +245,8 @@ export async function sendDelivery(db: Db, deliveryId: string): Promise<void> {
        where id = $1`,
       [deliveryId, result.reference],
     );
-    if (d.action !== "takedown") {
+    // A store that reports back itself (a DDEX drop) is marked live by its report (reportDelivery).
+    if (d.action !== "takedown" && result.liveAfterMs !== null) {
       await enqueue(
         tx,
         "delivery.live",
@@ -276,34 +282,37 @@ export async function sendDelivery(db: Db, deliveryId: string): Promise<void> {
  * `delivery.live`: the store reports the delivery live — unless the release is being (or was)
  * taken down from it since, when the report is stale.
  */
-export async function deliveryLive(db: Db, deliveryId: string): Promise<void> {
-  await db.asService(async (tx) => {
-    const owner = (
-      await tx.query<{ release_id: string }>(
-        "select release_id from internal.release_deliveries where id = $1",
-        [deliveryId],
-      )
-    ).rows[0];
-    if (!owner) return;
-    const release = await lockRelease(tx, owner.release_id);
-    if (!release || release.status === "takedown_requested" || release.status === "taken_down") return;
-    const d = (
-      await tx.query<{ release_id: string }>(
-        `select d.release_id from internal.release_deliveries d
-         where d.id = $1 and d.status = 'delivered' and d.action <> 'takedown'
-           and not exists (select 1 from internal.release_deliveries t
-                           where t.release_id = d.release_id and t.store = d.store and t.action = 'takedown'
-                             and t.created_at >= d.created_at)
-         for update`,
-        [deliveryId],
-      )
-    ).rows[0];
-    if (!d) return;
-    await tx.query("update internal.release_deliveries set status = 'live', live_at = now() where id = $1", [
-      deliveryId,
-    ]);
-    await settle(tx, d.release_id);
-  });
+export async function deliveryLive(db: Db, deliveryId: string): Promise<boolean> {
+  return db.asService((tx) => markLive(tx, deliveryId));
+}
+
+async function markLive(tx: Tx, deliveryId: string): Promise<boolean> {
+  const owner = (
+    await tx.query<{ release_id: string }>(
+      "select release_id from internal.release_deliveries where id = $1",
+      [deliveryId],
+    )
+  ).rows[0];
+  if (!owner) return false;
+  const release = await lockRelease(tx, owner.release_id);
+  if (!release || release.status === "takedown_requested" || release.status === "taken_down") return false;
+  const d = (
+    await tx.query<{ release_id: string }>(
+      `select d.release_id from internal.release_deliveries d
+       where d.id = $1 and d.status = 'delivered' and d.action <> 'takedown'
+         and not exists (select 1 from internal.release_deliveries t
+                         where t.release_id = d.release_id and t.store = d.store and t.action = 'takedown'
+                           and t.created_at >= d.created_at)
+       for update`,
+      [deliveryId],
+    )
+  ).rows[0];
+  if (!d) return false;
+  await tx.query("update internal.release_deliveries set status = 'live', live_at = now() where id = $1", [
+    deliveryId,
+  ]);
+  await settle(tx, d.release_id);
+  return true;
 }
 
 /** Moves the release (and its open takedown request) to where its stores now stand. */
@@ -346,8 +355,13 @@ async function settle(tx: Tx, releaseId: string): Promise<void> {
 }
 
 /** The operator's retry: a new send for each delivery of the release that ended in error. */
-export async function retryDeliveries(db: Db, releaseId: string): Promise<number> {
+export async function retryDeliveries(
+  db: Db,
+  releaseId: string,
+  scope: { tenantId?: string } = {},
+): Promise<number> {
   return db.asService(async (tx) => {
+    await releaseInScope(tx, releaseId, scope);
     const errored = (
       await tx.query<{ id: string }>(
         "select id from internal.release_deliveries where release_id = $1 and status = 'error' order by store",
@@ -359,5 +373,110 @@ export async function retryDeliveries(db: Db, releaseId: string): Promise<number
       await enqueue(tx, "delivery.send", { delivery_id: d.id }, { dedupeKey: d.id });
     }
     return errored.length;
+  });
+}
+
+async function releaseInScope(tx: Tx, releaseId: string, scope: { tenantId?: string }): Promise<void> {
+  const found = await tx.query(
+    `select 1 from public.releases r join internal.accounts a on a.id = r.account_id
+     where r.id = $1 and ($2::uuid is null or a.tenant_id = $2::uuid)`,
+    [releaseId, scope.tenantId ?? null],
+  );
+  if (found.rows.length === 0) throw new OperatorError("not_found", `no release ${releaseId}`);
+}
+
+export interface DeliveryRecord {
+  id: string;
+  store: string;
+  action: DeliveryAction;
+  status: string;
+  attempts: number;
+  message: string | null;
+  store_reference: string | null;
+  correction_version: number | null;
+  created_at: Date;
+  delivered_at: Date | null;
+  live_at: Date | null;
+  updated_at: Date;
+}
+
+/** Every delivery record of a release, newest first. */
+export async function deliveriesOf(
+  db: Db,
+  releaseId: string,
+  scope: { tenantId?: string } = {},
+): Promise<DeliveryRecord[]> {
+  return db.asService(
+    async (tx) => {
+      await releaseInScope(tx, releaseId, scope);
+      return (
+        await tx.query<DeliveryRecord>(
+          `select id, store, action, status, attempts, message, store_reference, correction_version,
+                  created_at, delivered_at, live_at, updated_at
+           from internal.release_deliveries where release_id = $1 order by created_at desc, store, id`,
+          [releaseId],
+        )
+      ).rows;
+    },
+    { readOnly: true },
+  );
+}
+
+/**
+ * A store's report on a delivery it received (docs/operator.md, "Store reports"): `live` when
+ * the release is on sale there, `error` when its ingestion refused the package (the message says
+ * why; the operator fixes it and retries). Stores that report back themselves (the ddex file drop)
+ * reach live only this way.
+ */
+export async function reportDelivery(
+  db: Db,
+  deliveryId: string,
+  report: { status: "live" } | { status: "error"; message: string },
+  scope: { tenantId?: string } = {},
+): Promise<DeliveryRecord> {
+  if (report.status === "error" && report.message.trim() === "") {
+    throw new OperatorError("reason_required", "an error report needs a message: the account sees it");
+  }
+  return db.asService(async (tx) => {
+    const found = (
+      await tx.query<{ release_id: string; action: DeliveryAction; status: string }>(
+        `select d.release_id, d.action, d.status from internal.release_deliveries d
+         join internal.accounts a on a.id = d.account_id
+         where d.id = $1 and ($2::uuid is null or a.tenant_id = $2::uuid)`,
+        [deliveryId, scope.tenantId ?? null],
+      )
+    ).rows[0];
+    if (!found) throw new OperatorError("not_found", `no delivery ${deliveryId}`);
+    if (found.status !== "delivered") {
+      throw new OperatorError(
+        "invalid_state",
+        `delivery ${deliveryId} is ${found.status}; a store reports only on a delivery it received (delivered)`,
+      );
+    }
+    if (report.status === "live") {
+      if (found.action === "takedown") {
+        throw new OperatorError("invalid_state", `delivery ${deliveryId} is a takedown: it cannot go live`);
+      }
+      if (!(await markLive(tx, deliveryId))) {
+        throw new OperatorError(
+          "invalid_state",
+          `delivery ${deliveryId} cannot go live: the release is being taken down, or was taken down from this store`,
+        );
+      }
+    } else {
+      await lockRelease(tx, found.release_id);
+      await tx.query("update internal.release_deliveries set status = 'error', message = $2 where id = $1", [
+        deliveryId,
+        report.message.trim().slice(0, 2000),
+      ]);
+    }
+    return (
+      await tx.query<DeliveryRecord>(
+        `select id, store, action, status, attempts, message, store_reference, correction_version,
+                created_at, delivered_at, live_at, updated_at
+         from internal.release_deliveries where id = $1`,
+        [deliveryId],
+      )
+    ).rows[0] as DeliveryRecord;
   });
 }

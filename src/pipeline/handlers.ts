@@ -13,8 +13,10 @@ export function pipelineHandlers(db: Db): Handlers {
     },
     "release.deliver": async (job) => deliverRelease(db, id(job.payload.release_id)),
     "release.update_delivery": async (job) => redeliverRelease(db, id(job.payload.release_id)),
-    "delivery.send": async (job) => sendDelivery(db, id(job.payload.delivery_id)),
-    "delivery.live": async (job) => deliveryLive(db, id(job.payload.delivery_id)),
+    "delivery.send": async (job, ctx) => sendDelivery(db, id(job.payload.delivery_id), ctx.signal),
+    "delivery.live": async (job) => {
+      await deliveryLive(db, id(job.payload.delivery_id));
+    },
     "takedown.process": async (job) => processTakedown(db, id(job.payload.takedown_request_id)),
     "oac.request": async (job) => processOacRequest(db, id(job.payload.oac_request_id)),
   };

@@ -1,4 +1,5 @@
 import type { Db } from "../db/db.ts";
+import { OperatorError } from "./errors.ts";
 
 /**
  * Official Artist Channel requests (docs/operator.md, "Official Artist Channels"): the
@@ -7,7 +8,7 @@ import type { Db } from "../db/db.ts";
  * store at once, approved. The account polls GET /api/public/v1/artists/{id}/oac-request; its
  * members are notified of the decision (migration 0008).
  */
-export class OacError extends Error {}
+export class OacError extends OperatorError {}
 
 export async function processOacRequest(db: Db, requestId: string): Promise<void> {
   await db.asService(async (tx) => {
@@ -34,20 +35,22 @@ export async function decideOac(
   db: Db,
   requestId: string,
   decision: { approve: true; note?: string } | { approve: false; reason: string },
+  scope: { tenantId?: string } = {},
 ): Promise<{ id: string; status: string; status_reason: string | null }> {
   if (!decision.approve && decision.reason.trim() === "") {
-    throw new OacError("a rejection needs a reason: the account sees it");
+    throw new OacError("reason_required", "a rejection needs a reason: the account sees it");
   }
   return db.asService(async (tx) => {
     const current = (
       await tx.query<{ status: string }>(
-        "select status from internal.oac_requests where id = $1 for update",
-        [requestId],
+        `select o.status from internal.oac_requests o join internal.accounts a on a.id = o.account_id
+         where o.id = $1 and ($2::uuid is null or a.tenant_id = $2::uuid) for update of o`,
+        [requestId, scope.tenantId ?? null],
       )
     ).rows[0];
-    if (!current) throw new OacError(`no OAC request ${requestId}`);
+    if (!current) throw new OacError("not_found", `no OAC request ${requestId}`);
     if (current.status !== "requested" && current.status !== "processing") {
-      throw new OacError(`OAC request ${requestId} is ${current.status} already`);
+      throw new OacError("invalid_state", `OAC request ${requestId} is ${current.status} already`);
     }
     const row = (
       await tx.query<{ id: string; status: string; status_reason: string | null }>(
@@ -76,7 +79,7 @@ export interface OpenOacRequest {
 }
 
 /** Requests waiting for the operator, oldest first. */
-export async function oacQueue(db: Db): Promise<OpenOacRequest[]> {
+export async function oacQueue(db: Db, tenantId?: string): Promise<OpenOacRequest[]> {
   return db.asService(
     async (tx) =>
       (
@@ -86,8 +89,9 @@ export async function oacQueue(db: Db): Promise<OpenOacRequest[]> {
            join public.artist_profiles ar on ar.id = o.artist_id
            join internal.accounts a on a.id = o.account_id
            join internal.tenants t on t.id = a.tenant_id
-           where o.status in ('requested', 'processing')
+           where o.status in ('requested', 'processing') and ($1::uuid is null or t.id = $1::uuid)
            order by o.created_at, o.id`,
+          [tenantId ?? null],
         )
       ).rows,
     { readOnly: true },

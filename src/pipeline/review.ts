@@ -1,6 +1,7 @@
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { enqueue } from "../jobs/queue.ts";
+import { OperatorError } from "./errors.ts";
 
 /**
  * Review (docs/operator.md, "Review"): every submitted release gets the `release.review` job
@@ -80,26 +81,30 @@ export async function reviewRelease(
   });
 }
 
-export class ReviewError extends Error {}
+export class ReviewError extends OperatorError {}
 
 /** The operator's decision on a release in review (or still waiting for its review job). */
 export async function decideReview(
   db: Db,
   releaseId: string,
   decision: { approve: true } | { approve: false; reason: string },
+  scope: { tenantId?: string } = {},
 ): Promise<{ id: string; status: string; status_reason: string | null }> {
   if (!decision.approve && decision.reason.trim() === "") {
-    throw new ReviewError("a rejection needs a reason: the account sees it");
+    throw new ReviewError("reason_required", "a rejection needs a reason: the account sees it");
   }
   return db.asService(async (tx) => {
     const current = (
-      await tx.query<{ status: string }>("select status from public.releases where id = $1 for update", [
-        releaseId,
-      ])
+      await tx.query<{ status: string }>(
+        `select r.status from public.releases r join internal.accounts a on a.id = r.account_id
+         where r.id = $1 and ($2::uuid is null or a.tenant_id = $2::uuid) for update of r`,
+        [releaseId, scope.tenantId ?? null],
+      )
     ).rows[0];
-    if (!current) throw new ReviewError(`no release ${releaseId}`);
+    if (!current) throw new ReviewError("not_found", `no release ${releaseId}`);
     if (current.status !== "submitted" && current.status !== "in_review") {
       throw new ReviewError(
+        "invalid_state",
         `release ${releaseId} is ${current.status}; only submitted and in_review releases are reviewed`,
       );
     }
@@ -110,7 +115,9 @@ export async function decideReview(
       const problems = await problemsOf(tx, releaseId);
       if (problems.length > 0) {
         throw new ReviewError(
+          "release_incomplete",
           `release ${releaseId} cannot be approved: ${problems.map((p) => p.message).join("; ")}`,
+          problems,
         );
       }
       await approve(tx, releaseId);

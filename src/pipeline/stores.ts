@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from "node:timers/promises";
+
 /**
  * Store adapters (docs/operator.md, "Stores"): how a delivery reaches a store. Each store row of
  * internal.stores names its adapter in settings.adapter; sandbox accounts, and tenants whose
@@ -11,13 +13,18 @@ export interface DeliveryRequest {
   store: { code: string; name: string; settings: Record<string, unknown> };
   release: Record<string, unknown>;
   tracks: Record<string, unknown>[];
+  /** Aborted when the worker lost the job (or stops hard): an adapter stops as soon as it can. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface DeliveryResult {
   /** The store's id for what it received. */
   reference: string;
-  /** How long until the store reports the release live (insert and update only). */
-  liveAfterMs: number;
+  /**
+   * How long until the store has the release live (insert and update only); null when the store
+   * reports it itself (an operator or store call to reportDelivery).
+   */
+  liveAfterMs: number | null;
 }
 
 export interface StoreAdapter {
@@ -42,7 +49,7 @@ export const sandboxStore: StoreAdapter = {
       fail?: unknown;
     };
     const ackAfterMs = typeof settings.ack_after_ms === "number" ? Math.max(0, settings.ack_after_ms) : 0;
-    if (ackAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, ackAfterMs));
+    if (ackAfterMs > 0) await sleep(ackAfterMs, undefined, { signal: request.signal });
     if (typeof settings.fail === "string" && settings.fail !== "") {
       throw new Error(`${request.store.name} (sandbox) refused the delivery: ${settings.fail}`);
     }

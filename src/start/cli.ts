@@ -8,9 +8,10 @@ import { PgliteEngine } from "../db/pglite.ts";
 import { PostgresEngine } from "../db/postgres.ts";
 import { rolesSetupSql } from "../db/roles.ts";
 import { listMail } from "../mail/mailer.ts";
-import { retryDeliveries } from "../pipeline/delivery.ts";
-import { decideOac, OacError, oacQueue } from "../pipeline/oac.ts";
-import { decideReview, ReviewError, reviewQueue } from "../pipeline/review.ts";
+import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
+import { OperatorError } from "../pipeline/errors.ts";
+import { decideOac, oacQueue } from "../pipeline/oac.ts";
+import { decideReview, reviewQueue } from "../pipeline/review.ts";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
 import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
@@ -449,9 +450,7 @@ releases
       const decision = opts.approve
         ? ({ approve: true } as const)
         : ({ approve: false, reason: (opts.reason ?? "").trim() } as const);
-      const row = await decideReview(db, id, decision).catch((e: unknown) => {
-        throw e instanceof ReviewError ? new CliError(e.message) : e;
-      });
+      const row = await decideReview(db, id, decision).catch(operatorRefusal);
       output(
         program,
         `Release ${id} is ${row.status}${row.status_reason ? `: ${row.status_reason}` : ""}`,
@@ -468,18 +467,18 @@ deliveries
   .action(async (opts: { release: string }) => {
     if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw new CliError(`no release ${opts.release}`);
     await withDb(async (db) => {
-      const rows = (
-        await db.asService((tx) =>
-          tx.query<Record<string, unknown>>(
-            `select id, store, action, status, attempts, message, delivered_at, live_at, updated_at
-             from internal.release_deliveries where release_id = $1 order by created_at desc, store`,
-            [opts.release],
-          ),
-        )
-      ).rows;
+      const rows = await deliveriesOf(db, opts.release).catch(operatorRefusal);
       output(
         program,
-        table(rows, ["id", "store", "action", "status", "attempts", "message", "updated_at"]),
+        table(rows as unknown as Record<string, unknown>[], [
+          "id",
+          "store",
+          "action",
+          "status",
+          "attempts",
+          "message",
+          "updated_at",
+        ]),
         rows,
       );
     });
@@ -493,11 +492,33 @@ deliveries
   .action(async (opts: { release: string }) => {
     if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw new CliError(`no release ${opts.release}`);
     await withDb(async (db) => {
-      const n = await retryDeliveries(db, opts.release);
+      const n = await retryDeliveries(db, opts.release).catch(operatorRefusal);
       output(program, `${n} deliver${n === 1 ? "y" : "ies"} queued again`, {
         release_id: opts.release,
         retried: n,
       });
+    });
+  });
+
+deliveries
+  .command("report")
+  .description(
+    "record a store's report on a delivery it received: --live (on sale there) or --error with the store's message",
+  )
+  .argument("<delivery-id>", "delivery id (from deliveries list)")
+  .option("--live", "the store has it live")
+  .option("--error", "the store's ingestion refused it (needs --message)")
+  .option("--message <message>", "what the store said, shown to the account")
+  .action(async (id: string, opts: { live?: boolean; error?: boolean; message?: string }) => {
+    if (Boolean(opts.live) === Boolean(opts.error)) throw new CliError("say --live or --error");
+    if (opts.error && !opts.message?.trim()) throw new CliError("--error needs --message");
+    if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no delivery ${id}`);
+    await withDb(async (db) => {
+      const report = opts.live
+        ? ({ status: "live" } as const)
+        : ({ status: "error", message: opts.message ?? "" } as const);
+      const row = await reportDelivery(db, id, report).catch(operatorRefusal);
+      output(program, `Delivery ${id} to ${row.store} is ${row.status}`, row);
     });
   });
 
@@ -538,9 +559,7 @@ oac
       const decision = opts.approve
         ? ({ approve: true, ...(opts.reason ? { note: opts.reason } : {}) } as const)
         : ({ approve: false, reason: opts.reason ?? "" } as const);
-      const row = await decideOac(db, id, decision).catch((e: unknown) => {
-        throw e instanceof OacError ? new CliError(e.message) : e;
-      });
+      const row = await decideOac(db, id, decision).catch(operatorRefusal);
       output(
         program,
         `OAC request ${id} is ${row.status}${row.status_reason ? `: ${row.status_reason}` : ""}`,
@@ -701,6 +720,11 @@ async function requireTenant(db: Db, ref: string): Promise<Tenant> {
   const tenant = await db.asService((tx) => findTenant(tx, ref), { readOnly: true });
   if (!tenant) throw new CliError(`no tenant ${ref}`);
   return tenant;
+}
+
+/** An operator action the backend refused (not found, wrong state, ...) is the user's error, not a crash. */
+function operatorRefusal(error: unknown): never {
+  throw error instanceof OperatorError ? new CliError(error.message) : error;
 }
 
 program.parseAsync(process.argv).catch((error: unknown) => {
