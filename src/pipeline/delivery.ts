@@ -2,7 +2,13 @@ import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { enqueue } from "../jobs/queue.ts";
 import { OperatorError } from "./errors.ts";
-import { adapterFor, type DeliveryAction, DeliveryConfigError, type DeliveryResult } from "./stores.ts";
+import {
+  adapterFor,
+  type DeliveryAction,
+  DeliveryConfigError,
+  type DeliveryResult,
+  type StoreAdapter,
+} from "./stores.ts";
 
 /**
  * Delivery and takedown (docs/operator.md, "Delivery"). One delivery record per release, store
@@ -160,7 +166,12 @@ interface Sending {
 }
 
 /** `delivery.send`: one delivery to one store. A store's failure is recorded and retried by the queue. */
-export async function sendDelivery(db: Db, deliveryId: string, signal?: AbortSignal): Promise<void> {
+export async function sendDelivery(
+  db: Db,
+  deliveryId: string,
+  options: { signal?: AbortSignal | undefined; adapters?: Record<string, StoreAdapter> } = {},
+): Promise<void> {
+  const { signal } = options;
   const sending = await db.asService(async (tx) => {
     const d = (
       await tx.query<Sending>(
@@ -213,6 +224,7 @@ export async function sendDelivery(db: Db, deliveryId: string, signal?: AbortSig
     const adapter = adapterFor(
       { code: d.store, settings: d.store_settings },
       { sandboxAccount: d.is_sandbox, tenantAdapter: d.tenant_adapter },
+      options.adapters ?? {},
     );
     result = await adapter.deliver({
       deliveryId,

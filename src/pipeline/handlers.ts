@@ -1,19 +1,24 @@
 import type { Db } from "../db/db.ts";
 import type { Handlers } from "../jobs/worker.ts";
+import { LocalMedia } from "../storage/media.ts";
+import { ddexStore } from "./ddex/adapter.ts";
 import { deliverRelease, deliveryLive, processTakedown, redeliverRelease, sendDelivery } from "./delivery.ts";
 import { processOacRequest } from "./oac.ts";
 import { reviewRelease } from "./review.ts";
 
 /** The operator backend's job handlers by kind (docs/operator.md). */
-export function pipelineHandlers(db: Db): Handlers {
+export function pipelineHandlers(db: Db, options: { media?: LocalMedia } = {}): Handlers {
   const id = (value: unknown) => String(value);
+  // The store adapters beside the built-in sandbox, by the name a store's settings.adapter gives.
+  const adapters = { ddex: ddexStore(options.media ?? new LocalMedia(".backline/storage")) };
   return {
     "release.review": async (job) => {
       await reviewRelease(db, id(job.payload.release_id));
     },
     "release.deliver": async (job) => deliverRelease(db, id(job.payload.release_id)),
     "release.update_delivery": async (job) => redeliverRelease(db, id(job.payload.release_id)),
-    "delivery.send": async (job, ctx) => sendDelivery(db, id(job.payload.delivery_id), ctx.signal),
+    "delivery.send": async (job, ctx) =>
+      sendDelivery(db, id(job.payload.delivery_id), { signal: ctx.signal, adapters }),
     "delivery.live": async (job) => {
       await deliveryLive(db, id(job.payload.delivery_id));
     },

@@ -61,10 +61,13 @@ export const sandboxStore: StoreAdapter = {
 export function adapterFor(
   store: { code: string; settings: Record<string, unknown> },
   context: { sandboxAccount: boolean; tenantAdapter: unknown },
+  adapters: Record<string, StoreAdapter>,
 ): StoreAdapter {
   if (context.sandboxAccount || context.tenantAdapter === "sandbox") return sandboxStore;
   const configured = store.settings.adapter;
   if (configured === "sandbox") return sandboxStore;
+  const adapter = typeof configured === "string" ? adapters[configured] : undefined;
+  if (adapter) return adapter;
   throw new DeliveryConfigError(
     configured === undefined
       ? `store ${store.code} has no delivery adapter configured (internal.stores.settings.adapter)`

@@ -1,9 +1,11 @@
+import path from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { openDatabase } from "../db/open.ts";
 import { buildApp } from "../http/app.ts";
 import { Worker } from "../jobs/worker.ts";
 import { pipelineHandlers } from "../pipeline/handlers.ts";
+import { LocalMedia } from "../storage/media.ts";
 import { type DevTenantFile, ensureDevTenant } from "../tenancy/dev-tenant.ts";
 
 export interface RunningServer {
@@ -31,7 +33,7 @@ export async function serve(config: Config, logger: Logger): Promise<RunningServ
     const worker = config.worker.enabled
       ? new Worker({
           db,
-          handlers: pipelineHandlers(db),
+          handlers: pipelineHandlers(db, { media: new LocalMedia(path.join(config.dataDir, "storage")) }),
           concurrency: config.worker.concurrency,
           leaseMs: config.worker.leaseMs,
           logger,
@@ -102,7 +104,7 @@ export async function workUntilSignalled(config: Config, logger: Logger): Promis
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   const worker = new Worker({
     db,
-    handlers: pipelineHandlers(db),
+    handlers: pipelineHandlers(db, { media: new LocalMedia(path.join(config.dataDir, "storage")) }),
     concurrency: config.worker.concurrency,
     leaseMs: config.worker.leaseMs,
     logger,

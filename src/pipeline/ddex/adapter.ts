@@ -1,0 +1,214 @@
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { z } from "zod";
+import type { LocalMedia } from "../../storage/media.ts";
+import {
+  DeliveryConfigError,
+  type DeliveryRequest,
+  type DeliveryResult,
+  type StoreAdapter,
+} from "../stores.ts";
+import { type Destination, dropBatch, type PackageFile } from "./drop.ts";
+import {
+  buildNewReleaseMessage,
+  type ErnAudioFile,
+  type ErnImageFile,
+  type ErnRelease,
+  type ErnTrack,
+} from "./ern.ts";
+
+/**
+ * The `ddex` store adapter (docs/ddex.md): each delivery becomes a DDEX ERN 4.3 package — the
+ * NewReleaseMessage, the audio and cover files, and a manifest with their checksums — dropped
+ * into the store's directory or S3 bucket, the "file drop" stores ingest from. Takedowns are the
+ * same message with every deal ended. The store tells when the release is live
+ * (`backline deliveries report`, POST /admin/v1/deliveries/{id}/report), unless its settings say
+ * to assume it after `live_after_ms`.
+ */
+
+const DPID = z
+  .string()
+  .regex(/^PADPIDA[a-zA-Z0-9]+$/, "a DDEX Party ID: PADPIDA followed by letters and digits");
+const Party = z.object({ dpid: DPID, name: z.string().trim().min(1).max(300) }).strict();
+
+export const COMMERCIAL_MODELS = [
+  "SubscriptionModel",
+  "AdvertisementSupportedModel",
+  "PayAsYouGoModel",
+  "FreeOfChargeModel",
+] as const;
+export const USE_TYPES = [
+  "Stream",
+  "OnDemandStream",
+  "NonInteractiveStream",
+  "PermanentDownload",
+  "ConditionalDownload",
+  "TetheredDownload",
+] as const;
+
+const DEFAULT_DEALS = [
+  { commercial_model: "SubscriptionModel", use_types: ["OnDemandStream", "NonInteractiveStream"] },
+  { commercial_model: "AdvertisementSupportedModel", use_types: ["OnDemandStream", "NonInteractiveStream"] },
+  { commercial_model: "PayAsYouGoModel", use_types: ["PermanentDownload"] },
+] as const;
+
+export const DdexSettings = z
+  .object({
+    sender: Party,
+    recipient: Party,
+    destination: z.discriminatedUnion("type", [
+      z.object({ type: z.literal("directory"), path: z.string().min(1) }).strict(),
+      z
+        .object({
+          type: z.literal("s3"),
+          bucket: z.string().min(3).max(63),
+          prefix: z.string().max(500).optional(),
+          region: z.string().min(1).optional(),
+          endpoint: z.url().optional(),
+          force_path_style: z.boolean().optional(),
+          access_key_id: z.string().min(1).optional(),
+          secret_access_key: z.string().min(1).optional(),
+        })
+        .strict(),
+    ]),
+    deals: z
+      .array(
+        z
+          .object({
+            commercial_model: z.enum(COMMERCIAL_MODELS),
+            use_types: z.array(z.enum(USE_TYPES)).min(1),
+          })
+          .strict(),
+      )
+      .min(1)
+      .default(DEFAULT_DEALS.map((d) => ({ ...d, use_types: [...d.use_types] }))),
+    test_messages: z.boolean().default(false),
+    live_after_ms: z.number().int().min(0).nullable().default(null),
+  })
+  .strict();
+export type DdexSettings = z.infer<typeof DdexSettings>;
+
+/** The store's ddex settings, or a DeliveryConfigError naming every field at fault. */
+export function ddexSettingsOf(store: { code: string; settings: Record<string, unknown> }): DdexSettings {
+  const parsed = DdexSettings.safeParse(store.settings.ddex ?? {});
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((i) => `ddex.${i.path.join(".")}: ${i.message}`).join("; ");
+  throw new DeliveryConfigError(`store ${store.code} has bad ddex settings: ${problems}`);
+}
+
+interface Hashed {
+  md5: string;
+  sha256: string;
+  bytes: number;
+}
+
+async function hashFile(file: string, signal?: AbortSignal): Promise<Hashed> {
+  const md5 = createHash("md5");
+  const sha256 = createHash("sha256");
+  let bytes = 0;
+  for await (const chunk of createReadStream(file, { signal })) {
+    md5.update(chunk as Buffer);
+    sha256.update(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+  }
+  return { md5: md5.digest("hex"), sha256: sha256.digest("hex"), bytes };
+}
+
+function hashData(data: Buffer): Hashed {
+  return {
+    md5: createHash("md5").update(data).digest("hex"),
+    sha256: createHash("sha256").update(data).digest("hex"),
+    bytes: data.length,
+  };
+}
+
+const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+
+export function ddexStore(media: LocalMedia, now: () => Date = () => new Date()): StoreAdapter {
+  return {
+    name: "ddex",
+    async deliver(request: DeliveryRequest): Promise<DeliveryResult> {
+      const settings = ddexSettingsOf(request.store);
+      const release = request.release as unknown as ErnRelease & { account_id: string };
+      const tracks = request.tracks as unknown as (ErnTrack & { audio_metadata: Record<string, unknown> })[];
+      const folder = release.upc ?? release.id;
+      const files: (PackageFile & Hashed)[] = [];
+
+      const audio = new Map<string, ErnAudioFile>();
+      for (const track of tracks) {
+        const found = await media.audio(release.account_id, release.id, track.id);
+        if (!found) continue;
+        const hashed = await hashFile(found.path, request.signal);
+        const uri = `resources/${track.isrc ?? track.id}.${found.ext}`;
+        files.push({ path: `${folder}/${uri}`, source: { file: found.path }, ...hashed });
+        const meta = track.audio_metadata ?? {};
+        audio.set(track.id, {
+          uri,
+          md5: hashed.md5,
+          bytes: hashed.bytes,
+          codec: found.ext === "flac" ? "FLAC" : "PCM",
+          channels: num(meta.channels),
+          sampleRate: num(meta.sample_rate),
+          bitsPerSample: num(meta.bit_depth),
+        });
+      }
+      let artwork: ErnImageFile | undefined;
+      const cover = await media.artwork(release.account_id, release.id);
+      if (cover) {
+        const hashed = await hashFile(cover.path, request.signal);
+        const uri = `resources/cover.${cover.ext === "jpeg" ? "jpg" : cover.ext}`;
+        files.push({ path: `${folder}/${uri}`, source: { file: cover.path }, ...hashed });
+        artwork = { uri, md5: hashed.md5, bytes: hashed.bytes, codec: cover.ext === "png" ? "PNG" : "JPEG" };
+      }
+
+      const createdAt = now();
+      const xml = Buffer.from(
+        buildNewReleaseMessage({
+          messageId: request.deliveryId,
+          threadId: release.id,
+          createdAt,
+          sender: settings.sender,
+          recipient: settings.recipient,
+          test: settings.test_messages,
+          release,
+          tracks,
+          audio,
+          artwork,
+          deals: settings.deals.map((d) => ({ commercialModel: d.commercial_model, useTypes: d.use_types })),
+          endDealsAt: request.action === "takedown" ? createdAt : undefined,
+        }),
+      );
+      files.unshift({ path: `${folder}/${folder}.xml`, source: { data: xml }, ...hashData(xml) });
+
+      const batchId = request.deliveryId.replace(/-/g, "");
+      const manifest = Buffer.from(
+        `${JSON.stringify(
+          {
+            batch_id: batchId,
+            created_at: createdAt.toISOString(),
+            action: request.action,
+            sender: settings.sender,
+            recipient: settings.recipient,
+            release: { id: release.id, upc: release.upc, title: release.title },
+            message: `${folder}/${folder}.xml`,
+            files: files.map((f) => ({ path: f.path, bytes: f.bytes, md5: f.md5, sha256: f.sha256 })),
+          },
+          null,
+          2,
+        )}\n`,
+      );
+      const manifestFile = { path: "manifest.json", source: { data: manifest }, ...hashData(manifest) };
+      const complete = Buffer.from(
+        `<?xml version="1.0" encoding="UTF-8"?>\n<BatchComplete BatchId="${batchId}" MessageCount="1" ManifestSha256="${manifestFile.sha256}"/>\n`,
+      );
+      const dropped = await dropBatch(
+        settings.destination as Destination,
+        batchId,
+        [...files, manifestFile],
+        { path: `BatchComplete_${batchId}.xml`, source: { data: complete }, bytes: complete.length },
+        request.signal,
+      );
+      return { reference: dropped.location, liveAfterMs: settings.live_after_ms };
+    },
+  };
+}
