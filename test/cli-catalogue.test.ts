@@ -65,6 +65,37 @@ describe("backline CLI: stores and lead time", () => {
     await fails(["deliveries", "report", "nope", "--live"], /^backline: no delivery nope\n$/);
   });
 
+  test("stores configure checks ddex settings before saving them; stores show prints them", async () => {
+    const ddex = {
+      adapter: "ddex",
+      ddex: {
+        sender: { dpid: "PADPIDA2026112201B", name: "Backline Distribution" },
+        recipient: { dpid: "PADPIDA2011072101T", name: "Deezer" },
+        destination: { type: "directory", path: "/srv/drops/deezer" },
+      },
+    };
+    const saved = await json("stores", "configure", "deezer", "--settings", JSON.stringify(ddex));
+    assert.deepEqual(saved.settings, ddex);
+    assert.deepEqual((await json("stores", "show", "deezer")).settings, ddex);
+    const bad = { adapter: "ddex", ddex: { ...ddex.ddex, sender: { dpid: "nope", name: "X" } } };
+    await fails(
+      ["stores", "configure", "deezer", "--settings", JSON.stringify(bad)],
+      /^backline: store deezer has bad ddex settings: ddex\.sender\.dpid: a DDEX Party ID/,
+    );
+    assert.deepEqual(
+      (await json("stores", "show", "deezer")).settings,
+      ddex,
+      "a refused change saves nothing",
+    );
+    await fails(["stores", "configure", "deezer", "--settings", "{"], /^backline: --settings is not JSON\n$/);
+    await fails(
+      ["stores", "configure", "deezer", "--settings", '{"adapter":"ftp"}'],
+      /^backline: unknown adapter "ftp": sandbox or ddex\n$/,
+    );
+    await fails(["stores", "configure", "nostore", "--settings", "{}"], /^backline: no store nostore\n$/);
+    await fails(["stores", "show", "nostore"], /^backline: no store nostore\n$/);
+  });
+
   test("oac queue and review: an empty queue; mistakes end with one line", async () => {
     assert.deepEqual(await json("oac", "queue"), []);
     const id = "6f1d2c3b-4a59-4e7d-8c21-0b9a8f7e6d5c";

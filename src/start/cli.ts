@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { Command, InvalidArgumentError, Option } from "commander";
 import pino from "pino";
 import type { Config } from "../config.ts";
@@ -8,6 +9,7 @@ import { PgliteEngine } from "../db/pglite.ts";
 import { PostgresEngine } from "../db/postgres.ts";
 import { rolesSetupSql } from "../db/roles.ts";
 import { listMail } from "../mail/mailer.ts";
+import { ddexSettingsOf } from "../pipeline/ddex/adapter.ts";
 import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
 import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac, oacQueue } from "../pipeline/oac.ts";
@@ -377,6 +379,70 @@ stores
       ).rows[0];
       if (!row) throw new CliError(`store ${opts.code} exists already`);
       output(program, `Added store ${opts.code} (${opts.name})`, row);
+    });
+  });
+stores
+  .command("show")
+  .description("a store with its delivery settings")
+  .argument("<code>", "store code")
+  .action(async (code: string) => {
+    await withDb(async (db) => {
+      const row = (
+        await db.asService((tx) =>
+          tx.query<Record<string, unknown>>(
+            "select code, name, kind, enabled, offers_oac, settings from internal.stores where code = $1",
+            [code],
+          ),
+        )
+      ).rows[0];
+      if (!row) throw new CliError(`no store ${code}`);
+      output(program, JSON.stringify(row, null, 2), row);
+    });
+  });
+stores
+  .command("configure")
+  .description(
+    "set how releases reach a store: its settings (adapter and the adapter's own), checked before they are saved",
+  )
+  .argument("<code>", "store code")
+  .requiredOption("--settings <json>", "the settings as JSON, or @file to read them from a file")
+  .action(async (code: string, opts: { settings: string }) => {
+    const text = opts.settings.startsWith("@")
+      ? await readFile(opts.settings.slice(1), "utf8").catch(() => {
+          throw new CliError(`cannot read ${opts.settings.slice(1)}`);
+        })
+      : opts.settings;
+    let settings: unknown;
+    try {
+      settings = JSON.parse(text);
+    } catch {
+      throw new CliError("--settings is not JSON");
+    }
+    if (typeof settings !== "object" || settings === null || Array.isArray(settings)) {
+      throw new CliError("--settings must be a JSON object");
+    }
+    const adapter = (settings as Record<string, unknown>).adapter;
+    if (adapter !== undefined && adapter !== "sandbox" && adapter !== "ddex") {
+      throw new CliError(`unknown adapter ${JSON.stringify(adapter)}: sandbox or ddex`);
+    }
+    if (adapter === "ddex") {
+      try {
+        ddexSettingsOf({ code, settings: settings as Record<string, unknown> });
+      } catch (error) {
+        throw new CliError(error instanceof Error ? error.message : String(error));
+      }
+    }
+    await withDb(async (db) => {
+      const row = (
+        await db.asService((tx) =>
+          tx.query<Record<string, unknown>>(
+            "update internal.stores set settings = $2 where code = $1 returning code, name, enabled, settings",
+            [code, JSON.stringify(settings)],
+          ),
+        )
+      ).rows[0];
+      if (!row) throw new CliError(`no store ${code}`);
+      output(program, `Store ${code} delivers through ${String(adapter ?? "no adapter")}`, row);
     });
   });
 for (const [name, enabled] of [
