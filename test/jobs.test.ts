@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { claim, complete, enqueue, fail } from "../src/jobs/queue.ts";
+import { claim, complete, enqueue, fail, listJobs, retryDeadJob } from "../src/jobs/queue.ts";
 import { Worker } from "../src/jobs/worker.ts";
 import { describeEachEngine } from "./support/db.ts";
 
@@ -111,6 +111,37 @@ describeEachEngine("job queue", (t) => {
     assert.equal(row?.status, "dead");
     assert.equal(row?.attempts, 2);
     assert.match(row?.last_error ?? "", /worker of the last attempt was lost/);
+  });
+
+  test("dead jobs are listed with their error; retrying one queues it with fresh attempts, once", async () => {
+    const k = kind("dead");
+    const id = (await db().asService((tx) =>
+      enqueue(tx, k, { n: 1 }, { maxAttempts: 1, dedupeKey: "d1" }),
+    )) as string;
+    const [job] = await claim(db(), "a", [k], 1, 60_000);
+    assert.ok(job);
+    assert.equal(await fail(db(), job, "a", new Error("store unreachable")), "dead");
+    const dead = await listJobs(db(), { status: "dead", kind: k });
+    assert.deepEqual(
+      dead.map((j) => [j.id, j.status, j.attempts, j.payload]),
+      [[id, "dead", 1, { n: 1 }]],
+    );
+    assert.match(dead[0]?.last_error ?? "", /store unreachable/);
+    assert.deepEqual(await listJobs(db(), { status: "queued", kind: k }), []);
+
+    // The same work queued meanwhile: the dead one stays dead rather than running twice.
+    const other = (await db().asService((tx) => enqueue(tx, k, { n: 2 }, { dedupeKey: "d1" }))) as string;
+    assert.equal(await retryDeadJob(db(), id), undefined);
+    const [otherJob] = await claim(db(), "a", [k], 1, 60_000);
+    assert.equal(otherJob?.id, other);
+    await complete(db(), otherJob as NonNullable<typeof otherJob>, "a");
+
+    const retried = await retryDeadJob(db(), id);
+    assert.deepEqual([retried?.status, retried?.attempts], ["queued", 0]);
+    assert.equal(await retryDeadJob(db(), id), undefined, "no longer dead");
+    assert.equal(await retryDeadJob(db(), "not-a-number"), undefined);
+    const [again] = await claim(db(), "b", [k], 1, 60_000);
+    assert.deepEqual([again?.id, again?.attempts], [id, 1]);
   });
 
   test("a worker runs the kinds it has handlers for, and stop() waits for the job in flight", async () => {

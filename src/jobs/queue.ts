@@ -144,3 +144,62 @@ export async function fail(
   );
   return dead ? "dead" : "retry";
 }
+
+export const JOB_STATUSES = ["queued", "running", "succeeded", "dead"] as const;
+
+export interface JobRow {
+  id: string;
+  kind: string;
+  status: (typeof JOB_STATUSES)[number];
+  payload: Record<string, unknown>;
+  attempts: number;
+  max_attempts: number;
+  run_at: Date;
+  locked_by: string | null;
+  last_error: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+/** Jobs for the operator to look at (dead ones first of all), newest first. */
+export async function listJobs(
+  db: Db,
+  filter: { status?: JobRow["status"]; kind?: string; limit?: number } = {},
+): Promise<JobRow[]> {
+  return db.asService(
+    async (tx) =>
+      (
+        await tx.query<JobRow>(
+          `select id::text as id, kind, status, payload, attempts, max_attempts, run_at, locked_by, last_error,
+                  created_at, finished_at
+           from internal.jobs
+           where ($1::text is null or status = $1) and ($2::text is null or kind = $2)
+           order by created_at desc, id desc limit $3`,
+          [filter.status ?? null, filter.kind ?? null, filter.limit ?? 100],
+        )
+      ).rows,
+    { readOnly: true },
+  );
+}
+
+/**
+ * A dead job queued again, now, with a fresh set of attempts (after the operator fixed what
+ * killed it). Undefined when there is no such dead job — or when a job of the same kind and
+ * dedupe key is already queued or running, which does the same work.
+ */
+export async function retryDeadJob(db: Db, id: string): Promise<JobRow | undefined> {
+  if (!/^[0-9]{1,18}$/.test(id)) return undefined;
+  return db.asService(async (tx) => {
+    const r = await tx.query<JobRow>(
+      `update internal.jobs j
+       set status = 'queued', run_at = now(), attempts = 0, finished_at = null, locked_by = null, locked_until = null
+       where j.id = $1::bigint and j.status = 'dead'
+         and not exists (select 1 from internal.jobs o where o.kind = j.kind and o.dedupe_key = j.dedupe_key
+                         and o.status in ('queued', 'running'))
+       returning id::text as id, kind, status, payload, attempts, max_attempts, run_at, locked_by, last_error,
+                 created_at, finished_at`,
+      [id],
+    );
+    return r.rows[0];
+  });
+}

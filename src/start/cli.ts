@@ -8,6 +8,7 @@ import { openDatabase } from "../db/open.ts";
 import { PgliteEngine } from "../db/pglite.ts";
 import { PostgresEngine } from "../db/postgres.ts";
 import { rolesSetupSql } from "../db/roles.ts";
+import { JOB_STATUSES, listJobs, retryDeadJob } from "../jobs/queue.ts";
 import { listMail } from "../mail/mailer.ts";
 import { ddexSettingsOf } from "../pipeline/ddex/adapter.ts";
 import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
@@ -68,6 +69,16 @@ async function withDb<T>(fn: (db: Db, config: Config) => Promise<T>): Promise<T>
   } finally {
     await db.close();
   }
+}
+
+/** An option parser for a whole number in [min, max]. */
+function integer(min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`expected ${min} to ${max}`);
+    return n;
+  };
 }
 
 function choice<T extends string>(values: readonly T[]) {
@@ -313,11 +324,7 @@ tenants
   .command("set-lead-days")
   .description("days between submission and the earliest release date a tenant accepts (default 7)")
   .argument("<tenant>", "tenant id or slug")
-  .requiredOption("--days <days>", "0 to 365", (v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 0 || n > 365) throw new InvalidArgumentError("expected 0 to 365");
-    return n;
-  })
+  .requiredOption("--days <days>", "0 to 365", integer(0, 365))
   .action(async (ref: string, opts: { days: number }) => {
     const { days } = opts;
     await withDb(async (db) => {
@@ -477,6 +484,40 @@ program
   .action(async () => {
     const config = loadConfigOrDie();
     await workUntilSignalled(config, createLogger(config));
+  });
+
+const jobs = program.command("jobs").description("the operator backend's job queue");
+jobs
+  .command("list")
+  .description("jobs, newest first: --status dead shows what failed for good, with its last error")
+  .option("--status <status>", `one of ${JOB_STATUSES.join(", ")}`, choice(JOB_STATUSES))
+  .option("--kind <kind>", "only this kind, e.g. delivery.send")
+  .option("--limit <n>", "at most this many (default 100)", integer(1, 10_000))
+  .action(async (opts: { status?: (typeof JOB_STATUSES)[number]; kind?: string; limit?: number }) => {
+    await withDb(async (db) => {
+      const rows = await listJobs(db, opts);
+      const human = rows.map((r) => ({
+        ...r,
+        payload: JSON.stringify(r.payload),
+        last_error: r.last_error?.split("\n")[0] ?? null,
+      }));
+      output(
+        program,
+        table(human, ["id", "kind", "status", "attempts", "payload", "run_at", "last_error"]),
+        rows,
+      );
+    });
+  });
+jobs
+  .command("retry")
+  .description("queue a dead job again with fresh attempts (after fixing what made it fail)")
+  .argument("<id>", "job id (from jobs list)")
+  .action(async (id: string) => {
+    await withDb(async (db) => {
+      const row = await retryDeadJob(db, id);
+      if (!row) throw new CliError(`no dead job ${id} (or the same work is already queued)`);
+      output(program, `Job ${id} (${row.kind}) is queued again`, row);
+    });
   });
 
 const releases = program.command("releases").description("the operator's review of submitted releases");
@@ -645,11 +686,7 @@ keys
   .option("--mode <mode>", "live or test", choice(["live", "test"] as const), "test")
   .option("--name <name>", "a name for the key", "")
   .option("--scopes <scopes>", `comma-separated, of ${SCOPES.join(", ")}`, DEFAULT_SCOPES.join(","))
-  .option("--expires-in-days <days>", "expire the key after this many days", (v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1 || n > 3650) throw new InvalidArgumentError("expected 1 to 3650");
-    return n;
-  })
+  .option("--expires-in-days <days>", "expire the key after this many days", integer(1, 3650))
   .action(
     async (opts: {
       account: string;
