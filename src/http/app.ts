@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { adminRoutes } from "../admin/routes.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
@@ -132,5 +133,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     mailer,
     publicUrl: deps.config.publicUrl,
   });
+  app.register(adminRoutes, { prefix: "/admin/v1", db: deps.db, directory });
   return app;
 }

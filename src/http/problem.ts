@@ -14,6 +14,8 @@ export interface Problem {
   detail: string;
   code: string;
   param?: string;
+  /** Every failing field, when there are several (a refused body, a release that fails its checks). */
+  errors?: { param: string; code: string; message: string }[];
   request_id: string;
 }
 
@@ -52,7 +54,13 @@ export const TITLES: Record<number, string> = {
 export function sendProblem(
   reply: FastifyReply,
   request: FastifyRequest,
-  p: { status: number; code: string; detail: string; param?: string | undefined },
+  p: {
+    status: number;
+    code: string;
+    detail: string;
+    param?: string | undefined;
+    errors?: Problem["errors"] | undefined;
+  },
 ): FastifyReply {
   const body: Problem = {
     type: `https://backline.dev/errors/${p.code}`,
@@ -61,6 +69,7 @@ export function sendProblem(
     detail: p.detail,
     code: p.code,
     ...(p.param ? { param: p.param } : {}),
+    ...(p.errors ? { errors: p.errors } : {}),
     request_id: String(request.id),
   };
   return reply.status(p.status).type("application/problem+json").send(body);

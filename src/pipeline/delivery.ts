@@ -382,7 +382,15 @@ export async function retryDeliveries(
     ).rows;
     for (const d of errored) {
       await tx.query("update internal.release_deliveries set status = 'pending' where id = $1", [d.id]);
-      await enqueue(tx, "delivery.send", { delivery_id: d.id }, { dedupeKey: d.id });
+      // A send still waiting out its backoff goes now, with its attempts afresh; else a new one.
+      const waiting = await tx.query(
+        `update internal.jobs set run_at = now(), attempts = 0
+         where kind = 'delivery.send' and dedupe_key = $1 and status = 'queued'`,
+        [d.id],
+      );
+      if (waiting.rowCount === 0) {
+        await enqueue(tx, "delivery.send", { delivery_id: d.id }, { dedupeKey: d.id });
+      }
     }
     return errored.length;
   });

@@ -1,0 +1,63 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { HttpError, problemErrorHandler, sendProblem } from "../http/problem.ts";
+import { OPERATOR_ERROR_STATUS, OperatorError } from "../pipeline/errors.ts";
+
+/**
+ * The admin API's errors: RFC 9457 problem details (src/http/problem.ts) with a `code`, the
+ * `param` at fault and the `request_id`; a refused body and a release that fails its checks also
+ * list every failing field in `errors`. An OperatorError of the pipeline keeps its code, with the
+ * status OPERATOR_ERROR_STATUS gives it.
+ */
+export interface FieldError {
+  param: string;
+  code: string;
+  message: string;
+}
+
+/** An HttpError that lists the failing fields. */
+export class FieldsError extends HttpError {
+  readonly errors: FieldError[];
+
+  constructor(status: number, code: string, message: string, errors: FieldError[]) {
+    super(status, code, message, errors[0]?.param);
+    this.errors = errors;
+  }
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The body field a pipeline's reason_required refusal is about (`reason`, `message`). */
+    reasonParam?: string;
+  }
+}
+
+export function adminErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error instanceof FieldsError) {
+    return sendProblem(reply, request, {
+      status: error.status,
+      code: error.code,
+      detail: error.message,
+      param: error.param,
+      errors: error.errors,
+    });
+  }
+  if (error instanceof OperatorError) {
+    const status = OPERATOR_ERROR_STATUS[error.code];
+    if (error.code === "release_incomplete") {
+      return sendProblem(reply, request, {
+        status,
+        code: error.code,
+        detail: error.message,
+        param: error.problems[0]?.param,
+        errors: error.problems.map((p) => ({ param: p.param, code: p.code, message: p.message })),
+      });
+    }
+    return sendProblem(reply, request, {
+      status,
+      code: error.code,
+      detail: error.message,
+      param: error.code === "reason_required" ? request.routeOptions.config.reasonParam : undefined,
+    });
+  }
+  return problemErrorHandler(error, request, reply);
+}

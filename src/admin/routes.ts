@@ -1,0 +1,96 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Db } from "../db/db.ts";
+import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
+import { decideOac, oacQueue } from "../pipeline/oac.ts";
+import { decideReview, reviewQueue } from "../pipeline/review.ts";
+import type { TenantDirectory } from "../tenancy/directory.ts";
+import { operatorTenantId } from "./auth.ts";
+import { adminErrorHandler } from "./errors.ts";
+import { Bodies, parseBody, pathId } from "./input.ts";
+import { decision, delivery, oacRequest, queuedRelease } from "./output.ts";
+
+/**
+ * /admin/v1 (docs/operator.md, "The admin API"): the operator's commands (`backline releases
+ * queue|review`, `deliveries list|retry|report`, `oac queue|review`) over HTTP, for a tenant's
+ * operator team. Every request carries the tenant's service-role key (src/admin/auth.ts) and
+ * reaches only that tenant's releases, deliveries and requests: the pipeline's operator functions
+ * run with `{ tenantId }`, so another tenant's id is not_found exactly as a missing one is. The
+ * pipeline decides (and refuses, with an OperatorError); this file only translates.
+ */
+export interface AdminOptions {
+  db: Db;
+  directory: TenantDirectory;
+}
+
+export async function adminRoutes(app: FastifyInstance, options: AdminOptions): Promise<void> {
+  const { db, directory } = options;
+  const tenantIds = new WeakMap<FastifyRequest, string>();
+  const scope = (request: FastifyRequest): { tenantId: string } => {
+    const tenantId = tenantIds.get(request);
+    if (!tenantId) throw new Error("admin request without an operator tenant");
+    return { tenantId };
+  };
+
+  // Only JSON bodies: a text/plain body is 415, not a string handed to the handlers.
+  app.removeContentTypeParser("text/plain");
+  app.setErrorHandler(adminErrorHandler);
+  // Who is calling comes first: an unauthenticated request learns nothing about ids or bodies.
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("cache-control", "no-store");
+    tenantIds.set(request, await operatorTenantId(directory, request, reply));
+  });
+
+  // Review.
+  app.get("/reviews", async (request) => ({
+    data: (await reviewQueue(db, scope(request).tenantId)).map(queuedRelease),
+  }));
+
+  app.post("/releases/:id/approve", async (request) => {
+    const id = pathId(request.params, "release");
+    parseBody(Bodies.empty, request.body, { optional: true });
+    return decision(await decideReview(db, id, { approve: true }, scope(request)));
+  });
+
+  app.post("/releases/:id/reject", { config: { reasonParam: "reason" } }, async (request) => {
+    const id = pathId(request.params, "release");
+    const { reason } = parseBody(Bodies.reject, request.body);
+    return decision(await decideReview(db, id, { approve: false, reason }, scope(request)));
+  });
+
+  // Delivery.
+  app.get("/releases/:id/deliveries", async (request) => {
+    const id = pathId(request.params, "release");
+    return { data: (await deliveriesOf(db, id, scope(request))).map(delivery) };
+  });
+
+  app.post("/releases/:id/deliveries/retry", async (request) => {
+    const id = pathId(request.params, "release");
+    parseBody(Bodies.empty, request.body, { optional: true });
+    return { release_id: id, retried: await retryDeliveries(db, id, scope(request)) };
+  });
+
+  app.post("/deliveries/:id/report", { config: { reasonParam: "message" } }, async (request) => {
+    const id = pathId(request.params, "delivery");
+    const report = parseBody(Bodies.report, request.body);
+    return delivery(await reportDelivery(db, id, report, scope(request)));
+  });
+
+  // Official Artist Channel requests.
+  app.get("/oac-requests", async (request) => ({
+    data: (await oacQueue(db, scope(request).tenantId)).map(oacRequest),
+  }));
+
+  app.post("/oac-requests/:id/approve", async (request) => {
+    const id = pathId(request.params, "OAC request");
+    const { note } = parseBody(Bodies.oacApprove, request.body, { optional: true });
+    return decision(
+      await decideOac(db, id, { approve: true, ...(note !== undefined ? { note } : {}) }, scope(request)),
+    );
+  });
+
+  app.post("/oac-requests/:id/reject", { config: { reasonParam: "reason" } }, async (request) => {
+    const id = pathId(request.params, "OAC request");
+    const { reason } = parseBody(Bodies.reject, request.body);
+    return decision(await decideOac(db, id, { approve: false, reason }, scope(request)));
+  });
+}
