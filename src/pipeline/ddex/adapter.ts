@@ -92,7 +92,9 @@ export type DdexSettings = z.infer<typeof DdexSettings>;
 export function ddexSettingsOf(store: { code: string; settings: Record<string, unknown> }): DdexSettings {
   const parsed = DdexSettings.safeParse(store.settings.ddex ?? {});
   if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((i) => `ddex.${i.path.join(".")}: ${i.message}`).join("; ");
+  const problems = parsed.error.issues
+    .map((i) => `${["ddex", ...i.path].join(".")}: ${i.message}`)
+    .join("; ");
   throw new DeliveryConfigError(`store ${store.code} has bad ddex settings: ${problems}`);
 }
 

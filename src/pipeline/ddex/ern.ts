@@ -135,17 +135,18 @@ export function isoDuration(seconds: number): string {
   return `PT${h ? `${h}H` : ""}${m ? `${m}M` : ""}${s || (!h && !m) ? `${s}S` : ""}`;
 }
 
-/** The deal's territories: the release's list, else its include list, else the world less its exclusions. */
+/**
+ * The deal's territories: the world (licensed_territories_include WW, or nothing said) less
+ * territories_exclude; else the include list with the `territories` it adds, less the exclusions.
+ */
 export function dealTerritories(release: ErnRelease): { include: string[] } | { exclude: string[] } {
   const excluded = new Set(release.territories_exclude);
-  const listed =
-    release.territories.length > 0
-      ? release.territories
-      : release.licensed_territories_include && release.licensed_territories_include !== "WW"
-        ? release.licensed_territories_include.split(",")
-        : undefined;
-  if (listed) return { include: listed.filter((t) => !excluded.has(t)) };
-  return excluded.size > 0 ? { exclude: [...excluded].sort() } : { include: ["Worldwide"] };
+  const include = release.licensed_territories_include;
+  if (include === "WW" || (!include && release.territories.length === 0)) {
+    return excluded.size > 0 ? { exclude: [...excluded].sort() } : { include: ["Worldwide"] };
+  }
+  const listed = [...new Set([...(include ? include.split(",") : []), ...release.territories])];
+  return { include: listed.filter((t) => !excluded.has(t)) };
 }
 
 const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, "Z");

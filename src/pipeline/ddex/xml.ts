@@ -31,20 +31,22 @@ function isAttrs(v: unknown): v is Attrs {
   return typeof v === "object" && v !== null && !Array.isArray(v) && !("children" in v);
 }
 
-// XML 1.0 allows tab, newline, carriage return and the characters from U+0020 up (less the
-// surrogates, which a JS string only holds in pairs, and U+FFFE/U+FFFF); anything else is dropped.
+// XML 1.0 allows tab, newline, carriage return and the characters from U+0020 up, less lone
+// surrogates and U+FFFE/U+FFFF; anything else is dropped.
 const NOT_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 
 export function escapeText(value: string): string {
-  return value.replace(NOT_XML, "").replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  // A carriage return is written as a reference: a parser would turn a literal one into a newline.
+  return value
+    .replace(NOT_XML, "")
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/\r/g, "&#13;");
 }
 
 function escapeAttr(value: string): string {
-  return escapeText(value)
-    .replace(/"/g, "&quot;")
-    .replace(/\n/g, "&#10;")
-    .replace(/\r/g, "&#13;")
-    .replace(/\t/g, "&#9;");
+  return escapeText(value).replace(/"/g, "&quot;").replace(/\n/g, "&#10;").replace(/\t/g, "&#9;");
 }
 
 function flatten(children: XmlChild[], into: (XmlElement | string)[] = []): (XmlElement | string)[] {
