@@ -36,10 +36,11 @@ describe("loadConfig", () => {
   });
 
   test("the worker runs inside the server unless WORKER=off", () => {
-    assert.deepEqual(loadConfig({}).worker, { enabled: true, concurrency: 4 });
-    assert.deepEqual(loadConfig({ WORKER: "off", WORKER_CONCURRENCY: "8" }).worker, {
+    assert.deepEqual(loadConfig({}).worker, { enabled: true, concurrency: 4, leaseMs: 60_000 });
+    assert.deepEqual(loadConfig({ WORKER: "off", WORKER_CONCURRENCY: "8", WORKER_LEASE_MS: "5000" }).worker, {
       enabled: false,
       concurrency: 8,
+      leaseMs: 5000,
     });
   });
 
