@@ -49,6 +49,11 @@ export class Db {
     return this.withRequestContext({ role: "service_role" }, fn, options);
   }
 
+  /** Calls `onNotice` after each committed pg_notify on `channel` (see Engine.listen). */
+  listen(channel: string, onNotice: () => void): Promise<() => Promise<void>> {
+    return this.engine.listen(channel, onNotice);
+  }
+
   /** Round trip to the database; throws when it cannot be reached. */
   async ping(): Promise<void> {
     await this.engine.transaction((tx) => tx.query("select 1"), { readOnly: true });

@@ -61,6 +61,10 @@ export class PgliteEngine implements Engine {
     });
   }
 
+  async listen(channel: string, onNotice: () => void): Promise<() => Promise<void>> {
+    return this.pg.listen(channel, () => onNotice());
+  }
+
   /** A snapshot of the whole database, loadable with `open({ loadDataDir })` (used to clone test databases). */
   dump(): Promise<Blob> {
     return this.pg.dumpDataDir("none") as Promise<Blob>;

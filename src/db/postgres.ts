@@ -21,8 +21,10 @@ export interface PostgresOptions {
 export class PostgresEngine implements Engine {
   readonly kind = "postgres";
   private readonly pool: pg.Pool;
+  private readonly options: PostgresOptions;
 
   constructor(options: PostgresOptions) {
+    this.options = options;
     this.pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -61,6 +63,51 @@ export class PostgresEngine implements Engine {
     } finally {
       client.release(broken);
     }
+  }
+
+  /** LISTEN on a connection of its own (outside the pool), reopened after a second if it drops. */
+  async listen(channel: string, onNotice: () => void): Promise<() => Promise<void>> {
+    if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`bad channel name ${channel}`);
+    let client: pg.Client | undefined;
+    let stopped = false;
+    let retry: NodeJS.Timeout | undefined;
+    const connect = async (): Promise<void> => {
+      const c = new pg.Client({
+        connectionString: this.options.url,
+        connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5000,
+        application_name: `${this.options.applicationName ?? "backline"}-listen`,
+      });
+      const reconnect = () => {
+        if (stopped || client !== c) return;
+        client = undefined;
+        c.end().catch(() => {});
+        retry = setTimeout(() => connect().catch(() => {}), 1000);
+        retry.unref();
+        // Whatever was notified while the connection was down is found by looking now.
+        onNotice();
+      };
+      c.on("error", reconnect);
+      c.on("end", reconnect);
+      c.on("notification", (n) => {
+        if (n.channel === channel) onNotice();
+      });
+      client = c;
+      try {
+        await c.connect();
+        await c.query(`listen ${channel}`);
+      } catch (error) {
+        reconnect();
+        throw error;
+      }
+    };
+    await connect();
+    return async () => {
+      stopped = true;
+      if (retry) clearTimeout(retry);
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => {});
+    };
   }
 
   close(): Promise<void> {

@@ -21,6 +21,11 @@ export type EngineKind = "pglite" | "postgres";
 export interface Engine {
   readonly kind: EngineKind;
   transaction<T>(fn: (tx: Tx) => Promise<T>, options: { readOnly: boolean }): Promise<T>;
+  /**
+   * Calls `onNotice` after each committed `pg_notify(channel, ...)`, until the returned function
+   * is called. Best effort: a lost connection is reopened, and listeners also poll.
+   */
+  listen(channel: string, onNotice: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
