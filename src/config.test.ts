@@ -44,6 +44,19 @@ describe("loadConfig", () => {
     });
   });
 
+  test("webhooks may go to private addresses on the embedded database only, unless said otherwise", () => {
+    assert.equal(loadConfig({}).webhookAllowPrivate, true);
+    assert.equal(loadConfig({ DATABASE_URL: "postgres://u@h/db" }).webhookAllowPrivate, false);
+    assert.equal(
+      loadConfig({ DATABASE_URL: "postgres://u@h/db", WEBHOOK_ALLOW_PRIVATE: "true" }).webhookAllowPrivate,
+      true,
+    );
+    assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: "false" }).webhookAllowPrivate, false);
+    const key = Buffer.alloc(32, 7).toString("base64");
+    assert.equal(loadConfig({ ENCRYPTION_KEY: key }).encryptionKey, key);
+    assert.equal(loadConfig({}).encryptionKey, undefined);
+  });
+
   test("empty values count as unset", () => {
     assert.equal(loadConfig({ PORT: "", DATABASE_URL: "" }).database.engine, "pglite");
   });
@@ -54,10 +67,14 @@ describe("loadConfig", () => {
     [{ PORT: "-1" }, 'Invalid configuration: PORT must be between 0 and 65535 (got "-1")'],
     [
       { DATABASE_URL: "mysql://x" },
-      'Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL (got "mysql://x")',
+      "Invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL",
     ],
     [{ DEV_TENANT: "sure" }, 'Invalid configuration: DEV_TENANT must be true or false (got "sure")'],
     [{ WORKER: "maybe" }, 'Invalid configuration: WORKER must be on or off (got "maybe")'],
+    [
+      { ENCRYPTION_KEY: "c2hvcnQ=" },
+      "Invalid configuration: ENCRYPTION_KEY must be 32 random bytes in base64 (openssl rand -base64 32)",
+    ],
     [
       { PUBLIC_URL: "not a url" },
       'Invalid configuration: PUBLIC_URL must be an absolute URL such as https://api.example.com (got "not a url")',

@@ -40,6 +40,13 @@ const schema = z.object({
   REST_MAX_ROWS: z.coerce.number({ message: "must be a number" }).int().min(1).max(100_000).default(1000),
   WORKER: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
   WORKER_CONCURRENCY: z.coerce.number({ message: "must be a number" }).int().min(1).max(100).default(4),
+  ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, "base64").length === 32, {
+      message: "must be 32 random bytes in base64 (openssl rand -base64 32)",
+    })
+    .optional(),
+  WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   WORKER_LEASE_MS: z.coerce
     .number({ message: "must be a number" })
     .int()
@@ -70,6 +77,10 @@ export interface Config {
   restMaxRows: number;
   /** The operator backend's worker: inside `npm start` unless off (then run `backline worker`). */
   worker: { enabled: boolean; concurrency: number; leaseMs: number };
+  /** The key that encrypts secrets at rest (webhook signing secrets); unset: DATA_DIR/encryption.key. */
+  encryptionKey: string | undefined;
+  /** Webhooks may go to http:// and private addresses: for development and tests only. */
+  webhookAllowPrivate: boolean;
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -87,6 +98,9 @@ export class ConfigError extends Error {
   }
 }
 
+/** Settings that may hold credentials. */
+const SECRET_SETTINGS = new Set(["ENCRYPTION_KEY", "DATABASE_URL", "MIGRATION_DATABASE_URL", "SMTP_URL"]);
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset", as in most .env tooling.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
@@ -95,7 +109,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const issue = parsed.error.issues[0];
     const setting = String(issue?.path[0] ?? "environment");
     const value = cleaned[setting];
-    const shown = value === undefined ? "" : ` (got ${JSON.stringify(value)})`;
+    // A bad secret is named, never echoed: the message goes to logs.
+    const shown =
+      value === undefined || SECRET_SETTINGS.has(setting) ? "" : ` (got ${JSON.stringify(value)})`;
     throw new ConfigError(setting, `${issue?.message ?? "is invalid"}${shown}`);
   }
   const e = parsed.data;
@@ -123,6 +139,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: e.TRUST_PROXY,
     restMaxRows: e.REST_MAX_ROWS,
     worker: { enabled: e.WORKER === "on", concurrency: e.WORKER_CONCURRENCY, leaseMs: e.WORKER_LEASE_MS },
+    encryptionKey: e.ENCRYPTION_KEY,
+    // The embedded database is for development: its webhooks may go to a local receiver.
+    webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? database.engine === "pglite",
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
   };
 }
