@@ -1,12 +1,16 @@
 import path from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
+import type { Db } from "../db/db.ts";
 import { openDatabase } from "../db/open.ts";
 import { buildApp } from "../http/app.ts";
 import { Worker } from "../jobs/worker.ts";
+import { Mailer } from "../mail/mailer.ts";
 import { pipelineHandlers } from "../pipeline/handlers.ts";
 import { LocalMedia } from "../storage/media.ts";
 import { type DevTenantFile, ensureDevTenant } from "../tenancy/dev-tenant.ts";
+import { WebhookDispatcher } from "../webhooks/dispatcher.ts";
+import { loadSecretBox } from "../webhooks/secrets.ts";
 
 export interface RunningServer {
   url: string;
@@ -30,22 +34,13 @@ export async function serve(config: Config, logger: Logger): Promise<RunningServ
     const app = buildApp({ config, db, logger });
     await app.listen({ port: config.port, host: config.host });
     // The operator backend runs in the same process unless WORKER=off (docs/operator.md).
-    const worker = config.worker.enabled
-      ? new Worker({
-          db,
-          handlers: pipelineHandlers(db, { media: new LocalMedia(path.join(config.dataDir, "storage")) }),
-          concurrency: config.worker.concurrency,
-          leaseMs: config.worker.leaseMs,
-          logger,
-        })
-      : undefined;
-    worker?.start();
+    const background = config.worker.enabled ? startBackground(config, db, logger) : undefined;
     return {
       url: config.publicUrl,
       devTenant,
       async close() {
         await app.close();
-        await worker?.stop();
+        await background?.stop();
         await db.close();
       },
     };
@@ -102,6 +97,29 @@ function printDevTenant(file: DevTenantFile, dataDir: string) {
 /** `backline worker`: only the operator backend's worker, until SIGTERM or SIGINT (then it finishes the jobs in flight). */
 export async function workUntilSignalled(config: Config, logger: Logger): Promise<void> {
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
+  const background = startBackground(config, db, logger);
+  logger.info({ worker: background.workerId, concurrency: config.worker.concurrency }, "worker started");
+  const stop = async (signal: string) => {
+    logger.info({ signal }, "worker stopping");
+    const timer = setTimeout(() => process.exit(1), config.shutdownTimeoutMs);
+    timer.unref();
+    await background.stop();
+    await db.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+  process.once("SIGINT", () => void stop("SIGINT"));
+}
+
+/**
+ * The operator backend's background work in this process: the job worker (review, delivery,
+ * takedowns, OAC) and the webhook dispatcher. stop() lets what is in flight finish.
+ */
+function startBackground(
+  config: Config,
+  db: Db,
+  logger: Logger,
+): { workerId: string; stop(): Promise<void> } {
   const worker = new Worker({
     db,
     handlers: pipelineHandlers(db, { media: new LocalMedia(path.join(config.dataDir, "storage")) }),
@@ -109,16 +127,21 @@ export async function workUntilSignalled(config: Config, logger: Logger): Promis
     leaseMs: config.worker.leaseMs,
     logger,
   });
+  const mailer = new Mailer(db, { smtpUrl: config.mail.smtpUrl, from: config.mail.from, logger });
+  const dispatcher = new WebhookDispatcher({
+    db,
+    secrets: loadSecretBox(config),
+    mailer,
+    allowPrivate: config.webhookAllowPrivate,
+    logger,
+  });
   worker.start();
-  logger.info({ worker: worker.id, concurrency: config.worker.concurrency }, "worker started");
-  const stop = async (signal: string) => {
-    logger.info({ signal }, "worker stopping");
-    const timer = setTimeout(() => process.exit(1), config.shutdownTimeoutMs);
-    timer.unref();
-    await worker.stop();
-    await db.close();
-    process.exit(0);
+  dispatcher.start();
+  return {
+    workerId: worker.id,
+    async stop() {
+      await Promise.all([worker.stop(), dispatcher.stop()]);
+      await mailer.close();
+    },
   };
-  process.once("SIGTERM", () => void stop("SIGTERM"));
-  process.once("SIGINT", () => void stop("SIGINT"));
 }

@@ -1,0 +1,601 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { Db } from "../db/db.ts";
+import type { Tx } from "../db/types.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import { type EventRow, envelopeBody } from "./envelope.ts";
+import { MAX_ATTEMPTS, nextDelayMs } from "./schedule.ts";
+import type { SecretBox } from "./secrets.ts";
+import { type SendResult, WebhookSender } from "./sender.ts";
+import { signatureHeaders } from "./signing.ts";
+import type { Resolve } from "./ssrf.ts";
+
+/**
+ * Sends webhook deliveries (docs/webhooks.md). A delivery is a row of internal.webhook_deliveries
+ * written with its event, in the event's transaction (the fan-out trigger of migration 0009), so
+ * nothing is lost however a process ends. Dispatchers — one in each server or worker process, as
+ * many as run — claim due deliveries with FOR UPDATE SKIP LOCKED and a lease (locked_by,
+ * locked_until): two dispatchers never send the same attempt at once, and a dispatcher killed in
+ * the middle of a send leaves its deliveries to be claimed again once the lease has run out (at
+ * least once: receivers drop duplicates by webhook-id, which is the event's id).
+ *
+ * A dispatcher wakes on the `backline_webhooks` notice the fan-out sends (Db.listen), looks anyway
+ * every `pollMs` (retries coming due, a lost notice), claims in batches and keeps up to
+ * `concurrency` sends in flight, each recorded in its own short transaction afterwards: no
+ * database connection is held while a receiver answers.
+ *
+ * Every attempt is kept in internal.webhook_attempts. After one:
+ * - a 2xx: the delivery succeeded; the endpoint's last_success_at is set and failing_since cleared;
+ * - 410 Gone: the delivery failed and the endpoint is disabled (its account is told);
+ * - anything else: tried again on the schedule (schedule.ts; a 429 or 503's Retry-After is honoured
+ *   when it asks for longer), failed after the tenth attempt; the endpoint's failing_since is set
+ *   at its first failure after a success, and an endpoint failing for five days is disabled and its
+ *   account told (a webhook.disabled notification to every member, an e-mail to the owners).
+ *
+ * A blocked address at send time (the name now resolves to a private address) is a failed attempt
+ * like a refused connection: recorded as `blocked_address`, retried on the schedule, counting
+ * towards the five days. Nothing reaches the blocked address however often it is tried (every
+ * connection is checked), and a name that was pointed somewhere private by mistake recovers
+ * without anyone re-sending by hand; one that stays so disables its endpoint after five days.
+ *
+ * Deliveries of a disabled endpoint are not claimed: they wait, pending, and go when it is enabled
+ * again. Deleting an endpoint deletes its deliveries and their log (foreign keys, on delete cascade).
+ */
+
+export const WEBHOOK_CHANNEL = "backline_webhooks";
+
+/** Five days without a success disable an endpoint. */
+export const FAILING_LIMIT_MS = 5 * 24 * 60 * 60 * 1000;
+
+export interface DispatcherOptions {
+  db: Db;
+  secrets: SecretBox;
+  /** Sends the owners' e-mail when an endpoint is disabled (without it, only the notification). */
+  mailer?: Mailer;
+  /** Allow http:// and private, loopback and link-local targets (development and tests). */
+  allowPrivate: boolean;
+  /** Sends in flight at once. */
+  concurrency?: number;
+  /** How long a claimed delivery is this dispatcher's; must exceed timeoutMs. */
+  leaseMs?: number;
+  /** How often to look for due deliveries without a notice. */
+  pollMs?: number;
+  /** A request's time limit. */
+  timeoutMs?: number;
+  /**
+   * The clock for scheduling (next_attempt_at, leases, what is due, the five days). Tests inject
+   * one to jump ahead; the webhook-timestamp header is always the wall clock, as receivers check it
+   * against theirs.
+   */
+  now?: () => Date;
+  /** For the jitter, in [0, 1). */
+  random?: () => number;
+  /** The resolver (tests inject one); the system's by default. */
+  lookup?: Resolve;
+  logger?: Pick<Logger, "info" | "warn" | "error">;
+  id?: string;
+}
+
+interface Claimed {
+  id: string;
+  endpoint_id: string;
+  attempts: number;
+  event_id: string;
+  type: string;
+  account_id: string | null;
+  data: Record<string, unknown>;
+  created_at: Date | string;
+  url: string;
+  secret_ciphertext: string;
+  previous_secret_ciphertext: string | null;
+}
+
+type Wake = "notice" | "capacity" | "stop";
+
+/** A sent attempt waiting to be recorded. */
+interface Finished {
+  d: Claimed;
+  startedAt: Date;
+  finishedAt: Date;
+  result: SendResult;
+  resolve: () => void;
+}
+
+/** Postgres text cannot hold NUL; the log keeps the rest. */
+const clean = (text: string | undefined, max: number): string | null =>
+  text === undefined ? null : text.replaceAll("\u0000", "\uFFFD").slice(0, max);
+
+export class WebhookDispatcher {
+  readonly id: string;
+  private readonly db: Db;
+  private readonly secrets: SecretBox;
+  private readonly mailer: Mailer | undefined;
+  private readonly sender: WebhookSender;
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly now: () => Date;
+  private readonly random: () => number;
+  private readonly logger: Pick<Logger, "info" | "warn" | "error"> | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly plainSecrets = new Map<string, string>();
+  private readonly unrecorded: Finished[] = [];
+  private flushing: Promise<void> | undefined;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+  private wakeUp: ((why: Wake) => void) | undefined;
+  /** A notice came while the loop was busy: look again before sleeping. */
+  private noticed = false;
+  /** The last claim took all it asked for: more may be due, so finishing a send is a reason to claim. */
+  private backlog = false;
+
+  constructor(options: DispatcherOptions) {
+    this.id = options.id ?? `webhooks-${randomUUID().slice(0, 8)}`;
+    this.db = options.db;
+    this.secrets = options.secrets;
+    this.mailer = options.mailer;
+    this.concurrency = Math.max(1, options.concurrency ?? 50);
+    const timeoutMs = options.timeoutMs ?? 15_000;
+    this.leaseMs = options.leaseMs ?? Math.max(60_000, timeoutMs * 2);
+    if (this.leaseMs <= timeoutMs) {
+      // A send could outlast its lease, and another dispatcher would send the same attempt meanwhile.
+      throw new RangeError(`leaseMs (${this.leaseMs}) must be longer than timeoutMs (${timeoutMs})`);
+    }
+    this.pollMs = options.pollMs ?? 1000;
+    this.now = options.now ?? (() => new Date());
+    this.random = options.random ?? Math.random;
+    this.logger = options.logger;
+    this.sender = new WebhookSender({
+      allowPrivate: options.allowPrivate,
+      timeoutMs,
+      lookup: options.lookup,
+      maxSocketsPerHost: this.concurrency,
+    });
+  }
+
+  /** Starts claiming and sending in the background, woken by notices and every pollMs. */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Stops claiming, waits for the sends in flight (each ends within timeoutMs) and closes connections. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeUp?.("stop");
+    await this.loop;
+    await Promise.allSettled([...this.inFlight]);
+    this.sender.close();
+  }
+
+  /**
+   * Claims and sends every delivery due now (by the injected clock), batch after batch, until
+   * none is due; returns how many were sent. For tests and one-off runs, instead of start().
+   */
+  async runDue(): Promise<number> {
+    let sent = 0;
+    for (;;) {
+      const claimed = await this.claim(this.concurrency);
+      if (claimed.length === 0) return sent;
+      await Promise.all(claimed.map((d) => this.deliver(d)));
+      sent += claimed.length;
+    }
+  }
+
+  private async run(): Promise<void> {
+    try {
+      this.unlisten = await this.db.listen(WEBHOOK_CHANNEL, () => this.wake("notice"));
+    } catch (error) {
+      this.logger?.warn({ err: error, dispatcher: this.id }, "webhooks: cannot listen for notices; polling");
+    }
+    // Claim in batches: after a full one, wait until a quarter of the slots are free again.
+    const minBatch = Math.max(1, Math.ceil(this.concurrency / 4));
+    try {
+      while (this.running) {
+        const free = this.concurrency - this.inFlight.size;
+        const canClaim = free > 0 && (this.inFlight.size === 0 || free >= minBatch);
+        let claimedAll = false;
+        if (canClaim) {
+          this.noticed = false;
+          let claimed: Claimed[] = [];
+          try {
+            claimed = await this.claim(free);
+          } catch (error) {
+            this.logger?.warn({ err: error, dispatcher: this.id }, "webhooks: claiming deliveries failed");
+          }
+          claimedAll = claimed.length === free;
+          this.backlog = claimedAll;
+          for (const delivery of claimed) {
+            const p = this.deliver(delivery).finally(() => {
+              this.inFlight.delete(p);
+              if (this.backlog || this.noticed) this.wake("capacity");
+            });
+            this.inFlight.add(p);
+          }
+        }
+        if (!this.running) break;
+        // More may be due and there is room, or a notice came while claiming: look again at once.
+        if (canClaim && ((claimedAll && this.inFlight.size < this.concurrency) || this.noticed)) continue;
+        await this.sleep();
+      }
+    } finally {
+      await this.unlisten?.().catch(() => {});
+      this.unlisten = undefined;
+    }
+  }
+
+  private wake(why: Wake): void {
+    if (why === "notice") this.noticed = true;
+    this.wakeUp?.(why);
+  }
+
+  private sleep(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, this.pollMs);
+      timer.unref();
+      this.wakeUp = done;
+    });
+  }
+
+  /** Takes up to `limit` due deliveries of enabled endpoints for a lease, with what sending them needs. */
+  private claim(limit: number): Promise<Claimed[]> {
+    const now = this.now();
+    return this.db.asService(async (tx) => {
+      // Walk the due index in order and stop after `limit` rows. Without this, a table whose
+      // statistics are stale (new, or just filled by a burst) is planned as a bitmap scan and a
+      // sort of the whole backlog, for every batch.
+      await tx.query(
+        "select set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)",
+      );
+      return (
+        await tx.query<Claimed>(
+          `with due as (
+               select d.id from internal.webhook_deliveries d
+               join internal.webhook_endpoints e on e.id = d.endpoint_id
+               where d.status = 'pending' and d.next_attempt_at <= $2::timestamptz
+                 and (d.locked_until is null or d.locked_until <= $2::timestamptz) and e.enabled
+               order by d.next_attempt_at
+               limit $3
+               for update of d skip locked
+             ), claimed as (
+               update internal.webhook_deliveries d set locked_by = $1, locked_until = $4::timestamptz
+               where d.id = any (array(select id from due))
+               returning d.id, d.endpoint_id, d.event_id, d.attempts
+             )
+             select c.id, c.endpoint_id, c.attempts, ev.id as event_id, ev.type, ev.account_id, ev.data, ev.created_at,
+                    e.url, e.secret_ciphertext,
+                    case when e.previous_secret_expires_at > $2::timestamptz then e.previous_secret_ciphertext end
+                      as previous_secret_ciphertext
+             from claimed c
+             join internal.events ev on ev.id = c.event_id
+             join internal.webhook_endpoints e on e.id = c.endpoint_id`,
+          [this.id, now.toISOString(), limit, new Date(now.getTime() + this.leaseMs).toISOString()],
+        )
+      ).rows;
+    });
+  }
+
+  private decrypt(ciphertext: string): string {
+    let plain = this.plainSecrets.get(ciphertext);
+    if (plain === undefined) {
+      plain = this.secrets.decrypt(ciphertext);
+      if (this.plainSecrets.size >= 10_000) this.plainSecrets.clear();
+      this.plainSecrets.set(ciphertext, plain);
+    }
+    return plain;
+  }
+
+  /** Sends one claimed delivery and records the attempt. Never throws. */
+  private async deliver(d: Claimed): Promise<void> {
+    let secrets: string[];
+    try {
+      secrets = [d.secret_ciphertext, d.previous_secret_ciphertext]
+        .filter((c): c is string => c !== null)
+        .map((c) => this.decrypt(c));
+    } catch (error) {
+      // The server's key does not open the secret (ENCRYPTION_KEY changed?): nothing is sent
+      // unsigned; the delivery waits, without an attempt counted, for the operator to fix it.
+      this.logger?.error(
+        { err: error, dispatcher: this.id, endpoint_id: d.endpoint_id },
+        "webhooks: cannot decrypt an endpoint's signing secret (is ENCRYPTION_KEY the one it was made with?)",
+      );
+      await this.release(d, 60_000).catch(() => {});
+      return;
+    }
+    const event: EventRow = {
+      id: d.event_id,
+      type: d.type,
+      account_id: d.account_id,
+      data: d.data,
+      created_at: d.created_at,
+    };
+    const body = envelopeBody(event);
+    const startedAt = this.now();
+    const headers = signatureHeaders(secrets, d.event_id, Math.floor(Date.now() / 1000), body);
+    const result = await this.sender.send(d.url, body, headers);
+    await new Promise<void>((resolve) => {
+      this.unrecorded.push({ d, startedAt, finishedAt: this.now(), result, resolve });
+      this.flush();
+    });
+  }
+
+  /** Gives a claimed delivery back, due again after `delayMs`. */
+  private async release(d: Claimed, delayMs: number): Promise<void> {
+    const next = new Date(this.now().getTime() + delayMs).toISOString();
+    await this.db.asService((tx) =>
+      tx.query(
+        `update internal.webhook_deliveries set locked_by = null, locked_until = null, next_attempt_at = $3::timestamptz
+         where id = $1 and locked_by = $2 and status = 'pending'`,
+        [d.id, this.id, next],
+      ),
+    );
+  }
+
+  /**
+   * Records finished attempts, many per transaction (group commit): while one batch is being
+   * written, the next gathers. A send's slot is free again only once its attempt is recorded.
+   */
+  private flush(): void {
+    if (this.flushing) return;
+    this.flushing = (async () => {
+      while (this.unrecorded.length > 0) {
+        const batch = this.unrecorded.splice(0, 500);
+        try {
+          await this.record(batch);
+        } catch (error) {
+          // One bad row must not hold the others back: write them one by one.
+          for (const one of batch.length > 1 ? batch : []) {
+            await this.record([one]).catch(() => {});
+          }
+          // Whatever is still unrecorded stays locked: claimed and sent again once its lease runs out.
+          this.logger?.warn(
+            { err: error, dispatcher: this.id, deliveries: batch.length },
+            "webhooks: recording attempts failed",
+          );
+        }
+        for (const done of batch) done.resolve();
+      }
+    })().finally(() => {
+      this.flushing = undefined;
+    });
+  }
+
+  /** What an attempt makes of its delivery. */
+  private outcomeOf(f: Finished): {
+    attempt: number;
+    status: "succeeded" | "failed" | "pending";
+    next: Date | null;
+  } {
+    const attempt = f.d.attempts + 1;
+    if (f.result.outcome === "ok") return { attempt, status: "succeeded", next: null };
+    if (f.result.statusCode === 410 || attempt >= MAX_ATTEMPTS)
+      return { attempt, status: "failed", next: null };
+    const delay = Math.max(nextDelayMs(attempt, this.random) ?? 0, f.result.retryAfterMs ?? 0);
+    return { attempt, status: "pending", next: new Date(f.finishedAt.getTime() + delay) };
+  }
+
+  private async record(batch: Finished[]): Promise<void> {
+    const rows = batch.map((f) => ({ f, ...this.outcomeOf(f) }));
+    const now = this.now();
+    const told: Disabled[] = [];
+    await this.db.asService(async (tx) => {
+      // Only deliveries this dispatcher still holds: one whose lease ran out and that another
+      // dispatcher took is that one's to record (its attempt counts, not this one). A held
+      // delivery is pending (recording it releases it); not saying so keeps the planner on the
+      // primary key rather than the partial index of pending deliveries.
+      const recorded = await tx.query<{ delivery_id: string }>(
+        `with input as (
+           select * from unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[],
+                                $8::timestamptz[], $9::int[], $10::int[], $11::text[], $12::text[], $13::text[])
+             as t(id, endpoint_id, attempt, status, next_at, done_at, started_at, duration_ms, status_code, outcome,
+                  error, response_body)
+         ), updated as (
+           update internal.webhook_deliveries d
+           set attempts = i.attempt, status = i.status, next_attempt_at = coalesce(i.next_at, d.next_attempt_at),
+               last_status_code = i.status_code, last_error = i.error,
+               completed_at = case when i.status = 'pending' then null else i.done_at end,
+               locked_by = null, locked_until = null
+           from input i
+           where d.id = any ($2::uuid[]) and d.id = i.id and d.locked_by = $1
+           returning d.id
+         )
+         insert into internal.webhook_attempts
+           (delivery_id, endpoint_id, attempt, started_at, duration_ms, status_code, outcome, error, response_body)
+         select i.id, i.endpoint_id, i.attempt, i.started_at, i.duration_ms, i.status_code, i.outcome, i.error,
+                i.response_body
+         from input i join updated u on u.id = i.id
+         returning delivery_id`,
+        [
+          this.id,
+          rows.map((r) => r.f.d.id),
+          rows.map((r) => r.f.d.endpoint_id),
+          rows.map((r) => r.attempt),
+          rows.map((r) => r.status),
+          rows.map((r) => r.next?.toISOString() ?? null),
+          rows.map((r) => r.f.finishedAt.toISOString()),
+          rows.map((r) => r.f.startedAt.toISOString()),
+          rows.map((r) => r.f.result.durationMs),
+          rows.map((r) => r.f.result.statusCode ?? null),
+          rows.map((r) => r.f.result.outcome),
+          rows.map((r) => clean(r.f.result.error, 2000)),
+          rows.map((r) => clean(r.f.result.responseBody, 4096)),
+        ],
+      );
+      const held = new Set(recorded.rows.map((r) => r.delivery_id));
+      if (held.size < rows.length) {
+        this.logger?.warn(
+          { dispatcher: this.id, lost: rows.length - held.size },
+          "webhooks: deliveries whose lease ran out before their attempt was recorded",
+        );
+      }
+      // Each endpoint's state follows its latest attempt of the batch.
+      const latest = new Map<string, (typeof rows)[number]>();
+      for (const r of rows) if (held.has(r.f.d.id)) latest.set(r.f.d.endpoint_id, r);
+      const succeeded: string[] = [];
+      const failing: string[] = [];
+      const gone: string[] = [];
+      for (const [endpointId, r] of latest) {
+        if (r.f.result.outcome === "ok") succeeded.push(endpointId);
+        else failing.push(endpointId);
+        if (r.f.result.statusCode === 410) gone.push(endpointId);
+      }
+      const at = now.toISOString();
+      if (succeeded.length > 0) {
+        // At most once a second per endpoint: a busy endpoint's row is not a point of contention.
+        await tx.query(
+          `update internal.webhook_endpoints set last_success_at = $2::timestamptz, failing_since = null
+           where id = any($1::uuid[]) and (failing_since is not null or last_success_at is null
+                                           or last_success_at < $2::timestamptz - interval '1 second')`,
+          [succeeded, at],
+        );
+      }
+      if (gone.length > 0) {
+        told.push(
+          ...(await disable(
+            tx,
+            gone,
+            "The endpoint answered 410 Gone.",
+            "enabled",
+            [],
+            (url) => `${url} answered 410 Gone, so Backline stopped sending to it.`,
+          )),
+        );
+      }
+      if (failing.length > 0) {
+        await tx.query(
+          "update internal.webhook_endpoints set failing_since = $2::timestamptz where id = any($1::uuid[]) and failing_since is null",
+          [failing, at],
+        );
+        told.push(
+          ...(await disable(
+            tx,
+            failing,
+            "Every delivery failed for five days.",
+            "enabled and failing_since <= $2::timestamptz",
+            [new Date(now.getTime() - FAILING_LIMIT_MS).toISOString()],
+            (url, since) =>
+              `Every delivery to ${url} has failed since ${since}, for five days, so Backline stopped sending to it.`,
+          )),
+        );
+      }
+      for (const e of told) {
+        // Telling the account must not hold back the record of the attempt (or the disabling).
+        await tx.query("savepoint webhook_tell");
+        try {
+          await this.tell(tx, e);
+          await tx.query("release savepoint webhook_tell");
+        } catch (error) {
+          await tx.query("rollback to savepoint webhook_tell");
+          this.logger?.error(
+            { err: error, dispatcher: this.id, endpoint_id: e.id },
+            "webhooks: could not tell the account its endpoint was disabled",
+          );
+        }
+      }
+    });
+    for (const e of told) {
+      this.logger?.info(
+        { dispatcher: this.id, endpoint_id: e.id, reason: e.reason },
+        "webhooks: endpoint disabled",
+      );
+    }
+    if (told.length > 0) this.mailer?.deliver().catch(() => {});
+  }
+
+  /** The account hears of a disabled endpoint: a notification to every member, an e-mail to each owner. */
+  private async tell(tx: Tx, e: Disabled): Promise<void> {
+    const title = "A webhook endpoint was disabled";
+    const body = `${e.summary} Events for it are kept: turn it back on (enabled: true) once it answers, and what waited is sent.`;
+    await tx.query("select internal.notify_members($1, 'webhook.disabled', $2, $3, $4::jsonb)", [
+      e.account_id,
+      title,
+      body,
+      JSON.stringify({ endpoint_id: e.id, url: e.url }),
+    ]);
+    if (!this.mailer) return;
+    const owners = await tx.query<{ email: string; name: string }>(
+      `select u.email, a.name from internal.memberships m
+       join internal.users u on u.id = m.user_id
+       join internal.accounts a on a.id = m.account_id
+       where m.account_id = $1 and m.role = 'owner' and u.email is not null`,
+      [e.account_id],
+    );
+    for (const owner of owners.rows) {
+      await this.mailer.enqueue(tx, {
+        tenantId: e.tenant_id,
+        to: owner.email,
+        subject: `Webhook endpoint disabled for ${owner.name}`,
+        text: `Hello,\n\n${e.summary}\n\nEndpoint: ${e.url}\nAccount: ${owner.name}\nReason: ${e.reason}\n\nEvents for it are kept. Once it answers again, turn it back on (PATCH /webhooks/${e.id} with {"enabled": true}) and what waited is sent.\n`,
+        kind: "webhook.disabled",
+      });
+    }
+  }
+}
+
+interface Disabled {
+  id: string;
+  tenant_id: string;
+  account_id: string;
+  url: string;
+  reason: string;
+  summary: string;
+}
+
+/** Disables those of the endpoints for which `condition` holds and that are not yet disabled; what to tell. */
+async function disable(
+  tx: Tx,
+  endpointIds: string[],
+  reason: string,
+  condition: string,
+  params: unknown[],
+  summary: (url: string, failingSince: string) => string,
+): Promise<Disabled[]> {
+  const r = await tx.query<{
+    id: string;
+    tenant_id: string;
+    account_id: string;
+    url: string;
+    failing_since: Date | string | null;
+  }>(
+    `update internal.webhook_endpoints set enabled = false, disabled_reason = $${params.length + 2}
+     where id = any($1::uuid[]) and ${condition}
+     returning id, tenant_id, account_id, url, failing_since`,
+    [endpointIds, ...params, reason],
+  );
+  return r.rows.map((row) => {
+    const since = row.failing_since ? new Date(row.failing_since).toISOString() : "";
+    return { ...row, reason, summary: summary(row.url, since) };
+  });
+}
+
+/**
+ * "Retry now" (POST /webhooks/{id}/deliveries/{deliveryId}/retry): a failed or pending delivery
+ * is due at once (`now`), its attempts kept — a failed one gets one more attempt. Dispatchers are
+ * woken. Undefined when there is no such delivery, or it succeeded. The caller checks the
+ * delivery is the requester's: this runs as the service.
+ */
+export async function retryDeliveryNow(
+  db: Db,
+  deliveryId: string,
+  now: Date = new Date(),
+): Promise<{ id: string; status: "pending"; attempts: number; next_attempt_at: Date } | undefined> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(deliveryId)) return undefined;
+  return db.asService(async (tx) => {
+    const r = await tx.query<{ id: string; status: "pending"; attempts: number; next_attempt_at: Date }>(
+      `update internal.webhook_deliveries
+       set status = 'pending', next_attempt_at = $2::timestamptz, completed_at = null
+       where id = $1 and status in ('pending', 'failed')
+       returning id, status, attempts, next_attempt_at`,
+      [deliveryId, now.toISOString()],
+    );
+    if (r.rows[0]) await tx.query("select pg_notify($1, '')", [WEBHOOK_CHANNEL]);
+    return r.rows[0];
+  });
+}
