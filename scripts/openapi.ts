@@ -11,10 +11,11 @@ import fs from "node:fs";
 import path from "node:path";
 import { openApiDocument } from "../src/public-api/openapi.ts";
 import { PUBLIC_API_VERSION, ROUTES } from "../src/public-api/plugin.ts";
+import { WEBHOOK_EVENTS } from "../src/webhooks/events.ts";
 
 const LINT_SERVER_URL = "https://api.backline.local/api/public/v1";
 
-const doc = openApiDocument(ROUTES, LINT_SERVER_URL, PUBLIC_API_VERSION);
+const doc = openApiDocument(ROUTES, LINT_SERVER_URL, PUBLIC_API_VERSION, WEBHOOK_EVENTS);
 const text = `${JSON.stringify(doc, null, 2)}\n`;
 const out = process.argv[2];
 if (out && out !== "-") {

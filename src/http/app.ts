@@ -12,6 +12,7 @@ import { publicApiRoutes } from "../public-api/plugin.ts";
 import { restRoutes } from "../rest/routes.ts";
 import { loadSchemaCache, type SchemaCache } from "../rest/schema-cache.ts";
 import { TenantDirectory } from "../tenancy/directory.ts";
+import { loadSecretBox } from "../webhooks/secrets.ts";
 import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
 
@@ -132,6 +133,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     directory,
     mailer,
     publicUrl: deps.config.publicUrl,
+    secrets: loadSecretBox(deps.config),
+    webhooks: { allowPrivate: deps.config.webhookAllowPrivate },
   });
   app.register(adminRoutes, { prefix: "/admin/v1", db: deps.db, directory });
   return app;

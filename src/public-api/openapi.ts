@@ -30,6 +30,8 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Artists: "Artist profiles and their Official Artist Channel requests.",
   Rules: "The validation catalogues: territories, stores, genres, release types and limits.",
   "API keys": "The account's API keys and their lifecycle.",
+  Webhooks:
+    "Endpoints that receive the account's events, signed per Standard Webhooks, with their delivery log.",
 };
 
 type Io = "input" | "output";
@@ -140,7 +142,19 @@ function parametersOf(schema: z.ZodType | undefined, where: "path" | "query", na
   });
 }
 
-export function openApiDocument(routes: readonly AnyRoute[], serverUrl: string, version: string): Json {
+/** An event sent to webhook endpoints: the document's `webhooks` section (OpenAPI 3.1). */
+export interface WebhookSpec {
+  type: string;
+  summary: string;
+  schema: z.ZodType;
+}
+
+export function openApiDocument(
+  routes: readonly AnyRoute[],
+  serverUrl: string,
+  version: string,
+  events: readonly WebhookSpec[] = [],
+): Json {
   const named: Named = { input: new Map(), output: new Map() };
   const problemRef = { $ref: "#/components/schemas/Problem" };
   const paths: Record<string, Json> = {};
@@ -191,6 +205,25 @@ export function openApiDocument(routes: readonly AnyRoute[], serverUrl: string, 
     paths[r.path] ??= {};
     (paths[r.path] as Json)[r.method.toLowerCase()] = operation;
   }
+  const webhooks: Record<string, Json> = {};
+  for (const e of events) {
+    webhooks[e.type] = {
+      post: {
+        operationId: `event_${e.type.replace(/\./g, "_")}`,
+        summary: e.type,
+        description: `${e.summary} Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); see docs/webhooks.md.`,
+        tags: ["Webhooks"],
+        requestBody: {
+          required: true,
+          content: { "application/json": { schema: toSchema(e.schema, "output", named) } },
+        },
+        responses: {
+          "200": { description: "Any 2xx answer acknowledges the event; anything else is retried." },
+          "410": { description: "Gone: the endpoint is disabled and no more events are sent to it." },
+        },
+      },
+    };
+  }
   const { schemas, render } = publish(named);
   schemas.Problem = {
     type: "object",
@@ -233,6 +266,7 @@ export function openApiDocument(routes: readonly AnyRoute[], serverUrl: string, 
     security: [{ apiKey: [] }],
     tags: [...tags].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? name })),
     paths: render(paths),
+    ...(events.length ? { webhooks: render(webhooks) } : {}),
     components: {
       schemas,
       securitySchemes: {

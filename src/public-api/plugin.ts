@@ -5,6 +5,8 @@ import type { Tx } from "../db/types.ts";
 import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
+import { WEBHOOK_EVENTS } from "../webhooks/events.ts";
+import type { SecretBox } from "../webhooks/secrets.ts";
 import { Authenticator, type Caller } from "./auth.ts";
 import { renderDocsPage } from "./docs-page.ts";
 import { ApiError, renderError } from "./errors.ts";
@@ -15,6 +17,7 @@ import { artistRoutes } from "./resources/artists.ts";
 import { releaseRoutes } from "./resources/releases.ts";
 import { ruleRoutes } from "./resources/rules.ts";
 import { trackRoutes } from "./resources/tracks.ts";
+import { webhookRoutes } from "./resources/webhooks.ts";
 import { type AnyRoute, parseBody, parseParams, parseQuery, type Services } from "./route.ts";
 
 /**
@@ -27,6 +30,8 @@ export interface PublicApiOptions {
   directory: TenantDirectory;
   mailer: Mailer;
   publicUrl: string;
+  secrets: SecretBox;
+  webhooks: { allowPrivate: boolean };
 }
 
 export const PUBLIC_API_VERSION = "1.0.0";
@@ -37,6 +42,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...artistRoutes,
   ...ruleRoutes,
   ...keyRoutes,
+  ...webhookRoutes,
 ];
 
 /** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */
@@ -59,8 +65,20 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     app.log.warn({ err: error }, "last_used_at"),
   );
   const limiter = new MemoryRateLimiter();
-  const services: Services = { db, mailer: options.mailer, publicUrl: options.publicUrl, catalogue };
-  const openapi = openApiDocument(ROUTES, `${options.publicUrl}/api/public/v1`, PUBLIC_API_VERSION);
+  const services: Services = {
+    db,
+    mailer: options.mailer,
+    publicUrl: options.publicUrl,
+    catalogue,
+    secrets: options.secrets,
+    webhooks: options.webhooks,
+  };
+  const openapi = openApiDocument(
+    ROUTES,
+    `${options.publicUrl}/api/public/v1`,
+    PUBLIC_API_VERSION,
+    WEBHOOK_EVENTS,
+  );
   const docsPage = renderDocsPage(openapi);
 
   const send = (reply: FastifyReply, r: StoredResponse) => {

@@ -4,6 +4,7 @@ import type { Catalogue, CatalogueCache } from "../catalog/catalogue.ts";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import type { Mailer } from "../mail/mailer.ts";
+import type { SecretBox } from "../webhooks/secrets.ts";
 import type { Caller, Scope } from "./auth.ts";
 import { ApiError, type FieldError, validationFailed } from "./errors.ts";
 
@@ -27,6 +28,9 @@ export interface Services {
   mailer: Mailer;
   publicUrl: string;
   catalogue: CatalogueCache;
+  /** Encrypts secrets stored at rest (webhook signing secrets). */
+  secrets: SecretBox;
+  webhooks: { allowPrivate: boolean };
 }
 
 export interface Context<P, Q, B> {
