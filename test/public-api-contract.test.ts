@@ -611,6 +611,51 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     assert.equal(thawRevoked.body.code, "invalid_status_transition");
     await call("revokeApiKey", 404, { key: manager, params: { id: missing } });
 
+    // --- Webhooks -----------------------------------------------------------------------------
+    const hook = await call("createWebhook", 201, {
+      body: { url: "https://93.184.216.34/backline", events: ["release.live", "release.rejected"] },
+    });
+    assert.match(hook.body.secret as string, /^whsec_/);
+    const hookId = hook.body.id as string;
+    await call("createWebhook", 422, { body: { url: "https://93.184.216.34/x", events: ["nope"] } });
+    await call("createWebhook", 403, {
+      key: reader,
+      body: { url: "https://93.184.216.34/x", events: ["release.live"] },
+    });
+    const hooks = await call("listWebhooks", 200);
+    assert.deepEqual(
+      hooks.body.data.map((h: { id: string; secret?: string }) => [h.id, h.secret]),
+      [[hookId, undefined]],
+    );
+    await call("getWebhook", 200, { params: { id: hookId } });
+    await call("getWebhook", 404, { params: { id: missing } });
+    const paused = await call("updateWebhook", 200, { params: { id: hookId }, body: { enabled: false } });
+    assert.equal(paused.body.enabled, false);
+    await call("updateWebhook", 422, { params: { id: hookId }, body: { events: [] } });
+    await call("updateWebhook", 404, { params: { id: missing }, body: { enabled: true } });
+    const rotated = await call("rotateWebhookSecret", 200, {
+      params: { id: hookId },
+      body: { previous_secret_hours: 1 },
+    });
+    assert.notEqual(rotated.body.secret, hook.body.secret);
+    await call("rotateWebhookSecret", 404, { params: { id: missing } });
+    const tested = await call("testWebhook", 202, { params: { id: hookId } });
+    assert.equal(tested.body.event_type, "webhook.test");
+    await call("testWebhook", 404, { params: { id: missing } });
+    const log = await call("listWebhookDeliveries", 200, {
+      params: { id: hookId },
+      query: { status: "pending" },
+    });
+    assert.deepEqual(
+      log.body.data.map((d: { id: string }) => d.id),
+      [tested.body.id],
+    );
+    await call("listWebhookDeliveries", 404, { params: { id: missing } });
+    await call("retryWebhookDelivery", 202, { params: { id: hookId, deliveryId: tested.body.id } });
+    await call("retryWebhookDelivery", 404, { params: { id: hookId, deliveryId: missing } });
+    await call("deleteWebhook", 200, { params: { id: hookId } });
+    await call("deleteWebhook", 404, { params: { id: hookId } });
+
     // --- Coverage -----------------------------------------------------------------------------
     const notCalled = [...operations.keys()].filter((id) => !exercised.has(id));
     assert.deepEqual(notCalled, [], "every operation of the document was called");

@@ -244,6 +244,7 @@ export const webhookRoutes = [
     idempotent: false,
     body: EndpointCreate,
     response: { status: 201, description: "The endpoint and its secret.", schema: EndpointWithSecret },
+    errors: [422],
     handler: async (ctx) => {
       const { body, caller, services } = ctx;
       await checkUrl(ctx, body.url);
@@ -288,7 +289,7 @@ export const webhookRoutes = [
     params: withId,
     body: EndpointUpdate,
     response: { status: 200, description: "The endpoint as it is now.", schema: Endpoint },
-    errors: [404],
+    errors: [404, 422],
     handler: async (ctx) => {
       const { params, body } = ctx;
       if (body.url !== undefined) await checkUrl(ctx, body.url);
@@ -354,7 +355,7 @@ export const webhookRoutes = [
     body: RotateBody,
     bodyOptional: true,
     response: { status: 200, description: "The endpoint and its new secret.", schema: EndpointWithSecret },
-    errors: [404],
+    errors: [404, 422],
     handler: async ({ params, body, read, services }) => {
       await read((tx) => visibleEndpoint(tx, params.id));
       const secret = newSigningSecret();
@@ -448,9 +449,9 @@ export const webhookRoutes = [
       "Sends a webhook.test event to this endpoint alone, signed like any other; its delivery appears in the log.",
     params: withId,
     bodyOptional: true,
-    body: z.object({}).strict(),
+    body: z.object({}).strict().meta({ id: "WebhookTest" }),
     response: { status: 202, description: "The test delivery, queued.", schema: Delivery },
-    errors: [404],
+    errors: [404, 422],
     handler: async ({ params, read, caller, services }) => {
       await read((tx) => visibleEndpoint(tx, params.id));
       // The caller may see the endpoint: the service writes the event and its one delivery.
