@@ -1,18 +1,13 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { HttpError, problemErrorHandler, sendProblem } from "../http/problem.ts";
-import { OPERATOR_ERROR_STATUS, OperatorError } from "../pipeline/errors.ts";
-
 /**
  * The admin API's errors: RFC 9457 problem details (src/http/problem.ts) with a `code`, the
  * `param` at fault and the `request_id`; a refused body and a release that fails its checks also
  * list every failing field in `errors`. An OperatorError of the pipeline keeps its code, with the
  * status OPERATOR_ERROR_STATUS gives it.
  */
-export interface FieldError {
-  param: string;
-  code: string;
-  message: string;
-}
+import type { FieldError } from "../http/field-errors.ts";
+import { HttpError, problemErrorHandler, sendProblem } from "../http/problem.ts";
+import { OPERATOR_ERROR_STATUS, OperatorError } from "../pipeline/errors.ts";
 
 /** An HttpError that lists the failing fields. */
 export class FieldsError extends HttpError {

@@ -1,6 +1,7 @@
 import { z } from "zod";
+import { fieldErrors } from "../http/field-errors.ts";
 import { HttpError } from "../http/problem.ts";
-import { type FieldError, FieldsError } from "./errors.ts";
+import { FieldsError } from "./errors.ts";
 
 /**
  * What the admin API accepts: ids in the path (anything but a UUID names nothing: 404, as a
@@ -29,45 +30,6 @@ export function pathId(params: unknown, what: string): string {
   const r = ID.safeParse(id);
   if (!r.success) throw new HttpError(404, "not_found", `no ${what} ${String(id)}`, "id");
   return r.data.toLowerCase();
-}
-
-function paramOf(path: readonly PropertyKey[]): string {
-  return path.map(String).join(".");
-}
-
-function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
-  let v: unknown = input;
-  for (const part of path) {
-    if (v === null || typeof v !== "object") return undefined;
-    v = (v as Record<PropertyKey, unknown>)[part];
-  }
-  return v;
-}
-
-function fieldErrors(error: z.ZodError, input: unknown): FieldError[] {
-  const out: FieldError[] = [];
-  for (const issue of error.issues) {
-    if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) {
-        const param = paramOf([...issue.path, key]);
-        out.push({ param, code: "unknown_field", message: `${param} is not a field of this request` });
-      }
-      continue;
-    }
-    const param = paramOf(issue.path) || "body";
-    if (issue.path.length > 0 && valueAt(input, issue.path) === undefined) {
-      out.push({ param, code: "required", message: `${param} is required` });
-      continue;
-    }
-    const code =
-      issue.code === "too_small" || issue.code === "too_big"
-        ? "out_of_range"
-        : issue.code === "invalid_type"
-          ? "invalid_type"
-          : "invalid_value";
-    out.push({ param, code, message: `${param}: ${issue.message}` });
-  }
-  return out;
 }
 
 /** A JSON body as `schema` wants it, or 400 invalid_request listing every failing field. */

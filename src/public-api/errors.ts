@@ -1,5 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import { asDbError, mapDbError } from "../db/errors.ts";
+import type { FieldError } from "../http/field-errors.ts";
 import { TITLES } from "../http/problem.ts";
 
 /**
@@ -7,11 +8,7 @@ import { TITLES } from "../http/problem.ts";
  * a machine-readable `code`, the `param` at fault, the `request_id`, and for validation failures
  * `errors`, every failing field at once.
  */
-export interface FieldError {
-  param: string;
-  code: string;
-  message: string;
-}
+export type { FieldError } from "../http/field-errors.ts";
 
 export interface ApiProblem {
   type: string;

@@ -3,10 +3,11 @@ import { z } from "zod";
 import type { Catalogue, CatalogueCache } from "../catalog/catalogue.ts";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
+import { type FieldError, fieldErrors, paramOf } from "../http/field-errors.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import type { SecretBox } from "../webhooks/secrets.ts";
 import type { Caller, Scope } from "./auth.ts";
-import { ApiError, type FieldError, validationFailed } from "./errors.ts";
+import { ApiError, validationFailed } from "./errors.ts";
 
 /**
  * One route of the public API: its contract (path, scope, schemas, responses), from which both
@@ -79,59 +80,6 @@ export type AnyRoute = RouteSpec<any, any, any>;
 
 export function route<P, Q, B>(spec: RouteSpec<P, Q, B>): AnyRoute {
   return spec as AnyRoute;
-}
-
-/** `tracks[0].isrc` from a zod path. */
-export function paramOf(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const part of path) {
-    if (typeof part === "number") out += `[${part}]`;
-    else out += out === "" ? String(part) : `.${String(part)}`;
-  }
-  return out;
-}
-
-function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
-  let v: unknown = input;
-  for (const part of path) {
-    if (v === null || typeof v !== "object") return undefined;
-    v = (v as Record<PropertyKey, unknown>)[part];
-  }
-  return v;
-}
-
-/** Zod's issues as field errors: every failing field, with a code a program can switch on. */
-export function fieldErrors(error: z.ZodError, input: unknown): FieldError[] {
-  const out: FieldError[] = [];
-  for (const issue of error.issues) {
-    if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) {
-        const param = paramOf([...issue.path, key]);
-        out.push({ param, code: "unknown_field", message: `${param} is not a field of this request` });
-      }
-      continue;
-    }
-    const param = paramOf(issue.path) || "body";
-    if (issue.code === "invalid_type" && valueAt(input, issue.path) === undefined) {
-      out.push({ param, code: "required", message: `${param} is required` });
-      continue;
-    }
-    const custom =
-      issue.code === "custom" ? (issue.params as { code?: string } | undefined)?.code : undefined;
-    const code = custom
-      ? custom
-      : issue.code === "invalid_type"
-        ? "invalid_type"
-        : issue.code === "too_small" || issue.code === "too_big"
-          ? "out_of_range"
-          : issue.code === "invalid_value"
-            ? "invalid_choice"
-            : issue.code === "invalid_format"
-              ? "invalid_format"
-              : "invalid_value";
-    out.push({ param, code, message: `${param}: ${issue.message}` });
-  }
-  return out;
 }
 
 export function parseParams<T>(schema: z.ZodType<T> | undefined, input: unknown): T {
@@ -239,3 +187,5 @@ export function page<T>(
     has_more: offset + rows.length < total,
   };
 }
+
+export { fieldErrors, paramOf };
