@@ -115,6 +115,8 @@ export class WebhookDispatcher {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly now: () => Date;
+  /** Whether `now` was injected (tests); else what is due is judged by the database's clock. */
+  private readonly clockInjected: boolean;
   private readonly random: () => number;
   private readonly logger: Pick<Logger, "info" | "warn" | "error"> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
@@ -144,6 +146,7 @@ export class WebhookDispatcher {
     }
     this.pollMs = options.pollMs ?? 1000;
     this.now = options.now ?? (() => new Date());
+    this.clockInjected = options.now !== undefined;
     this.random = options.random ?? Math.random;
     this.logger = options.logger;
     this.sender = new WebhookSender({
@@ -246,7 +249,9 @@ export class WebhookDispatcher {
 
   /** Takes up to `limit` due deliveries of enabled endpoints for a lease, with what sending them needs. */
   private claim(limit: number): Promise<Claimed[]> {
-    const now = this.now();
+    // Due dates are written by the database (the event's transaction): judged by its clock, a
+    // dispatcher on another host whose clock runs behind still sends at once. Tests inject theirs.
+    const now = this.clockInjected ? this.now().toISOString() : null;
     return this.db.asService(async (tx) => {
       // Walk the due index in order and stop after `limit` rows. Without this, a table whose
       // statistics are stale (new, or just filled by a burst) is planned as a bitmap scan and a
@@ -259,24 +264,28 @@ export class WebhookDispatcher {
           `with due as (
                select d.id from internal.webhook_deliveries d
                join internal.webhook_endpoints e on e.id = d.endpoint_id
-               where d.status = 'pending' and d.next_attempt_at <= $2::timestamptz
-                 and (d.locked_until is null or d.locked_until <= $2::timestamptz) and e.enabled
+               where d.status = 'pending' and d.next_attempt_at <= coalesce($2::timestamptz, now())
+                 and (d.locked_until is null or d.locked_until <= coalesce($2::timestamptz, now()))
+                 and e.enabled
                order by d.next_attempt_at
                limit $3
                for update of d skip locked
              ), claimed as (
-               update internal.webhook_deliveries d set locked_by = $1, locked_until = $4::timestamptz
+               update internal.webhook_deliveries d
+               set locked_by = $1,
+                   locked_until = coalesce($2::timestamptz, now()) + make_interval(secs => $4::double precision / 1000)
                where d.id = any (array(select id from due))
                returning d.id, d.endpoint_id, d.event_id, d.attempts
              )
              select c.id, c.endpoint_id, c.attempts, ev.id as event_id, ev.type, ev.account_id, ev.data, ev.created_at,
                     e.url, e.secret_ciphertext,
-                    case when e.previous_secret_expires_at > $2::timestamptz then e.previous_secret_ciphertext end
+                    case when e.previous_secret_expires_at > coalesce($2::timestamptz, now())
+                      then e.previous_secret_ciphertext end
                       as previous_secret_ciphertext
              from claimed c
              join internal.events ev on ev.id = c.event_id
              join internal.webhook_endpoints e on e.id = c.endpoint_id`,
-          [this.id, now.toISOString(), limit, new Date(now.getTime() + this.leaseMs).toISOString()],
+          [this.id, now, limit, this.leaseMs],
         )
       ).rows;
     });
