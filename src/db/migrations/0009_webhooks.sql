@@ -131,10 +131,10 @@ create policy webhook_endpoints_manage on internal.webhook_endpoints for all to 
 
 grant select (id, endpoint_id, event_id, account_id, status, attempts, next_attempt_at, last_status_code, last_error,
   completed_at, created_at, updated_at) on internal.webhook_deliveries to authenticated;
-grant update (status, next_attempt_at, attempts) on internal.webhook_deliveries to authenticated;
-create policy webhook_deliveries_manage on internal.webhook_deliveries for all to authenticated
-  using (account_id = any ((select auth.webhook_account_ids())::uuid[]))
-  with check (account_id = any ((select auth.webhook_account_ids())::uuid[]));
+-- Read only: deliveries are made by the fan-out and moved by the dispatcher (and a retry asked
+-- through the API, which the service carries out).
+create policy webhook_deliveries_read on internal.webhook_deliveries for select to authenticated
+  using (account_id = any ((select auth.webhook_account_ids())::uuid[]));
 
 grant select on internal.webhook_attempts to authenticated;
 create policy webhook_attempts_read on internal.webhook_attempts for select to authenticated

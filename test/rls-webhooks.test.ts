@@ -1,0 +1,246 @@
+import assert from "node:assert/strict";
+import { before, test } from "node:test";
+import { asDbError } from "../src/db/errors.ts";
+import type { Claims, Tx } from "../src/db/types.ts";
+import { describeEachEngine } from "./support/db.ts";
+import { issueTestKey } from "./support/public-api.ts";
+import {
+  anonClaims,
+  seedAccount,
+  seedTenant,
+  seedUser,
+  tenantServiceClaims,
+  userClaims,
+} from "./support/seed.ts";
+
+/**
+ * The database-level security of migration 0009 (webhooks), met directly in SQL as each kind of
+ * caller: who sees and changes an account's endpoints, deliveries, attempts and events, and that
+ * no client can read a secret's ciphertext. Writes run in transactions that are rolled back.
+ */
+
+type Outcome = number | "denied";
+
+describeEachEngine("rls: webhooks (migration 0009)", (t) => {
+  const callers = new Map<string, Claims>();
+  const ids = { endpointA: "", endpointB: "", accountA: "", accountB: "" };
+
+  before(async () => {
+    const db = t().db;
+    const tenant = await seedTenant(db);
+    const other = await seedTenant(db);
+    const a = await seedAccount(db, tenant, "A");
+    const b = await seedAccount(db, tenant, "B");
+    const c = await seedAccount(db, other, "C");
+    ids.accountA = a.id;
+    ids.accountB = b.id;
+    const keyOf = async (scopes: string[]) => {
+      const key = await issueTestKey(db, a, { scopes });
+      return {
+        role: "authenticated",
+        tenant_id: tenant.id,
+        account_id: a.id,
+        account_role: "member",
+        api_key_id: key.id,
+      } as Claims;
+    };
+    callers.set("ownerA", userClaims(await seedUser(db, tenant, [{ account: a, role: "owner" }])));
+    callers.set("adminA", userClaims(await seedUser(db, tenant, [{ account: a, role: "admin" }])));
+    callers.set("memberA", userClaims(await seedUser(db, tenant, [{ account: a, role: "member" }])));
+    callers.set("ownerB", userClaims(await seedUser(db, tenant, [{ account: b, role: "owner" }])));
+    callers.set("ownerC", userClaims(await seedUser(db, other, [{ account: c, role: "owner" }])));
+    callers.set("hookKeyA", await keyOf(["webhooks:manage"]));
+    callers.set("catalogKeyA", await keyOf(["catalog:read", "catalog:write"]));
+    callers.set("anon", anonClaims(tenant));
+    callers.set("tenantService", tenantServiceClaims(tenant));
+
+    await db.asService(async (tx) => {
+      for (const [account, key] of [
+        [a, "endpointA"],
+        [b, "endpointB"],
+      ] as const) {
+        const e = await tx.query<{ id: string }>(
+          `insert into internal.webhook_endpoints (account_id, url, events, secret_ciphertext)
+           values ($1, 'https://hooks.example.com/x', '{release.live}', 'v1.x.y.z') returning id`,
+          [account.id],
+        );
+        ids[key] = (e.rows[0] as { id: string }).id;
+        await tx.query(
+          `insert into internal.events (tenant_id, account_id, type, data) values ($1, $2, 'release.live', '{"object": {}}')`,
+          [tenant.id, account.id],
+        );
+      }
+      await tx.query(
+        `insert into internal.webhook_attempts (delivery_id, endpoint_id, attempt, started_at, duration_ms, outcome)
+         select id, endpoint_id, 1, now(), 5, 'timeout' from internal.webhook_deliveries`,
+      );
+    });
+  });
+
+  /** Runs `sql` as `caller` and rolls back: the row count, or "denied" for a permission error. */
+  async function as(caller: string, sql: string, params: unknown[] = []): Promise<Outcome> {
+    const claims = callers.get(caller);
+    assert.ok(claims, caller);
+    let outcome: Outcome = "denied";
+    try {
+      await t().db.withRequestContext(claims, async (tx: Tx) => {
+        outcome = (await tx.query(sql, params)).rowCount;
+        throw new Error("rollback");
+      });
+    } catch (error) {
+      if (error instanceof Error && error.message === "rollback") return outcome;
+      const db = asDbError(error);
+      if (db?.sqlstate === "42501") return "denied";
+      throw error;
+    }
+    return outcome;
+  }
+
+  const ALL = [
+    "ownerA",
+    "adminA",
+    "memberA",
+    "ownerB",
+    "ownerC",
+    "hookKeyA",
+    "catalogKeyA",
+    "anon",
+    "tenantService",
+  ];
+  const MANAGERS_OF_A = new Set(["ownerA", "adminA", "hookKeyA"]);
+  const NO_GRANT = new Set(["anon", "tenantService"]);
+  const expectFor = (caller: string, whenManager: Outcome, otherwise: Outcome): Outcome =>
+    NO_GRANT.has(caller) ? "denied" : MANAGERS_OF_A.has(caller) ? whenManager : otherwise;
+
+  const cases: {
+    what: string;
+    sql: () => string;
+    params: () => unknown[];
+    manager: Outcome;
+    other: Outcome;
+  }[] = [
+    {
+      what: "read A's endpoint",
+      sql: () => "select id, url, events from internal.webhook_endpoints where id = $1",
+      params: () => [ids.endpointA],
+      manager: 1,
+      other: 0,
+    },
+    {
+      what: "read A's deliveries",
+      sql: () => "select id, status from internal.webhook_deliveries where endpoint_id = $1",
+      params: () => [ids.endpointA],
+      manager: 1,
+      other: 0,
+    },
+    {
+      what: "read A's attempts",
+      sql: () => "select id, outcome from internal.webhook_attempts where endpoint_id = $1",
+      params: () => [ids.endpointA],
+      manager: 1,
+      other: 0,
+    },
+    {
+      what: "read A's events",
+      sql: () => "select id from internal.events where account_id = $1",
+      params: () => [ids.accountA],
+      manager: 1,
+      other: 0,
+    },
+    {
+      what: "update A's endpoint",
+      sql: () => "update internal.webhook_endpoints set enabled = false where id = $1",
+      params: () => [ids.endpointA],
+      manager: 1,
+      other: 0,
+    },
+    {
+      what: "delete A's endpoint",
+      sql: () => "delete from internal.webhook_endpoints where id = $1",
+      params: () => [ids.endpointA],
+      manager: 1,
+      other: 0,
+    },
+    {
+      what: "read or change B's endpoint",
+      sql: () => "update internal.webhook_endpoints set enabled = false where id = $1",
+      params: () => [ids.endpointB],
+      manager: 0,
+      other: 0,
+    },
+  ];
+
+  for (const c of cases) {
+    test(`${c.what}: only A's owners, admins and a key with webhooks:manage`, async () => {
+      const got: Record<string, Outcome> = {};
+      const want: Record<string, Outcome> = {};
+      for (const caller of ALL) {
+        got[caller] = await as(caller, c.sql(), c.params());
+        want[caller] = expectFor(caller, c.manager, c.other);
+      }
+      // ownerB manages B: for B's endpoint it is a manager.
+      if (c.what.startsWith("read or change B")) want.ownerB = 1;
+      assert.deepEqual(got, want);
+    });
+  }
+
+  test("register for A: its managers may, nobody else; the tenant comes from the account", async () => {
+    const sql = `insert into internal.webhook_endpoints (account_id, url, events, secret_ciphertext)
+                 values ($1, 'https://hooks.example.com/y', '{release.live}', 'v1.a.b.c')`;
+    const got: Record<string, Outcome> = {};
+    for (const caller of ALL) got[caller] = await as(caller, sql, [ids.accountA]);
+    assert.deepEqual(got, {
+      ownerA: 1,
+      adminA: 1,
+      memberA: "denied",
+      ownerB: "denied",
+      ownerC: "denied",
+      hookKeyA: 1,
+      catalogKeyA: "denied",
+      anon: "denied",
+      tenantService: "denied",
+    });
+  });
+
+  test("no client reads a secret's ciphertext, not even the endpoint's managers", async () => {
+    for (const caller of ["ownerA", "adminA", "hookKeyA"]) {
+      for (const column of ["secret_ciphertext", "previous_secret_ciphertext"]) {
+        assert.equal(
+          await as(caller, `select ${column} from internal.webhook_endpoints where id = $1`, [ids.endpointA]),
+          "denied",
+          `${caller} reading ${column}`,
+        );
+      }
+      assert.equal(
+        await as(caller, "select * from internal.webhook_endpoints"),
+        "denied",
+        `${caller}: select *`,
+      );
+    }
+  });
+
+  test("clients cannot make deliveries or attempts, or mark a delivery succeeded by hand", async () => {
+    for (const caller of ["ownerA", "hookKeyA"]) {
+      assert.equal(
+        await as(
+          caller,
+          "insert into internal.webhook_deliveries (endpoint_id, event_id, account_id) select $1, id, account_id from internal.events where account_id = $2 limit 1",
+          [ids.endpointA, ids.accountA],
+        ),
+        "denied",
+      );
+      assert.equal(
+        await as(
+          caller,
+          "update internal.webhook_deliveries set completed_at = now() where endpoint_id = $1",
+          [ids.endpointA],
+        ),
+        "denied",
+      );
+      assert.equal(
+        await as(caller, "delete from internal.webhook_attempts where endpoint_id = $1", [ids.endpointA]),
+        "denied",
+      );
+    }
+  });
+});
