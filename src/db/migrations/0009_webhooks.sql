@@ -106,11 +106,8 @@ as $$
         where k.id = nullif(auth.jwt() ->> 'api_key_id', '')::uuid and k.tenant_id = auth.tenant_id()
           and k.status = 'active' and 'webhooks:manage' = any (k.scopes)),
       '{}')
-    else coalesce(
-      (select array_agg(a.id) from internal.memberships m
-        join internal.accounts a on a.id = m.account_id or a.sandbox_of = m.account_id
-        where m.user_id = auth.uid() and m.tenant_id = auth.tenant_id() and m.role in ('owner', 'admin')),
-      '{}')
+    -- A user: the accounts they own or administer, as for API keys (migration 0007).
+    else auth.manageable_account_ids()
   end
 $$;
 
