@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
+import type { ObjectStore } from "./driver.ts";
 
 /**
  * Where a release's media lies in Backline's local storage (DATA_DIR/storage): the front cover at
@@ -12,13 +13,26 @@ export interface MediaFile {
   bytes: number;
   /** Lower-case extension without the dot. */
   ext: string;
+  /** Removes a temporary copy (media from object storage); absent for files read in place. */
+  release?(): Promise<void>;
+}
+
+/** Where the delivery adapters find a release's media. */
+export interface MediaSource {
+  artwork(accountId: string, releaseId: string, signal?: AbortSignal): Promise<MediaFile | undefined>;
+  audio(
+    accountId: string,
+    releaseId: string,
+    trackId: string,
+    signal?: AbortSignal,
+  ): Promise<MediaFile | undefined>;
 }
 
 const ARTWORK_EXTS = ["jpg", "jpeg", "png"];
 const AUDIO_EXTS = ["flac", "wav"];
 const ID = /^[0-9a-f-]{36}$/i;
 
-export class LocalMedia {
+export class LocalMedia implements MediaSource {
   readonly root: string;
 
   constructor(root: string) {
@@ -50,6 +64,43 @@ export class LocalMedia {
       const file = path.join(dir, `${base.toLowerCase()}.${ext}`);
       const s = await stat(file).catch(() => undefined);
       if (s?.isFile()) return { path: file, bytes: s.size, ext };
+    }
+    return undefined;
+  }
+}
+
+/**
+ * The same layout in any object store (S3): each file found is copied to a temporary local file for
+ * the packager, and `release()` removes the copy.
+ */
+export class StoreMedia implements MediaSource {
+  private readonly store: ObjectStore;
+
+  constructor(store: ObjectStore) {
+    this.store = store;
+  }
+
+  artwork(accountId: string, releaseId: string, signal?: AbortSignal): Promise<MediaFile | undefined> {
+    return this.find(`artwork/${accountId}/${releaseId}/cover`, ARTWORK_EXTS, signal);
+  }
+
+  audio(
+    accountId: string,
+    releaseId: string,
+    trackId: string,
+    signal?: AbortSignal,
+  ): Promise<MediaFile | undefined> {
+    return this.find(`audio/${accountId}/${releaseId}/${trackId}`, AUDIO_EXTS, signal);
+  }
+
+  private async find(base: string, exts: string[], signal?: AbortSignal): Promise<MediaFile | undefined> {
+    if (!/^[a-z]+(\/[0-9a-f-]{36}){2}\/(cover|[0-9a-f-]{36})$/i.test(base)) return undefined;
+    for (const ext of exts) {
+      const key = `${base.toLowerCase()}.${ext}`;
+      const info = await this.store.stat(key);
+      if (!info) continue;
+      const copy = await this.store.localCopy(key, signal);
+      return { path: copy.path, bytes: info.bytes, ext, release: copy.release };
     }
     return undefined;
   }

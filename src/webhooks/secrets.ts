@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -26,6 +26,14 @@ export class SecretBox {
     return ["v1", nonce, cipher.getAuthTag(), body]
       .map((p) => (typeof p === "string" ? p : p.toString("base64")))
       .join(".");
+  }
+
+  /**
+   * A key for another purpose (e.g. signing upload tokens), derived from this one with HKDF so
+   * that one secret setting serves every purpose and no two purposes share a key.
+   */
+  derive(purpose: string): Buffer {
+    return Buffer.from(hkdfSync("sha256", this.key, Buffer.alloc(0), `backline ${purpose}`, 32));
   }
 
   decrypt(sealed: string): string {

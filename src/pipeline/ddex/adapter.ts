@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { z } from "zod";
-import type { LocalMedia } from "../../storage/media.ts";
+import type { MediaFile, MediaSource } from "../../storage/media.ts";
 import {
   DeliveryConfigError,
   type DeliveryRequest,
@@ -126,91 +126,107 @@ function hashData(data: Buffer): Hashed {
 
 const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
 
-export function ddexStore(media: LocalMedia, now: () => Date = () => new Date()): StoreAdapter {
+export function ddexStore(media: MediaSource, now: () => Date = () => new Date()): StoreAdapter {
   return {
     name: "ddex",
     async deliver(request: DeliveryRequest): Promise<DeliveryResult> {
-      const settings = ddexSettingsOf(request.store);
-      const release = request.release as unknown as ErnRelease & { account_id: string };
-      const tracks = request.tracks as unknown as (ErnTrack & { audio_metadata: Record<string, unknown> })[];
-      const folder = release.upc ?? release.id;
-      const files: (PackageFile & Hashed)[] = [];
-
-      const audio = new Map<string, ErnAudioFile>();
-      for (const track of tracks) {
-        const found = await media.audio(release.account_id, release.id, track.id);
-        if (!found) continue;
-        const hashed = await hashFile(found.path, request.signal);
-        const uri = `resources/${track.isrc ?? track.id}.${found.ext}`;
-        files.push({ path: `${folder}/${uri}`, source: { file: found.path }, ...hashed });
-        const meta = track.audio_metadata ?? {};
-        audio.set(track.id, {
-          uri,
-          md5: hashed.md5,
-          bytes: hashed.bytes,
-          codec: found.ext === "flac" ? "FLAC" : "PCM",
-          channels: num(meta.channels),
-          sampleRate: num(meta.sample_rate),
-          bitsPerSample: num(meta.bit_depth),
+      // Media from object storage come as temporary local copies, removed once the batch is dropped.
+      const opened: MediaFile[] = [];
+      try {
+        return await packageAndDrop(request, (found) => {
+          if (found) opened.push(found);
+          return found;
         });
+      } finally {
+        await Promise.all(opened.map((f) => f.release?.()));
       }
-      let artwork: ErnImageFile | undefined;
-      const cover = await media.artwork(release.account_id, release.id);
-      if (cover) {
-        const hashed = await hashFile(cover.path, request.signal);
-        const uri = `resources/cover.${cover.ext === "jpeg" ? "jpg" : cover.ext}`;
-        files.push({ path: `${folder}/${uri}`, source: { file: cover.path }, ...hashed });
-        artwork = { uri, md5: hashed.md5, bytes: hashed.bytes, codec: cover.ext === "png" ? "PNG" : "JPEG" };
-      }
-
-      const createdAt = now();
-      const xml = Buffer.from(
-        buildNewReleaseMessage({
-          messageId: request.deliveryId,
-          threadId: release.id,
-          createdAt,
-          sender: settings.sender,
-          recipient: settings.recipient,
-          test: settings.test_messages,
-          release,
-          tracks,
-          audio,
-          artwork,
-          deals: settings.deals.map((d) => ({ commercialModel: d.commercial_model, useTypes: d.use_types })),
-          endDealsAt: request.action === "takedown" ? createdAt : undefined,
-        }),
-      );
-      files.unshift({ path: `${folder}/${folder}.xml`, source: { data: xml }, ...hashData(xml) });
-
-      const batchId = request.deliveryId.replace(/-/g, "");
-      const manifest = Buffer.from(
-        `${JSON.stringify(
-          {
-            batch_id: batchId,
-            created_at: createdAt.toISOString(),
-            action: request.action,
-            sender: settings.sender,
-            recipient: settings.recipient,
-            release: { id: release.id, upc: release.upc, title: release.title },
-            message: `${folder}/${folder}.xml`,
-            files: files.map((f) => ({ path: f.path, bytes: f.bytes, md5: f.md5, sha256: f.sha256 })),
-          },
-          null,
-          2,
-        )}\n`,
-      );
-      const manifestFile = { path: "manifest.json", source: { data: manifest }, ...hashData(manifest) };
-      const complete = Buffer.from(
-        `<?xml version="1.0" encoding="UTF-8"?>\n<BatchComplete BatchId="${batchId}" MessageCount="1" ManifestSha256="${manifestFile.sha256}"/>\n`,
-      );
-      const dropped = await dropBatch(
-        settings.destination as Destination,
-        batchId,
-        [...files, manifestFile],
-        { path: `BatchComplete_${batchId}.xml`, source: { data: complete }, bytes: complete.length },
-        request.signal,
-      );
-      return { reference: dropped.location, liveAfterMs: settings.live_after_ms };
     },
   };
+
+  async function packageAndDrop(
+    request: DeliveryRequest,
+    keep: (found: MediaFile | undefined) => MediaFile | undefined,
+  ): Promise<DeliveryResult> {
+    const settings = ddexSettingsOf(request.store);
+    const release = request.release as unknown as ErnRelease & { account_id: string };
+    const tracks = request.tracks as unknown as (ErnTrack & { audio_metadata: Record<string, unknown> })[];
+    const folder = release.upc ?? release.id;
+    const files: (PackageFile & Hashed)[] = [];
+
+    const audio = new Map<string, ErnAudioFile>();
+    for (const track of tracks) {
+      const found = keep(await media.audio(release.account_id, release.id, track.id, request.signal));
+      if (!found) continue;
+      const hashed = await hashFile(found.path, request.signal);
+      const uri = `resources/${track.isrc ?? track.id}.${found.ext}`;
+      files.push({ path: `${folder}/${uri}`, source: { file: found.path }, ...hashed });
+      const meta = track.audio_metadata ?? {};
+      audio.set(track.id, {
+        uri,
+        md5: hashed.md5,
+        bytes: hashed.bytes,
+        codec: found.ext === "flac" ? "FLAC" : "PCM",
+        channels: num(meta.channels),
+        sampleRate: num(meta.sample_rate),
+        bitsPerSample: num(meta.bit_depth),
+      });
+    }
+    let artwork: ErnImageFile | undefined;
+    const cover = keep(await media.artwork(release.account_id, release.id, request.signal));
+    if (cover) {
+      const hashed = await hashFile(cover.path, request.signal);
+      const uri = `resources/cover.${cover.ext === "jpeg" ? "jpg" : cover.ext}`;
+      files.push({ path: `${folder}/${uri}`, source: { file: cover.path }, ...hashed });
+      artwork = { uri, md5: hashed.md5, bytes: hashed.bytes, codec: cover.ext === "png" ? "PNG" : "JPEG" };
+    }
+
+    const createdAt = now();
+    const xml = Buffer.from(
+      buildNewReleaseMessage({
+        messageId: request.deliveryId,
+        threadId: release.id,
+        createdAt,
+        sender: settings.sender,
+        recipient: settings.recipient,
+        test: settings.test_messages,
+        release,
+        tracks,
+        audio,
+        artwork,
+        deals: settings.deals.map((d) => ({ commercialModel: d.commercial_model, useTypes: d.use_types })),
+        endDealsAt: request.action === "takedown" ? createdAt : undefined,
+      }),
+    );
+    files.unshift({ path: `${folder}/${folder}.xml`, source: { data: xml }, ...hashData(xml) });
+
+    const batchId = request.deliveryId.replace(/-/g, "");
+    const manifest = Buffer.from(
+      `${JSON.stringify(
+        {
+          batch_id: batchId,
+          created_at: createdAt.toISOString(),
+          action: request.action,
+          sender: settings.sender,
+          recipient: settings.recipient,
+          release: { id: release.id, upc: release.upc, title: release.title },
+          message: `${folder}/${folder}.xml`,
+          files: files.map((f) => ({ path: f.path, bytes: f.bytes, md5: f.md5, sha256: f.sha256 })),
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    const manifestFile = { path: "manifest.json", source: { data: manifest }, ...hashData(manifest) };
+    const complete = Buffer.from(
+      `<?xml version="1.0" encoding="UTF-8"?>\n<BatchComplete BatchId="${batchId}" MessageCount="1" ManifestSha256="${manifestFile.sha256}"/>\n`,
+    );
+    const dropped = await dropBatch(
+      settings.destination as Destination,
+      batchId,
+      [...files, manifestFile],
+      { path: `BatchComplete_${batchId}.xml`, source: { data: complete }, bytes: complete.length },
+      request.signal,
+    );
+    return { reference: dropped.location, liveAfterMs: settings.live_after_ms };
+  }
 }

@@ -1,0 +1,70 @@
+import type { Readable } from "node:stream";
+
+/**
+ * Where uploaded media lives (docs/uploads.md). Two drivers implement this: local disk
+ * (src/storage/local.ts, the default: uploads go to Backline's own upload route) and
+ * S3-compatible object storage (src/storage/s3.ts: uploads go straight to the bucket through
+ * presigned requests). Object keys are made by src/storage/keys.ts only, of ids and a fixed
+ * extension, e.g. `artwork/<account>/<release>/cover.jpg`.
+ */
+
+/** What a client needs to send the file: the response of the upload-URL endpoints. */
+export interface UploadTarget {
+  /** Where to send the bytes. */
+  url: string;
+  /** PUT for a single request. */
+  method: "PUT";
+  /** Headers the request must carry exactly as given (they are part of the signature). */
+  headers: Record<string, string>;
+  /** For large files on S3: a presigned multipart upload (see docs/uploads.md). */
+  multipart?: MultipartTarget;
+}
+
+export interface MultipartTarget {
+  upload_id: string;
+  part_size: number;
+  /** One presigned PUT per part, in order; each answers an ETag header the client keeps. */
+  parts: { part_number: number; url: string }[];
+}
+
+export interface UploadRequest {
+  /** The media_assets row the upload fills. */
+  assetId: string;
+  accountId: string;
+  key: string;
+  contentType: string;
+  maxBytes: number;
+  /** Declared size, when the client gave it (S3 signs it as Content-Length). */
+  bytes?: number;
+  expiresAt: Date;
+}
+
+export interface ObjectInfo {
+  bytes: number;
+}
+
+export interface ObjectStore {
+  readonly kind: "local" | "s3";
+  /** Signs an upload of one object; nothing is written until the client sends the bytes. */
+  uploadTarget(request: UploadRequest): Promise<UploadTarget>;
+  /** Finishes a multipart upload from the parts' ETags (S3 only). */
+  completeMultipart?(
+    key: string,
+    uploadId: string,
+    parts: { part_number: number; etag: string }[],
+  ): Promise<void>;
+  /** The object's size, or undefined when there is none. */
+  stat(key: string): Promise<ObjectInfo | undefined>;
+  /** The object's bytes as a stream. Rejects when there is no such object. */
+  read(key: string, range?: { start: number; end?: number }): Promise<Readable>;
+  /**
+   * A local file holding the object, for tools that need a path (sharp, music-metadata, the DDEX
+   * packager): the object itself on local disk, a temporary copy otherwise. `release()` removes
+   * the copy.
+   */
+  localCopy(key: string, signal?: AbortSignal): Promise<{ path: string; release(): Promise<void> }>;
+  /** Removes the object; no error when it is already gone. */
+  remove(key: string): Promise<void>;
+  /** A short-lived URL that downloads the object (S3: presigned GET; local: Backline's signed route). */
+  downloadUrl?(key: string, expiresAt: Date): Promise<string>;
+}
