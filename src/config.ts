@@ -1,5 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
+import type { S3Settings } from "./storage/s3.ts";
+import type { UploadLimits } from "./storage/uploads.ts";
 
 /**
  * One schema over the environment, parsed once at boot. Every setting Backline reads is here,
@@ -13,6 +15,14 @@ const bool = z
 const postgresUrl = z
   .string()
   .refine((v) => /^postgres(ql)?:\/\//.test(v), { message: "must be a postgres:// or postgresql:// URL" });
+
+const MIB = 1024 * 1024;
+const bytes = (min: number, max: number) =>
+  z.coerce
+    .number({ message: "must be a number of bytes" })
+    .int({ message: "must be a whole number of bytes" })
+    .min(min, { message: `must be at least ${min} bytes` })
+    .max(max, { message: `must be at most ${max} bytes` });
 
 const schema = z.object({
   PORT: z.coerce
@@ -53,6 +63,23 @@ const schema = z.object({
     .min(1000)
     .max(3_600_000)
     .default(60_000),
+  STORAGE_DRIVER: z.enum(["local", "s3"], { message: "must be local or s3" }).default("local"),
+  S3_ENDPOINT: z.url({ message: "must be an absolute URL such as https://s3.example.com" }).optional(),
+  S3_BUCKET: z.string().min(3).max(63).optional(),
+  S3_REGION: z.string().min(1).default("us-east-1"),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_FORCE_PATH_STYLE: bool.default(false),
+  S3_MULTIPART_THRESHOLD_BYTES: bytes(5 * MIB, 5 * 1024 * MIB).default(100 * MIB),
+  S3_PART_SIZE_BYTES: bytes(5 * MIB, 5 * 1024 * MIB).default(64 * MIB),
+  UPLOAD_URL_TTL_SECONDS: z.coerce
+    .number({ message: "must be a number" })
+    .int()
+    .min(60)
+    .max(86_400)
+    .default(900),
+  UPLOAD_MAX_ARTWORK_BYTES: bytes(1, 1024 * MIB).default(50 * MIB),
+  UPLOAD_MAX_AUDIO_BYTES: bytes(1, 5 * 1024 * MIB).default(2 * 1024 * MIB),
 });
 
 export type Env = z.input<typeof schema>;
@@ -81,6 +108,9 @@ export interface Config {
   encryptionKey: string | undefined;
   /** Webhooks may go to http:// and private addresses: for development and tests only. */
   webhookAllowPrivate: boolean;
+  /** Where uploaded media goes (docs/uploads.md): DATA_DIR/storage, or an S3-compatible bucket. */
+  storage: { driver: "local"; root: string } | { driver: "s3"; s3: S3Settings };
+  uploads: UploadLimits;
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -99,7 +129,13 @@ export class ConfigError extends Error {
 }
 
 /** Settings that may hold credentials. */
-const SECRET_SETTINGS = new Set(["ENCRYPTION_KEY", "DATABASE_URL", "MIGRATION_DATABASE_URL", "SMTP_URL"]);
+const SECRET_SETTINGS = new Set([
+  "ENCRYPTION_KEY",
+  "DATABASE_URL",
+  "MIGRATION_DATABASE_URL",
+  "SMTP_URL",
+  "S3_SECRET_ACCESS_KEY",
+]);
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset", as in most .env tooling.
@@ -125,6 +161,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         poolSize: e.DATABASE_POOL_SIZE,
       }
     : { engine: "pglite", dataDir: path.join(dataDir, "pgdata") };
+  if (e.STORAGE_DRIVER === "s3" && !e.S3_BUCKET) {
+    throw new ConfigError("S3_BUCKET", "is required when STORAGE_DRIVER is s3");
+  }
+  if (Boolean(e.S3_ACCESS_KEY_ID) !== Boolean(e.S3_SECRET_ACCESS_KEY)) {
+    throw new ConfigError("S3_ACCESS_KEY_ID", "and S3_SECRET_ACCESS_KEY are set together or not at all");
+  }
+  const storage: Config["storage"] =
+    e.STORAGE_DRIVER === "s3"
+      ? {
+          driver: "s3",
+          s3: {
+            endpoint: e.S3_ENDPOINT,
+            bucket: e.S3_BUCKET as string,
+            region: e.S3_REGION,
+            accessKeyId: e.S3_ACCESS_KEY_ID,
+            secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+            forcePathStyle: e.S3_FORCE_PATH_STYLE,
+            multipartThreshold: e.S3_MULTIPART_THRESHOLD_BYTES,
+            partSize: e.S3_PART_SIZE_BYTES,
+          },
+        }
+      : { driver: "local", root: path.join(dataDir, "storage") };
   return {
     port: e.PORT,
     host: e.HOST,
@@ -142,6 +200,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     encryptionKey: e.ENCRYPTION_KEY,
     // The embedded database is for development: its webhooks may go to a local receiver.
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? database.engine === "pglite",
+    storage,
+    uploads: {
+      urlTtlSeconds: e.UPLOAD_URL_TTL_SECONDS,
+      maxBytes: { artwork: e.UPLOAD_MAX_ARTWORK_BYTES, audio: e.UPLOAD_MAX_AUDIO_BYTES },
+    },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
   };
 }

@@ -918,7 +918,7 @@ async function labelAccount(db: Db): Promise<string> {
   const { tenant } = await createTenant(db, {
     name: "DDEX Label Group",
     slug: `ddex-${randomUUID().slice(0, 8)}`,
-    settings: { auto_review: true },
+    settings: { auto_review: true, require_media: false },
   });
   return (await createAccount(db, { tenantId: tenant.id, name: "Night Owl Records" })).id;
 }

@@ -737,6 +737,12 @@ describe("backline releases queue|review", () => {
     assert.ok(tenant, "the previous test made the tenants");
     // Only one process may open the data directory: the CLI commands above have all exited.
     await withDataDir(dataDir, async (db) => {
+      // These releases carry no uploaded media: the checks listed are the catalog's.
+      await db.asService((tx) =>
+        tx.query(`update internal.tenants set settings = settings || '{"require_media": false}' where id = $1`, [
+          tenant.id,
+        ]),
+      );
       ids.cover = await serviceRelease(db, ids.account as string, {
         title: "Cover",
         tracks: 1,
@@ -873,7 +879,7 @@ describe("backline worker", () => {
       const { tenant } = await createTenant(db, {
         name: "Auto Review",
         slug: `auto-${randomUUID().slice(0, 8)}`,
-        settings: { auto_review: true, delivery_adapter: "sandbox" },
+        settings: { auto_review: true, delivery_adapter: "sandbox", require_media: false },
       });
       const account = await createAccount(db, { tenantId: tenant.id, name: "Night Owl" });
       complete = await serviceRelease(db, account.id, { title: "Complete", tracks: 1, status: "submitted" });

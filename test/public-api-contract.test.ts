@@ -6,6 +6,7 @@ import addFormatsModule from "ajv-formats";
 import type { Account, Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
+import { artworkJpeg } from "./support/media-fixtures.ts";
 import { completeRelease, type IssuedKey, issueTestKey } from "./support/public-api.ts";
 import { forceReleaseStatus, seedAccount, seedUser } from "./support/seed.ts";
 
@@ -476,8 +477,42 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     await call("deleteTrack", 200, { params: { id: releaseId, trackId: second.body.id } });
     await call("deleteTrack", 404, { params: { id: releaseId, trackId: second.body.id } });
 
+    // --- Uploads -----------------------------------------------------------------------------
+    const cover = await artworkJpeg();
+    const artworkUrl = await call("createArtworkUploadUrl", 201, {
+      params: { id: releaseId },
+      body: { filename: "cover.jpg", size: cover.length },
+    });
+    assert.equal(artworkUrl.body.complete_url, null, "local storage completes uploads itself");
+    await call("createArtworkUploadUrl", 403, { key: reader, params: { id: releaseId }, body: {} });
+    await call("createArtworkUploadUrl", 404, { params: { id: missing } });
+    await call("createArtworkUploadUrl", 422, { params: { id: releaseId }, body: { content_type: "image/gif" } });
+    await call("createArtworkUploadUrl", 413, { params: { id: releaseId }, body: { size: 10 ** 12 } });
+    const pending = await call("getUpload", 200, { key: reader, params: { assetId: artworkUrl.body.asset_id } });
+    assert.equal(pending.body.status, "pending");
+    const notYet = await call("completeUpload", 409, { params: { assetId: artworkUrl.body.asset_id } });
+    assert.equal(notYet.body.code, "upload_not_received");
+    const put = await fetch(artworkUrl.body.upload_url, {
+      method: artworkUrl.body.method,
+      headers: artworkUrl.body.headers,
+      body: cover,
+    });
+    assert.equal(put.status, 200);
+    const completed = await call("completeUpload", 200, { params: { assetId: artworkUrl.body.asset_id } });
+    assert.equal(completed.body.status, "uploaded");
+    await call("getUpload", 404, { params: { assetId: missing } });
+    await call("getUpload", 404, { key: otherKey, params: { assetId: artworkUrl.body.asset_id } });
+    await call("completeUpload", 404, { params: { assetId: missing } });
+    const audioUrl = await call("createAudioUploadUrl", 201, {
+      params: { id: releaseId, trackId },
+      body: { content_type: "audio/flac" },
+    });
+    assert.deepEqual(audioUrl.body.headers, { "content-type": "audio/flac" });
+    await call("createAudioUploadUrl", 404, { params: { id: releaseId, trackId: missing } });
+
     const detail = await call("getRelease", 200, { key: reader, params: { id: releaseId } });
     assert.equal(detail.body.tracks.length, 1);
+    assert.equal(detail.body.artwork.id, artworkUrl.body.asset_id);
     assert.equal(detail.body.artists[0].id, artistId);
 
     // --- Submission, status, corrections, takedown -------------------------------------------

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Webhook } from "standardwebhooks";
-import { loadConfig } from "../src/config.ts";
 import { loadSecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
@@ -90,7 +89,7 @@ describeEachEngine("public api: webhooks", (t) => {
     const ciphertext = String(stored?.secret_ciphertext);
     assert.ok(!ciphertext.includes(created.secret.slice(6)), "not stored in plain text");
     assert.ok(!JSON.stringify(stored).includes(created.secret.slice(6)));
-    assert.equal(loadSecretBox(loadConfig({ LOG_LEVEL: "silent" })).decrypt(ciphertext), created.secret);
+    assert.equal(loadSecretBox(app.config).decrypt(ciphertext), created.secret);
 
     // Never shown again.
     const got = expectStatus(await api("GET", `/webhooks/${created.id}`), 200) as Obj;
@@ -203,7 +202,7 @@ describeEachEngine("public api: webhooks", (t) => {
       "select secret_ciphertext, previous_secret_ciphertext from internal.webhook_endpoints where id = $1",
       [created.id],
     );
-    const box = loadSecretBox(loadConfig({ LOG_LEVEL: "silent" }));
+    const box = loadSecretBox(app.config);
     assert.equal(box.decrypt(String(row?.secret_ciphertext)), rotated.secret);
     assert.equal(box.decrypt(String(row?.previous_secret_ciphertext)), created.secret);
     // What the dispatcher signs with while both are in force verifies with either secret.

@@ -11,6 +11,8 @@ import { Mailer } from "../mail/mailer.ts";
 import { publicApiRoutes } from "../public-api/plugin.ts";
 import { restRoutes } from "../rest/routes.ts";
 import { loadSchemaCache, type SchemaCache } from "../rest/schema-cache.ts";
+import { openStorage } from "../storage/open.ts";
+import { storageRoutes } from "../storage/routes.ts";
 import { TenantDirectory } from "../tenancy/directory.ts";
 import { loadSecretBox } from "../webhooks/secrets.ts";
 import { healthRoutes } from "./health.ts";
@@ -127,14 +129,26 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     maxRows: deps.config.restMaxRows,
     publicUrl: deps.config.publicUrl,
   });
+  const secrets = loadSecretBox(deps.config);
+  const storage = openStorage(deps.config, secrets);
+  app.register(storageRoutes, {
+    prefix: "/storage/v1",
+    db: deps.db,
+    directory,
+    store: storage.store,
+    signer: storage.signer,
+    limits: deps.config.uploads,
+  });
   app.register(publicApiRoutes, {
     prefix: "/api/public/v1",
     db: deps.db,
     directory,
     mailer,
     publicUrl: deps.config.publicUrl,
-    secrets: loadSecretBox(deps.config),
+    secrets,
     webhooks: { allowPrivate: deps.config.webhookAllowPrivate },
+    storage: storage.store,
+    uploadLimits: deps.config.uploads,
   });
   app.register(adminRoutes, { prefix: "/admin/v1", db: deps.db, directory });
   return app;

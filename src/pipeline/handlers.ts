@@ -1,13 +1,18 @@
 import type { Db } from "../db/db.ts";
 import type { Handlers } from "../jobs/worker.ts";
-import { LocalMedia } from "../storage/media.ts";
+import type { ObjectStore } from "../storage/driver.ts";
+import { LocalMedia, type MediaSource } from "../storage/media.ts";
+import { validateAsset } from "../storage/uploads.ts";
 import { ddexStore } from "./ddex/adapter.ts";
 import { deliverRelease, deliveryLive, processTakedown, redeliverRelease, sendDelivery } from "./delivery.ts";
 import { processOacRequest } from "./oac.ts";
 import { reviewRelease } from "./review.ts";
 
 /** The operator backend's job handlers by kind (docs/operator.md). */
-export function pipelineHandlers(db: Db, options: { media?: LocalMedia } = {}): Handlers {
+export function pipelineHandlers(
+  db: Db,
+  options: { media?: MediaSource; store?: ObjectStore } = {},
+): Handlers {
   const id = (value: unknown) => String(value);
   // The store adapters beside the built-in sandbox, by the name a store's settings.adapter gives.
   const adapters = { ddex: ddexStore(options.media ?? new LocalMedia(".backline/storage")) };
@@ -24,5 +29,12 @@ export function pipelineHandlers(db: Db, options: { media?: LocalMedia } = {}): 
     },
     "takedown.process": async (job) => processTakedown(db, id(job.payload.takedown_request_id)),
     "oac.request": async (job) => processOacRequest(db, id(job.payload.oac_request_id)),
+    ...(options.store
+      ? {
+          "media.validate": async (job, ctx) => {
+            await validateAsset(db, options.store as ObjectStore, id(job.payload.asset_id), ctx.signal);
+          },
+        }
+      : {}),
   };
 }

@@ -4,6 +4,8 @@ import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
+import type { ObjectStore } from "../storage/driver.ts";
+import type { UploadLimits } from "../storage/uploads.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { WEBHOOK_EVENTS } from "../webhooks/events.ts";
 import type { SecretBox } from "../webhooks/secrets.ts";
@@ -17,6 +19,7 @@ import { artistRoutes } from "./resources/artists.ts";
 import { releaseRoutes } from "./resources/releases.ts";
 import { ruleRoutes } from "./resources/rules.ts";
 import { trackRoutes } from "./resources/tracks.ts";
+import { uploadRoutes } from "./resources/uploads.ts";
 import { webhookRoutes } from "./resources/webhooks.ts";
 import { type AnyRoute, parseBody, parseParams, parseQuery, type Services } from "./route.ts";
 
@@ -32,6 +35,8 @@ export interface PublicApiOptions {
   publicUrl: string;
   secrets: SecretBox;
   webhooks: { allowPrivate: boolean };
+  storage: ObjectStore;
+  uploadLimits: UploadLimits;
 }
 
 export const PUBLIC_API_VERSION = "1.0.0";
@@ -43,6 +48,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...ruleRoutes,
   ...keyRoutes,
   ...webhookRoutes,
+  ...uploadRoutes,
 ];
 
 /** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */
@@ -72,6 +78,8 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     catalogue,
     secrets: options.secrets,
     webhooks: options.webhooks,
+    storage: options.storage,
+    uploadLimits: options.uploadLimits,
   };
   const openapi = openApiDocument(
     ROUTES,

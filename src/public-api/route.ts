@@ -5,6 +5,8 @@ import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { type FieldError, fieldErrors, paramOf } from "../http/field-errors.ts";
 import type { Mailer } from "../mail/mailer.ts";
+import type { ObjectStore } from "../storage/driver.ts";
+import type { UploadLimits } from "../storage/uploads.ts";
 import type { SecretBox } from "../webhooks/secrets.ts";
 import type { Caller, Scope } from "./auth.ts";
 import { ApiError, validationFailed } from "./errors.ts";
@@ -32,6 +34,9 @@ export interface Services {
   /** Encrypts secrets stored at rest (webhook signing secrets). */
   secrets: SecretBox;
   webhooks: { allowPrivate: boolean };
+  /** Where uploaded media goes (local disk or S3), and the upload limits. */
+  storage: ObjectStore;
+  uploadLimits: UploadLimits;
 }
 
 export interface Context<P, Q, B> {

@@ -1,4 +1,3 @@
-import path from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
@@ -7,7 +6,9 @@ import { buildApp } from "../http/app.ts";
 import { Worker } from "../jobs/worker.ts";
 import { Mailer } from "../mail/mailer.ts";
 import { pipelineHandlers } from "../pipeline/handlers.ts";
-import { LocalMedia } from "../storage/media.ts";
+import { LocalStore } from "../storage/local.ts";
+import { LocalMedia, StoreMedia } from "../storage/media.ts";
+import { openStorage } from "../storage/open.ts";
 import { type DevTenantFile, ensureDevTenant } from "../tenancy/dev-tenant.ts";
 import { WebhookDispatcher } from "../webhooks/dispatcher.ts";
 import { loadSecretBox } from "../webhooks/secrets.ts";
@@ -120,9 +121,17 @@ function startBackground(
   db: Db,
   logger: Logger,
 ): { workerId: string; stop(): Promise<void> } {
+  const secrets = loadSecretBox(config);
+  const storage = openStorage(config, secrets);
   const worker = new Worker({
     db,
-    handlers: pipelineHandlers(db, { media: new LocalMedia(path.join(config.dataDir, "storage")) }),
+    handlers: pipelineHandlers(db, {
+      media:
+        storage.store instanceof LocalStore
+          ? new LocalMedia(storage.store.root)
+          : new StoreMedia(storage.store),
+      store: storage.store,
+    }),
     concurrency: config.worker.concurrency,
     leaseMs: config.worker.leaseMs,
     logger,
@@ -130,7 +139,7 @@ function startBackground(
   const mailer = new Mailer(db, { smtpUrl: config.mail.smtpUrl, from: config.mail.from, logger });
   const dispatcher = new WebhookDispatcher({
     db,
-    secrets: loadSecretBox(config),
+    secrets,
     mailer,
     allowPrivate: config.webhookAllowPrivate,
     logger,

@@ -1,28 +1,55 @@
+import fs from "node:fs";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
-import { loadConfig } from "../../src/config.ts";
+import { type Config, loadConfig } from "../../src/config.ts";
 import { buildApp } from "../../src/http/app.ts";
 import type { TenantKeys } from "../../src/tenancy/keys.ts";
 import { type CreateTenantInput, createTenant, type Tenant } from "../../src/tenancy/tenants.ts";
 import type { TestDb } from "./db.ts";
-import { freePort } from "./process.ts";
+import { freePort, tempDir } from "./process.ts";
 
 /** The real app on a real socket, over a test database: what end-to-end tests talk to with real clients. */
 export interface RunningApp {
   app: FastifyInstance;
+  /** The configuration it runs with (its DATA_DIR, its encryption key). */
+  config: Config;
   url: string;
   close(): Promise<void>;
 }
 
+export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 42).toString("base64");
+
+/**
+ * Its DATA_DIR (uploaded media) is a temporary folder unless `env` names one; every app of a test
+ * run shares one ENCRYPTION_KEY, as the processes of one deployment do.
+ */
 export async function startApp(t: TestDb, env: Record<string, string> = {}): Promise<RunningApp> {
   const port = await freePort();
-  const config = loadConfig({ PORT: String(port), LOG_LEVEL: "silent", ...env });
+  const ownDir = env.DATA_DIR ? undefined : tempDir("backline-app-");
+  const config = loadConfig({
+    PORT: String(port),
+    LOG_LEVEL: "silent",
+    DATA_DIR: ownDir ?? "",
+    ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    ...env,
+  });
   const app = buildApp({ config, db: t.db, logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }) });
   await app.listen({ port, host: "127.0.0.1" });
-  return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+  return {
+    app,
+    config,
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      await app.close();
+      if (ownDir) fs.rmSync(ownDir, { recursive: true, force: true });
+    },
+  };
 }
 
-/** A tenant with its keys; `auth` settings go to settings.auth (docs/auth.md). */
+/**
+ * A tenant with its keys; `auth` settings go to settings.auth (docs/auth.md). Submission needs no
+ * uploaded media unless settings.require_media says so (the upload suites do).
+ */
 export async function tenantWithKeys(
   t: TestDb,
   input: Partial<CreateTenantInput> & { auth?: Record<string, unknown> } = {},
@@ -33,7 +60,7 @@ export async function tenantWithKeys(
     name: `Tenant ${slug}`,
     slug,
     ...rest,
-    settings: { ...rest.settings, ...(auth ? { auth } : {}) },
+    settings: { require_media: false, ...rest.settings, ...(auth ? { auth } : {}) },
   });
 }
 

@@ -28,9 +28,24 @@ export interface SeedUser {
   email: string;
 }
 
-export async function seedTenant(db: Db, preset: PolicyPreset = "account-members"): Promise<Tenant> {
+/**
+ * A tenant for tests. Its releases are submitted without uploaded media (settings.require_media
+ * false) unless `requireMedia` is given: only the upload suites exercise that rule end to end.
+ */
+export async function seedTenant(
+  db: Db,
+  preset: PolicyPreset = "account-members",
+  options: { requireMedia?: boolean } = {},
+): Promise<Tenant> {
   const slug = `t-${randomUUID().slice(0, 8)}`;
-  return (await createTenant(db, { name: `Tenant ${slug}`, slug, policyPreset: preset })).tenant;
+  return (
+    await createTenant(db, {
+      name: `Tenant ${slug}`,
+      slug,
+      policyPreset: preset,
+      settings: { require_media: options.requireMedia ?? false },
+    })
+  ).tenant;
 }
 
 export function seedAccount(db: Db, tenant: Tenant, name = "Label"): Promise<Account> {

@@ -18,6 +18,7 @@ import {
   Track,
 } from "./schemas.ts";
 import { columns, countAndPage, insertRow, updateRow } from "./sql.ts";
+import { assetOut, currentMedia, MediaAsset } from "./uploads.ts";
 
 /** Releases (seed 001): the same rows as /rest/v1/releases, under the same row-level security. */
 
@@ -87,7 +88,16 @@ const ListQuery = Pagination.extend({
 }).strict();
 
 const ReleaseDetail = Release.extend({
-  tracks: z.array(Track),
+  artwork: MediaAsset.nullable().meta({
+    description: "The current cover artwork upload and its checks (null before any upload arrived).",
+  }),
+  tracks: z.array(
+    Track.extend({
+      audio: MediaAsset.nullable().meta({
+        description: "The track's current audio upload and its checks (null before any upload arrived).",
+      }),
+    }),
+  ),
   artists: z.array(Artist).meta({ description: "The artist profiles the release and its tracks name." }),
 }).meta({ id: "ReleaseDetail" });
 
@@ -250,7 +260,16 @@ export const releaseRoutes = [
             [[...artistIds], release.artist_id],
           )
         ).rows;
-        return { ...releaseOut(release), tracks: tracks.map(trackOut), artists: artists.map(artistOut) };
+        const media = await currentMedia(tx, params.id);
+        return {
+          ...releaseOut(release),
+          artwork: media.artwork ? assetOut(media.artwork) : null,
+          tracks: tracks.map((track) => {
+            const audio = media.audio.get(String(track.id));
+            return { ...trackOut(track), audio: audio ? assetOut(audio) : null };
+          }),
+          artists: artists.map(artistOut),
+        };
       });
       return { body };
     },

@@ -1,0 +1,376 @@
+import type { Readable } from "node:stream";
+import busboy from "busboy";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Db } from "../db/db.ts";
+import { asDbError, mapDbError } from "../db/errors.ts";
+import { identify, postgrestGatewayError } from "../http/gateway.ts";
+import type { TenantDirectory } from "../tenancy/directory.ts";
+import type { ObjectStore } from "./driver.ts";
+import { BUCKETS, type Bucket, SLOT_PATHS, type Slot, slotOf, storagePathOf } from "./keys.ts";
+import { LocalStore, TooLargeError } from "./local.ts";
+import { TokenError, type TokenSigner } from "./tokens.ts";
+import {
+  type AssetRow,
+  assetById,
+  completeUpload,
+  createUpload,
+  UploadError,
+  type UploadLimits,
+} from "./uploads.ts";
+
+/**
+ * /storage/v1 (docs/uploads.md): the storage interface of the table world, shaped as Supabase
+ * Storage so that storage-js (supabase-js's `storage.from(bucket)`) works unchanged, for the
+ * buckets `artwork` and `audio`:
+ *
+ * - POST /object/upload/sign/{bucket}/{path}  createSignedUploadUrl (as the caller, under RLS)
+ * - PUT  /object/upload/sign/{bucket}/{path}?token=  uploadToSignedUrl; also the local driver's
+ *        upload URL of /api/public/v1 (raw body or multipart/form-data)
+ * - POST /object/sign/{bucket}/{path}  createSignedUrl; GET it with ?token= downloads
+ * - GET  /object/authenticated/{bucket}/{path}, GET /object/{bucket}/{path}  download as the caller
+ *
+ * Paths: `<release_id>/cover.jpg|png` in artwork, `<release_id>/<track_id>.wav|flac` in audio.
+ * Errors have Supabase Storage's shape, with Backline's machine-readable `code` beside it.
+ */
+export interface StorageRoutesOptions {
+  db: Db;
+  directory: TenantDirectory;
+  store: ObjectStore;
+  signer: TokenSigner;
+  limits: UploadLimits;
+}
+
+class StorageError extends Error {
+  readonly status: number;
+  readonly code: string;
+
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const ERROR_NAMES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "not_found",
+  409: "Conflict",
+  413: "Payload too large",
+  415: "Unsupported Media Type",
+  500: "Internal",
+};
+
+function send(reply: FastifyReply, status: number, code: string, message: string) {
+  return reply
+    .code(status)
+    .type("application/json")
+    .send({ statusCode: String(status), error: ERROR_NAMES[status] ?? "Error", code, message });
+}
+
+function sendError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
+  if (error instanceof StorageError || error instanceof UploadError) {
+    return send(reply, error.status, error.code, error.message);
+  }
+  if (error instanceof TokenError) return send(reply, 403, error.code, error.message);
+  if (error instanceof TooLargeError) {
+    reply.header("connection", "close");
+    return send(reply, 413, "file_too_large", error.message);
+  }
+  const dbError = asDbError(error);
+  if (dbError) {
+    const mapped = mapDbError(dbError);
+    if (mapped.status < 500) return send(reply, mapped.status, mapped.code, dbError.message);
+  }
+  request.log.error({ err: error }, "storage request failed");
+  return send(reply, 500, "internal_error", "The request could not be completed; it has been logged.");
+}
+
+function slotFrom(request: FastifyRequest): { bucket: Bucket; path: string; slot: Slot } {
+  const params = request.params as { bucket: string; "*": string };
+  const bucket = params.bucket;
+  if (!(BUCKETS as readonly string[]).includes(bucket)) {
+    throw new StorageError(
+      404,
+      "bucket_not_found",
+      `No bucket ${bucket}: the buckets are artwork and audio.`,
+    );
+  }
+  const path = params["*"] ?? "";
+  const slot = slotOf(bucket, path);
+  if (!slot) {
+    throw new StorageError(
+      400,
+      "invalid_path",
+      `${bucket}/${path} names no media: paths in ${bucket} are ${SLOT_PATHS[bucket as Bucket]}.`,
+    );
+  }
+  return { bucket: bucket as Bucket, path, slot };
+}
+
+export async function storageRoutes(app: FastifyInstance, options: StorageRoutesOptions): Promise<void> {
+  const { db, directory, store, signer, limits } = options;
+
+  async function caller(request: FastifyRequest, reply: FastifyReply) {
+    const who = await identify(directory, request, { requireAuthorization: false });
+    if (!who.ok) {
+      const e = postgrestGatewayError(who.failure);
+      reply.headers(e.headers);
+      send(reply, e.status, e.body.code === "PGRST301" ? "invalid_jwt" : "unauthorized", e.body.message);
+      return undefined;
+    }
+    return who.caller;
+  }
+
+  /** The slot's current asset as the caller sees it (RLS), or a 404. */
+  async function currentAsset(claims: Record<string, unknown>, slot: Slot): Promise<AssetRow> {
+    const asset = await db.withRequestContext(
+      claims as never,
+      async (tx) =>
+        (
+          await tx.query<AssetRow>(
+            `select id, object_key, content_type, bytes, status from public.media_assets
+             where release_id = $1 and kind = $2 and track_id is not distinct from $3
+               and status <> 'pending' and superseded_at is null`,
+            [slot.releaseId, slot.kind, slot.trackId ?? null],
+          )
+        ).rows[0],
+    );
+    if (!asset || storagePathOf(asset.object_key).split(".")[0] !== `${slot.kind}/${objectBase(slot)}`) {
+      throw new StorageError(404, "not_found", "Object not found");
+    }
+    return asset;
+  }
+
+  async function sendObject(reply: FastifyReply, key: string, contentType: string) {
+    const info = await store.stat(key);
+    if (!info) throw new StorageError(404, "not_found", "Object not found");
+    const body = await store.read(key);
+    return reply
+      .header("content-type", contentType)
+      .header("content-length", String(info.bytes))
+      .header("cache-control", "private, max-age=0")
+      .send(body);
+  }
+
+  // JSON routes.
+  app.register(async (json) => {
+    json.post("/object/upload/sign/:bucket/*", async (request, reply) => {
+      const who = await caller(request, reply);
+      if (!who) return reply;
+      try {
+        const { bucket, path, slot } = slotFrom(request);
+        const { target } = await db.withRequestContext(who.claims, (tx) =>
+          createUpload(tx, store, limits, {
+            releaseId: slot.releaseId,
+            trackId: slot.trackId,
+            kind: slot.kind,
+            contentType: slot.contentType,
+            filename: path.split("/").pop(),
+          }),
+        );
+        // storage-js uploads to /object/upload/sign/{path}?token=: the token is what counts.
+        const token = new URL(target.url).searchParams.get("token");
+        if (!token) {
+          throw new StorageError(
+            400,
+            "not_supported",
+            "This server's storage driver takes uploads at presigned URLs: use POST /api/public/v1/releases/{id}/artwork-upload-url.",
+          );
+        }
+        return reply.send({ url: `/object/upload/sign/${bucket}/${path}?token=${token}`, token });
+      } catch (error) {
+        return sendError(request, reply, error);
+      }
+    });
+
+    json.post("/object/sign/:bucket/*", async (request, reply) => {
+      const who = await caller(request, reply);
+      if (!who) return reply;
+      try {
+        const { bucket, path, slot } = slotFrom(request);
+        const expiresIn = (request.body as { expiresIn?: unknown } | undefined)?.expiresIn;
+        if (
+          typeof expiresIn !== "number" ||
+          !Number.isInteger(expiresIn) ||
+          expiresIn < 1 ||
+          expiresIn > 604_800
+        ) {
+          throw new StorageError(
+            400,
+            "invalid_expires_in",
+            "expiresIn is a whole number of seconds from 1 to 604800.",
+          );
+        }
+        const asset = await currentAsset(who.claims, slot);
+        const token = signer.sign({
+          use: "download",
+          key: asset.object_key,
+          exp: Math.floor(Date.now() / 1000) + expiresIn,
+        });
+        return reply.send({ signedURL: `/object/sign/${bucket}/${path}?token=${token}` });
+      } catch (error) {
+        return sendError(request, reply, error);
+      }
+    });
+
+    const download = async (request: FastifyRequest, reply: FastifyReply) => {
+      const who = await caller(request, reply);
+      if (!who) return reply;
+      try {
+        const { slot } = slotFrom(request);
+        const asset = await currentAsset(who.claims, slot);
+        return await sendObject(reply, asset.object_key, asset.content_type);
+      } catch (error) {
+        return sendError(request, reply, error);
+      }
+    };
+    json.get("/object/authenticated/:bucket/*", download);
+
+    json.get("/object/sign/:bucket/*", async (request, reply) => {
+      try {
+        const { bucket, path } = slotFrom(request);
+        const token = (request.query as { token?: unknown }).token;
+        if (typeof token !== "string") throw new StorageError(400, "token_missing", "The URL has no token.");
+        const grant = signer.verify(token);
+        if (grant.use !== "download" || storagePathOf(grant.key) !== `${bucket}/${path}`) {
+          throw new TokenError("token_invalid", "This token is not for downloading this object.");
+        }
+        const ext = grant.key.split(".").pop() ?? "";
+        const type =
+          { jpg: "image/jpeg", png: "image/png", wav: "audio/wav", flac: "audio/flac" }[ext] ??
+          "application/octet-stream";
+        if (!(store instanceof LocalStore) && store.downloadUrl) {
+          return reply.redirect(await store.downloadUrl(grant.key, new Date(grant.exp * 1000)), 302);
+        }
+        return await sendObject(reply, grant.key, type);
+      } catch (error) {
+        return sendError(request, reply, error);
+      }
+    });
+
+    json.get("/object/:bucket/*", download);
+  });
+
+  // The upload itself: the body is streamed, never parsed or buffered.
+  app.register(async (raw) => {
+    raw.removeAllContentTypeParsers();
+    raw.addContentTypeParser("*", (_request, _payload, done) => done(null, undefined));
+    const upload = async (request: FastifyRequest, reply: FastifyReply) => {
+      try {
+        const { bucket, path } = slotFrom(request);
+        const token = (request.query as { token?: unknown }).token;
+        if (typeof token !== "string") throw new StorageError(400, "token_missing", "The URL has no token.");
+        const grant = signer.verify(token);
+        if (grant.use !== "upload" || storagePathOf(grant.key) !== `${bucket}/${path}`) {
+          throw new TokenError("token_invalid", "This token is not for uploading to this object.");
+        }
+        if (!(store instanceof LocalStore)) {
+          throw new StorageError(400, "not_supported", "Uploads go to the presigned storage URL, not here.");
+        }
+        const asset = await assetById(db, grant.asset);
+        if (asset?.status !== "pending") {
+          throw new UploadError(
+            409,
+            "upload_already_completed",
+            "This upload URL was already used: ask for a new one to replace the file.",
+          );
+        }
+        const declared = Number(request.headers["content-length"]);
+        if (Number.isFinite(declared) && declared > grant.max && !isMultipart(request)) {
+          throw new TooLargeError(grant.max);
+        }
+        const body = isMultipart(request) ? await firstFile(request) : request.raw;
+        if (
+          !isMultipart(request) &&
+          grant.type &&
+          !typeMatches(request.headers["content-type"], grant.type)
+        ) {
+          throw new StorageError(
+            415,
+            "content_type_mismatch",
+            `Send the file with Content-Type: ${grant.type}, as the upload URL's headers say.`,
+          );
+        }
+        const received = await store.receive(grant.key, body, grant.max);
+        let staleKeys: string[];
+        try {
+          ({ staleKeys } = await completeUpload(
+            db,
+            asset.id,
+            { bytes: received.bytes, sha256: received.sha256 },
+            received.commit,
+          ));
+        } catch (error) {
+          await received.discard();
+          throw error;
+        }
+        await Promise.all(staleKeys.map((k) => store.remove(k)));
+        return reply.send({
+          Key: `${bucket}/${path}`,
+          Id: asset.id,
+          asset_id: asset.id,
+          status: "uploaded",
+          bytes: received.bytes,
+          sha256: received.sha256,
+        });
+      } catch (error) {
+        return sendError(request, reply, error);
+      }
+    };
+    raw.put("/object/upload/sign/:bucket/*", upload);
+  });
+}
+
+function objectBase(slot: Slot): string {
+  return slot.kind === "artwork" ? `${slot.releaseId}/cover` : `${slot.releaseId}/${slot.trackId}`;
+}
+
+function isMultipart(request: FastifyRequest): boolean {
+  return /^multipart\/form-data/i.test(request.headers["content-type"] ?? "");
+}
+
+// storage-js sends text/plain unless told a type; the bytes are inspected whatever the header says,
+// so only a header naming another media type is refused.
+function typeMatches(header: string | undefined, expected: string): boolean {
+  const given = (header ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  if (given === "" || given === "text/plain" || given === "application/octet-stream") return true;
+  return (
+    given === expected ||
+    (given.startsWith("audio/") && expected.startsWith("audio/") && sameAudio(given, expected))
+  );
+}
+
+function sameAudio(a: string, b: string): boolean {
+  const family = (t: string) => (t.includes("flac") ? "flac" : "wav");
+  return family(a) === family(b);
+}
+
+/** The first file of a multipart/form-data body, as a stream (storage-js sends a Blob this way). */
+function firstFile(request: FastifyRequest): Promise<Readable> {
+  return new Promise((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: request.headers, limits: { files: 1, fields: 10, fieldSize: 64 * 1024 } });
+    } catch {
+      reject(new StorageError(400, "invalid_multipart", "The multipart body has no boundary."));
+      return;
+    }
+    let found = false;
+    parser.on("file", (_name, file) => {
+      found = true;
+      resolve(file);
+    });
+    parser.on("error", (error) => {
+      if (!found)
+        reject(
+          new StorageError(400, "invalid_multipart", `The multipart body is malformed: ${String(error)}`),
+        );
+    });
+    parser.on("close", () => {
+      if (!found) reject(new StorageError(400, "no_file", "The multipart body holds no file."));
+    });
+    request.raw.pipe(parser);
+  });
+}
