@@ -39,6 +39,11 @@ export interface UploadRequest {
   expiresAt: Date;
 }
 
+/** Where an upload to a presigned URL lands before it is accepted: one key per upload. */
+export function stagingKey(accountId: string, assetId: string, objectKey: string): string {
+  return `uploads/${accountId}/${assetId}.${objectKey.split(".").pop()}`;
+}
+
 export interface ObjectInfo {
   bytes: number;
 }
@@ -63,6 +68,12 @@ export interface ObjectStore {
    * the copy.
    */
   localCopy(key: string, signal?: AbortSignal): Promise<{ path: string; release(): Promise<void> }>;
+  /**
+   * Stores whose clients write straight into the bucket take each upload at a staging key
+   * (`stagingKey`) and move it into place (`promote`) only once the upload is accepted, so a file
+   * sent to an upload URL never replaces the bytes of a release until Backline says so.
+   */
+  promote?(from: string, to: string): Promise<void>;
   /** Removes the object; no error when it is already gone. */
   remove(key: string): Promise<void>;
   /** A short-lived URL that downloads the object (S3: presigned GET; local: Backline's signed route). */

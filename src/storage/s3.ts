@@ -7,6 +7,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import {
   CompleteMultipartUploadCommand,
+  CopyObjectCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
@@ -314,6 +315,21 @@ export class S3Store implements ObjectStore {
       if (isNotFound(error)) return;
       throw error;
     }
+  }
+
+  /**
+   * Moves an uploaded object from its staging key into place: a server-side copy (no bytes pass
+   * through Backline; S3 copies up to 5 GiB in one request), then the staging object is removed.
+   */
+  async promote(from: string, to: string): Promise<void> {
+    const source = `${this.settings.bucket}/${this.checkKey(from)
+      .split("/")
+      .map((p) => encodeURIComponent(p))
+      .join("/")}`;
+    await this.client.send(
+      new CopyObjectCommand({ Bucket: this.settings.bucket, Key: this.checkKey(to), CopySource: source }),
+    );
+    await this.remove(from);
   }
 
   async downloadUrl(key: string, expiresAt: Date): Promise<string> {

@@ -3,7 +3,7 @@ import { createReadStream } from "node:fs";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { enqueue } from "../jobs/queue.ts";
-import type { ObjectStore, UploadTarget } from "./driver.ts";
+import { type ObjectStore, stagingKey, type UploadTarget } from "./driver.ts";
 import { inspectArtwork, inspectAudio, trackDurationOf } from "./inspect.ts";
 
 /**
@@ -165,7 +165,8 @@ export async function createUpload(
   const target = await store.uploadTarget({
     assetId: asset.id,
     accountId: asset.account_id,
-    key: asset.object_key,
+    // Straight into a bucket, an upload lands at its own key until it is accepted (completeUpload).
+    key: store.promote ? stagingKey(asset.account_id, asset.id, asset.object_key) : asset.object_key,
     contentType: input.contentType,
     maxBytes,
     bytes: input.bytes,

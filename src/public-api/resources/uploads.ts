@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Tx } from "../../db/types.ts";
+import { stagingKey } from "../../storage/driver.ts";
 import { CONTENT_TYPES, TYPE_OF_EXTENSION } from "../../storage/keys.ts";
 import {
   ASSET_COLUMNS,
@@ -334,6 +335,10 @@ export const uploadRoutes = [
       try {
         const asset = await assetById(services.db, seen.id);
         if (!asset) throw new ApiError(404, "resource_missing", `No such upload: ${seen.id}`);
+        // The file waits at its staging key; completeUpload moves it into place once it is accepted.
+        const staged = store.promote
+          ? stagingKey(asset.account_id, asset.id, asset.object_key)
+          : asset.object_key;
         if (parts) {
           if (!store.completeMultipart)
             throw new ApiError(400, "multipart_unsupported", "This storage takes no parts.");
@@ -342,29 +347,35 @@ export const uploadRoutes = [
               param: "upload_id",
             });
           }
-          await store.completeMultipart(asset.object_key, uploadId, parts).catch((error: unknown) => {
+          await store.completeMultipart(staged, uploadId, parts).catch((error: unknown) => {
+            // Only the driver's verdict on the client's parts is the client's mistake; a failing or
+            // misconfigured store (AccessDenied, a 5xx, a network error) stays a server error.
+            if ((error as { code?: unknown } | null)?.code !== "multipart_invalid") throw error;
             throw new ApiError(
               409,
               "multipart_invalid",
-              `The parts could not be put together: ${String(error)}`,
-              {
-                param: "parts",
-              },
+              `The parts could not be put together: ${(error as Error).message}`,
+              { param: "parts" },
             );
           });
         }
-        const info = await store.stat(asset.object_key);
+        const info = await store.stat(staged);
         if (!info)
           throw new ApiError(409, "upload_not_received", "No file has arrived at the upload URL yet.");
         if (info.bytes > Number(asset.max_bytes)) {
-          await store.remove(asset.object_key);
+          await store.remove(staged);
           throw new ApiError(
             413,
             "file_too_large",
             `The file is ${info.bytes} bytes; at most ${asset.max_bytes}.`,
           );
         }
-        const { asset: done, staleKeys } = await completeUpload(services.db, asset.id, { bytes: info.bytes });
+        const { asset: done, staleKeys } = await completeUpload(
+          services.db,
+          asset.id,
+          { bytes: info.bytes },
+          () => (store.promote ? store.promote(staged, asset.object_key) : Promise.resolve()),
+        );
         await Promise.all(staleKeys.map((k) => store.remove(k)));
         return { body: assetOut(done) };
       } catch (error) {
