@@ -57,6 +57,48 @@ describe("loadConfig", () => {
     assert.equal(loadConfig({}).encryptionKey, undefined);
   });
 
+  test("uploads go to DATA_DIR/storage unless STORAGE_DRIVER=s3 names a bucket", () => {
+    const local = loadConfig({ DATA_DIR: "/var/lib/backline" });
+    assert.deepEqual(local.storage, { driver: "local", root: "/var/lib/backline/storage" });
+    assert.deepEqual(local.uploads, {
+      urlTtlSeconds: 900,
+      maxBytes: { artwork: 50 * 1024 * 1024, audio: 2 * 1024 * 1024 * 1024 },
+    });
+    const s3 = loadConfig({
+      STORAGE_DRIVER: "s3",
+      S3_BUCKET: "masters",
+      S3_ENDPOINT: "http://127.0.0.1:9000",
+      S3_ACCESS_KEY_ID: "id",
+      S3_SECRET_ACCESS_KEY: "secret",
+      S3_FORCE_PATH_STYLE: "true",
+      UPLOAD_URL_TTL_SECONDS: "120",
+    });
+    assert.deepEqual(s3.storage, {
+      driver: "s3",
+      s3: {
+        endpoint: "http://127.0.0.1:9000",
+        bucket: "masters",
+        region: "us-east-1",
+        accessKeyId: "id",
+        secretAccessKey: "secret",
+        forcePathStyle: true,
+        multipartThreshold: 100 * 1024 * 1024,
+        partSize: 64 * 1024 * 1024,
+      },
+    });
+    assert.equal(s3.uploads.urlTtlSeconds, 120);
+  });
+
+  test("STORAGE_DRIVER=s3 needs S3_BUCKET", () => {
+    assert.throws(
+      () => loadConfig({ STORAGE_DRIVER: "s3" }),
+      (e: unknown) =>
+        e instanceof ConfigError &&
+        e.setting === "S3_BUCKET" &&
+        e.message === "Invalid configuration: S3_BUCKET is required when STORAGE_DRIVER is s3",
+    );
+  });
+
   test("empty values count as unset", () => {
     assert.equal(loadConfig({ PORT: "", DATABASE_URL: "" }).database.engine, "pglite");
   });
@@ -74,6 +116,23 @@ describe("loadConfig", () => {
     [
       { ENCRYPTION_KEY: "c2hvcnQ=" },
       "Invalid configuration: ENCRYPTION_KEY must be 32 random bytes in base64 (openssl rand -base64 32)",
+    ],
+    [{ STORAGE_DRIVER: "ftp" }, 'Invalid configuration: STORAGE_DRIVER must be local or s3 (got "ftp")'],
+    [
+      { S3_ACCESS_KEY_ID: "id", STORAGE_DRIVER: "s3", S3_BUCKET: "masters" },
+      "Invalid configuration: S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are set together or not at all",
+    ],
+    [
+      { S3_BUCKET: "b" },
+      'Invalid configuration: S3_BUCKET must be a bucket name of 3 to 63 characters (got "b")',
+    ],
+    [
+      { S3_PART_SIZE_BYTES: "1024" },
+      'Invalid configuration: S3_PART_SIZE_BYTES must be at least 5242880 bytes (got "1024")',
+    ],
+    [
+      { UPLOAD_URL_TTL_SECONDS: "5" },
+      'Invalid configuration: UPLOAD_URL_TTL_SECONDS must be 60 to 86400 seconds (got "5")',
     ],
     [
       { PUBLIC_URL: "not a url" },

@@ -65,7 +65,11 @@ const schema = z.object({
     .default(60_000),
   STORAGE_DRIVER: z.enum(["local", "s3"], { message: "must be local or s3" }).default("local"),
   S3_ENDPOINT: z.url({ message: "must be an absolute URL such as https://s3.example.com" }).optional(),
-  S3_BUCKET: z.string().min(3).max(63).optional(),
+  S3_BUCKET: z
+    .string()
+    .min(3, { message: "must be a bucket name of 3 to 63 characters" })
+    .max(63, { message: "must be a bucket name of 3 to 63 characters" })
+    .optional(),
   S3_REGION: z.string().min(1).default("us-east-1"),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
@@ -74,9 +78,9 @@ const schema = z.object({
   S3_PART_SIZE_BYTES: bytes(5 * MIB, 5 * 1024 * MIB).default(64 * MIB),
   UPLOAD_URL_TTL_SECONDS: z.coerce
     .number({ message: "must be a number" })
-    .int()
-    .min(60)
-    .max(86_400)
+    .int({ message: "must be a whole number of seconds" })
+    .min(60, { message: "must be 60 to 86400 seconds" })
+    .max(86_400, { message: "must be 60 to 86400 seconds" })
     .default(900),
   UPLOAD_MAX_ARTWORK_BYTES: bytes(1, 1024 * MIB).default(50 * MIB),
   UPLOAD_MAX_AUDIO_BYTES: bytes(1, 5 * 1024 * MIB).default(2 * 1024 * MIB),
