@@ -50,6 +50,7 @@ import {
 } from "./support/ddex.ts";
 import { tempDir } from "./support/process.ts";
 import { FUTURE_DATE } from "./support/public-api.ts";
+import { type RunningS3rver, startS3rver } from "./support/s3rver.ts";
 
 /**
  * The `ddex` store adapter (src/pipeline/ddex, docs/ddex.md): the ERN 4.3 NewReleaseMessage read
@@ -1372,21 +1373,15 @@ describeEachEngine("ddex file drop", (t) => {
 // ---------------------------------------------------------------------------------------------
 // An S3 destination, against a real S3-compatible server (one engine is enough)
 
-interface S3rverLike {
-  run(): Promise<{ port: number }>;
-  close(): Promise<void>;
-}
-
 describe(`ddex drop into S3 (s3rver) [${ENGINES[0]}]`, () => {
   const STORE = "ddex_s3";
   const MISSING = "ddex_s3_missing";
   const BUCKET = "ddex-drops";
   let tdb: TestDb | undefined;
-  let server: S3rverLike | undefined;
+  let server: RunningS3rver | undefined;
   let s3: S3Client | undefined;
   let worker: Worker | undefined;
   let media: LocalMedia;
-  let s3dir: string;
   let endpoint: string;
   let accountId: string;
   const db = () => {
@@ -1396,15 +1391,9 @@ describe(`ddex drop into S3 (s3rver) [${ENGINES[0]}]`, () => {
 
   before(async () => {
     tdb = await createTestDb(ENGINES[0] ?? "pglite");
-    s3dir = tempDir("backline-s3rver-");
     media = new LocalMedia(tempDir("backline-ddex-media-"));
-    // s3rver ships no types: imported by a name TypeScript does not resolve.
-    const { default: S3rver } = (await import("s3rver" as string)) as {
-      default: new (options: Record<string, unknown>) => S3rverLike;
-    };
-    server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: s3dir });
-    const { port } = await server.run();
-    endpoint = `http://127.0.0.1:${port}`;
+    server = await startS3rver();
+    endpoint = server.endpoint;
     s3 = new S3Client({
       region: "us-east-1",
       endpoint,
@@ -1447,7 +1436,6 @@ describe(`ddex drop into S3 (s3rver) [${ENGINES[0]}]`, () => {
     s3?.destroy();
     await server?.close();
     await tdb?.close();
-    fs.rmSync(s3dir, { recursive: true, force: true });
     if (media) fs.rmSync(media.root, { recursive: true, force: true });
   });
 

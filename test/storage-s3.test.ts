@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CreateBucketCommand, HeadObjectCommand } from "@aws-sdk/client-s3";
 import type { UploadRequest } from "../src/storage/driver.ts";
 import { S3Store } from "../src/storage/s3.ts";
-import { tempDir } from "./support/process.ts";
+import { type RunningS3rver, startS3rver } from "./support/s3rver.ts";
 
 /**
  * The S3 driver against a real S3-compatible server on loopback (s3rver). s3rver checks a presigned
@@ -24,11 +24,6 @@ import { tempDir } from "./support/process.ts";
 const BUCKET = "backline-media";
 const SECRET = "S3RVER";
 const MIB = 1024 * 1024;
-
-interface S3rverLike {
-  run(): Promise<{ port: number }>;
-  close(): Promise<void>;
-}
 
 // ---------------------------------------------------------------------------------------------
 // SigV4 query-string verification (AWS "Authenticating Requests: Using Query Parameters")
@@ -162,8 +157,7 @@ async function bytesOf(stream: Readable): Promise<Buffer> {
 const inMinutes = (n: number) => new Date(Date.now() + n * 60_000);
 
 describe("S3 storage driver (s3rver behind a SigV4-checking proxy)", () => {
-  let s3dir: string;
-  let s3rver: S3rverLike | undefined;
+  let s3rver: RunningS3rver | undefined;
   let gate: SigV4Gate | undefined;
   let store: S3Store;
   let endpoint: string;
@@ -179,14 +173,8 @@ describe("S3 storage driver (s3rver behind a SigV4-checking proxy)", () => {
   });
 
   before(async () => {
-    s3dir = tempDir("backline-s3rver-");
-    // s3rver ships no types: imported by a name TypeScript does not resolve.
-    const { default: S3rver } = (await import("s3rver" as string)) as {
-      default: new (options: Record<string, unknown>) => S3rverLike;
-    };
-    s3rver = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: s3dir });
-    const { port } = await s3rver.run();
-    gate = new SigV4Gate(port);
+    s3rver = await startS3rver();
+    gate = new SigV4Gate(s3rver.port);
     endpoint = `http://127.0.0.1:${await gate.listen()}`;
     store = new S3Store({
       endpoint,
@@ -204,7 +192,6 @@ describe("S3 storage driver (s3rver behind a SigV4-checking proxy)", () => {
     store?.close();
     await gate?.close();
     await s3rver?.close();
-    fs.rmSync(s3dir, { recursive: true, force: true });
   });
 
   test("a presigned PUT sent with plain fetch, then stat, read, localCopy and remove", async () => {

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
-import fs from "node:fs";
 import { after, before, test } from "node:test";
 import { CreateBucketCommand, HeadObjectCommand } from "@aws-sdk/client-s3";
 import { Worker } from "../src/jobs/worker.ts";
@@ -8,18 +7,12 @@ import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import { openStorage } from "../src/storage/open.ts";
 import { S3Store } from "../src/storage/s3.ts";
 import { loadSecretBox } from "../src/webhooks/secrets.ts";
-import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
+import { type RunningApp, startApp } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { artworkJpeg, wav } from "./support/media-fixtures.ts";
-import { tempDir } from "./support/process.ts";
-import {
-  assertProblem,
-  completeRelease,
-  expectStatus,
-  isrcs,
-  keyedAccount,
-  publicApi,
-} from "./support/public-api.ts";
+import { assertProblem, expectStatus, isrcs } from "./support/public-api.ts";
+import { type RunningS3rver, startS3rver } from "./support/s3rver.ts";
+import { type Api, artworkUrl, audioUrl, draft, judged, type Target, uploader } from "./support/uploads.ts";
 
 /**
  * Uploads through /api/public/v1 on the S3 driver, end to end over real HTTP: the API hands out
@@ -31,46 +24,22 @@ import {
  */
 
 type Obj = Record<string, unknown>;
-type Api = ReturnType<typeof publicApi>;
-
-interface S3rverLike {
-  run(): Promise<{ port: number }>;
-  close(): Promise<void>;
-}
-
-interface Target {
-  asset_id: string;
-  upload_url: string;
-  method: string;
-  headers: Record<string, string>;
-  expires_at: string;
-  max_bytes: number;
-  complete_url: string | null;
-  multipart?: { upload_id: string; part_size: number; parts: { part_number: number; url: string }[] };
-}
 
 const BUCKET = "backline-uploads";
 const MIB = 1024 * 1024;
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
-const nextIsrc = isrcs("QZUS3");
+const _nextIsrc = isrcs("QZUS3");
 
 describeEachEngine("uploads: presigned URLs on S3 storage", (t) => {
-  let s3dir: string;
-  let s3rver: S3rverLike | undefined;
+  let s3rver: RunningS3rver | undefined;
   let endpoint: string;
   let app: RunningApp;
   let store: S3Store;
   let worker: Worker;
 
   before(async () => {
-    s3dir = tempDir("backline-uploads-s3rver-");
-    // s3rver ships no types: imported by a name TypeScript does not resolve.
-    const { default: S3rver } = (await import("s3rver" as string)) as {
-      default: new (options: Record<string, unknown>) => S3rverLike;
-    };
-    s3rver = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: s3dir });
-    const { port } = await s3rver.run();
-    endpoint = `http://127.0.0.1:${port}`;
+    s3rver = await startS3rver();
+    endpoint = s3rver.endpoint;
     app = await startApp(t(), {
       STORAGE_DRIVER: "s3",
       S3_ENDPOINT: endpoint,
@@ -95,51 +64,9 @@ describeEachEngine("uploads: presigned URLs on S3 storage", (t) => {
     await app?.close();
     store?.close();
     await s3rver?.close();
-    if (s3dir) fs.rmSync(s3dir, { recursive: true, force: true });
   });
 
-  async function keyed() {
-    const { tenant } = await tenantWithKeys(t(), {
-      settings: {
-        ...UNLIMITED,
-        require_media: true,
-        public_api_rate_limit: { max: 1_000_000, windowSeconds: 1 },
-      },
-    });
-    const k = await keyedAccount(t().db, { tenant });
-    return { ...k, api: publicApi(app.url, k.key.secret) };
-  }
-
-  /** A draft single with `tracks` tracks, each with an ISRC. */
-  async function draft(api: Api, tracks = 1): Promise<{ id: string; tracks: string[] }> {
-    const release = expectStatus(await api("POST", "/releases", completeRelease()), 201) as Obj & {
-      id: string;
-    };
-    const ids: string[] = [];
-    for (let i = 0; i < tracks; i++) {
-      const track = expectStatus(
-        await api("POST", `/releases/${release.id}/tracks`, {
-          title: `Track ${i + 1}`,
-          isrc: nextIsrc(),
-          track_number: i + 1,
-        }),
-        201,
-      ) as Obj & { id: string };
-      ids.push(track.id);
-    }
-    return { id: release.id, tracks: ids };
-  }
-
-  const artworkUrl = async (api: Api, releaseId: string, body: Obj = {}) =>
-    expectStatus(
-      await api("POST", `/releases/${releaseId}/artwork-upload-url`, body),
-      201,
-    ) as unknown as Target;
-  const audioUrl = async (api: Api, releaseId: string, trackId: string, body: Obj = {}) =>
-    expectStatus(
-      await api("POST", `/releases/${releaseId}/tracks/${trackId}/audio-upload-url`, body),
-      201,
-    ) as unknown as Target;
+  const keyed = () => uploader(t(), app);
 
   /** The single presigned PUT, with plain fetch and exactly the headers given. */
   async function put(target: Target, bytes: Buffer): Promise<number> {
@@ -175,17 +102,6 @@ describeEachEngine("uploads: presigned URLs on S3 storage", (t) => {
 
   const complete = (api: Api, assetId: string, body?: Obj) =>
     api("POST", `/uploads/${assetId}/complete`, body);
-
-  /** Polls the upload until its checks are done. */
-  async function judged(api: Api, assetId: string): Promise<Obj> {
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const asset = expectStatus(await api("GET", `/uploads/${assetId}`), 200);
-      if (asset.status === "valid" || asset.status === "invalid") return asset;
-      if (Date.now() > deadline) assert.fail(`upload ${assetId} still ${String(asset.status)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 
   const objectKey = async (assetId: string) =>
     t().db.asService(

@@ -9,19 +9,12 @@ import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import { openStorage } from "../src/storage/open.ts";
 import type { UploadGrant } from "../src/storage/tokens.ts";
 import { loadSecretBox } from "../src/webhooks/secrets.ts";
-import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
+import { type RunningApp, startApp } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { artworkJpeg, artworkPng, flac, wav } from "./support/media-fixtures.ts";
 import { tempDir } from "./support/process.ts";
-import {
-  type ApiResponse,
-  assertProblem,
-  completeRelease,
-  expectStatus,
-  isrcs,
-  keyedAccount,
-  publicApi,
-} from "./support/public-api.ts";
+import { type ApiResponse, assertProblem, expectStatus } from "./support/public-api.ts";
+import { type Api, artworkUrl, audioUrl, draft, judged, type Target, uploader } from "./support/uploads.ts";
 
 /**
  * Uploads through /api/public/v1 (seed 001; docs/uploads.md) on the local-disk driver, over real
@@ -32,11 +25,9 @@ import {
  */
 
 type Obj = Record<string, unknown>;
-type Api = ReturnType<typeof publicApi>;
 
 const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString("base64");
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
-const nextIsrc = isrcs("QZUPL");
 
 describeEachEngine("uploads: signed URLs on local storage", (t) => {
   let app: RunningApp;
@@ -68,72 +59,11 @@ describeEachEngine("uploads: signed URLs on local storage", (t) => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  async function keyed(scopes?: string[]) {
-    const { tenant } = await tenantWithKeys(t(), {
-      settings: {
-        ...UNLIMITED,
-        require_media: true,
-        public_api_rate_limit: { max: 1_000_000, windowSeconds: 1 },
-      },
-    });
-    const k = await keyedAccount(t().db, { tenant, ...(scopes ? { scopes } : {}) });
-    return { ...k, api: publicApi(app.url, k.key.secret) };
-  }
-
-  /** A draft single with `tracks` tracks, each with an ISRC. */
-  async function draft(api: Api, tracks = 1): Promise<{ id: string; tracks: string[] }> {
-    const release = expectStatus(await api("POST", "/releases", completeRelease()), 201) as Obj & {
-      id: string;
-    };
-    const ids: string[] = [];
-    for (let i = 0; i < tracks; i++) {
-      const track = expectStatus(
-        await api("POST", `/releases/${release.id}/tracks`, {
-          title: `Track ${i + 1}`,
-          isrc: nextIsrc(),
-          track_number: i + 1,
-        }),
-        201,
-      ) as Obj & { id: string };
-      ids.push(track.id);
-    }
-    return { id: release.id, tracks: ids };
-  }
-
-  interface Target {
-    asset_id: string;
-    upload_url: string;
-    method: string;
-    headers: Record<string, string>;
-    expires_at: string;
-    max_bytes: number;
-  }
-
-  const artworkUrl = async (api: Api, releaseId: string, body: Obj = {}) =>
-    expectStatus(
-      await api("POST", `/releases/${releaseId}/artwork-upload-url`, body),
-      201,
-    ) as unknown as Target;
-  const audioUrl = async (api: Api, releaseId: string, trackId: string, body: Obj = {}) =>
-    expectStatus(
-      await api("POST", `/releases/${releaseId}/tracks/${trackId}/audio-upload-url`, body),
-      201,
-    ) as unknown as Target;
+  const keyed = (scopes?: string[]) => uploader(t(), app, scopes);
 
   async function put(target: Target, bytes: Buffer, headers: Record<string, string> = target.headers) {
     const res = await fetch(target.upload_url, { method: target.method, headers, body: bytes });
     return { status: res.status, body: (await res.json()) as Obj };
-  }
-
-  /** Polls the upload until its checks are done. */
-  async function judged(api: Api, assetId: string): Promise<Obj> {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const asset = expectStatus(await api("GET", `/uploads/${assetId}`), 200);
-      if (asset.status === "valid" || asset.status === "invalid") return asset;
-      if (Date.now() > deadline) assert.fail(`upload ${assetId} still ${String(asset.status)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
   }
 
   async function uploadValidMedia(api: Api, release: { id: string; tracks: string[] }) {
