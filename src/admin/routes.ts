@@ -3,6 +3,7 @@ import type { Db } from "../db/db.ts";
 import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
 import { decideOac, oacQueue } from "../pipeline/oac.ts";
 import { decideReview, reviewQueue } from "../pipeline/review.ts";
+import { royaltyAdminRoutes } from "../royalties/admin.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { operatorTenantId } from "./auth.ts";
 import { adminErrorHandler } from "./errors.ts";
@@ -74,6 +75,9 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     const report = parseBody(Bodies.report, request.body);
     return delivery(await reportDelivery(db, id, report, scope(request)));
   });
+
+  // Royalty report imports (docs/royalties.md).
+  royaltyAdminRoutes(app, { db, tenantOf: (request) => scope(request).tenantId });
 
   // Official Artist Channel requests.
   app.get("/oac-requests", async (request) => ({

@@ -1,4 +1,6 @@
+import { pipeline } from "node:stream/promises";
 import pg from "pg";
+import { from as copyFromStdin } from "pg-copy-streams";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
 // Return int8 and numeric as strings (never lossy floats), and dates as 'YYYY-MM-DD' text, as PGlite does.
@@ -48,6 +50,11 @@ export class PostgresEngine implements Engine {
         },
         async exec(sql: string) {
           await client.query(sql);
+        },
+        async copyFrom(sql: string, source: AsyncIterable<string | Buffer>): Promise<number> {
+          const stream = client.query(copyFromStdin(sql));
+          await pipeline(source, stream);
+          return stream.rowCount;
         },
       };
       const result = await fn(tx);

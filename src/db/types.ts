@@ -9,6 +9,11 @@ export interface QueryResult<Row> {
 export interface Tx {
   query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
   exec(sql: string): Promise<void>;
+  /**
+   * PostgreSQL only (undefined on PGlite): streams `source` into `COPY ... FROM STDIN` (`sql`)
+   * and resolves with the number of rows copied. For bulk loads (royalty imports).
+   */
+  copyFrom?: (sql: string, source: AsyncIterable<string | Buffer>) => Promise<number>;
 }
 
 export type EngineKind = "pglite" | "postgres";

@@ -1,4 +1,6 @@
+import fs from "node:fs";
 import { readFile } from "node:fs/promises";
+import path from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import pino from "pino";
 import type { Config } from "../config.ts";
@@ -17,6 +19,9 @@ import { decideOac, oacQueue } from "../pipeline/oac.ts";
 import { decideReview, reviewQueue } from "../pipeline/review.ts";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
+import { FORMAT_NAMES } from "../royalties/formats/index.ts";
+import { findImport, ImportError, importRoyalties, listImports } from "../royalties/import.ts";
+import { progressBar, progressJson, reportText, resultJson, resultText } from "../royalties/operator.ts";
 import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
 import {
   ACCOUNT_KINDS,
@@ -145,6 +150,29 @@ dbCommand
   .action((opts: { login: string }) => {
     const sql = rolesSetupSql(opts.login);
     output(program, sql.trimEnd(), { sql });
+  });
+
+program
+  .command("media")
+  .description("media files for trying uploads (docs/uploads.md)")
+  .command("samples")
+  .description(
+    "write cover.jpg (3000×3000 RGB) and track.wav (30 s, 44.1 kHz, 16-bit stereo) that pass the upload checks",
+  )
+  .argument("[dir]", "where to write them", ".")
+  .action(async (dir: string) => {
+    const { artworkJpeg, wav } = await import("../storage/samples.ts");
+    fs.mkdirSync(dir, { recursive: true });
+    const files = [
+      { path: path.join(dir, "cover.jpg"), bytes: await artworkJpeg() },
+      { path: path.join(dir, "track.wav"), bytes: wav({ seconds: 30 }) },
+    ];
+    for (const f of files) fs.writeFileSync(f.path, f.bytes);
+    output(
+      program,
+      files.map((f) => `${f.path}  ${f.bytes.length} bytes`).join("\n"),
+      files.map((f) => ({ path: path.resolve(f.path), bytes: f.bytes.length })),
+    );
   });
 
 const tenants = program.command("tenants").description("white-label customers");
@@ -778,6 +806,85 @@ for (const [name, status, description] of [
       });
     });
 }
+
+const royalties = program
+  .command("royalties")
+  .description("store sales and usage reports (docs/royalties.md)");
+royalties
+  .command("import")
+  .description(
+    "import a store report: lines are matched to the tenant's tracks (ISRC) and releases (UPC); a report " +
+      "with a malformed line is refused whole; the same report twice counts once",
+  )
+  .argument("<file>", "the report file")
+  .requiredOption("--tenant <tenant>", "the tenant (id or slug)")
+  .requiredOption("--format <name>", `one of ${FORMAT_NAMES.join(", ")}`, choice(FORMAT_NAMES))
+  .option(
+    "--period <YYYY-MM>",
+    "the reporting period (checked against the file; needed when the file has none)",
+  )
+  .option("--store <code>", "the store, for formats whose lines do not name it")
+  .action(async (file: string, opts: { tenant: string; format: string; period?: string; store?: string }) => {
+    const { json } = program.opts<GlobalOptions>();
+    await withDb(async (db) => {
+      const tenant = await requireTenant(db, opts.tenant);
+      const tty = process.stderr.isTTY && !json;
+      const result = await importRoyalties(db, {
+        tenantId: tenant.id,
+        format: opts.format,
+        file,
+        period: opts.period,
+        store: opts.store,
+        source: "cli",
+        onProgress: (p) => {
+          if (json) process.stderr.write(`${progressJson(p)}\n`);
+          else if (tty) process.stderr.write(`\r${progressBar(p)}`);
+        },
+      }).catch((error: unknown) => {
+        throw error instanceof ImportError ? new CliError(error.message) : error;
+      });
+      if (tty) process.stderr.write("\n");
+      output(program, resultText(result), resultJson(result));
+      if (result.status === "rejected") process.exitCode = 1;
+    });
+  });
+royalties
+  .command("imports")
+  .description("the imports of a tenant, newest first")
+  .option("--tenant <tenant>", "only this tenant (id or slug)")
+  .action(async (opts: { tenant?: string }) => {
+    await withDb(async (db) => {
+      const tenantId = opts.tenant ? (await requireTenant(db, opts.tenant)).id : undefined;
+      const rows = await listImports(db, { tenantId });
+      output(
+        program,
+        table(rows as unknown as Record<string, unknown>[], [
+          "id",
+          "format",
+          "file_name",
+          "status",
+          "lines_total",
+          "lines_matched",
+          "lines_unmatched",
+          "lines_malformed",
+          "started_at",
+        ]),
+        rows,
+      );
+    });
+  });
+royalties
+  .command("show")
+  .description("one import's report: totals per currency, unmatched identifiers, malformed lines")
+  .argument("<id>", "import id")
+  .action(async (id: string) => {
+    if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no import ${id}`);
+    await withDb(async (db) => {
+      const r = await db.asService((tx) => findImport(tx, id), { readOnly: true });
+      if (!r) throw new CliError(`no import ${id}`);
+      output(program, reportText(r), r);
+    });
+  });
 
 program
   .command("mail")

@@ -1,0 +1,99 @@
+import { randomUUID } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { FieldsError } from "../admin/errors.ts";
+import { pathId } from "../admin/input.ts";
+import type { Db } from "../db/db.ts";
+import { fieldErrors } from "../http/field-errors.ts";
+import { HttpError } from "../http/problem.ts";
+import { FORMAT_NAMES } from "./formats/index.ts";
+import { findImport, ImportError, importRoyalties, listImports } from "./import.ts";
+import { resultJson } from "./operator.ts";
+
+/**
+ * The admin API's royalty imports (docs/royalties.md, "Admin API"), under /admin/v1 with the
+ * tenant's service-role key:
+ *
+ *   POST /royalty-imports?format=...&period=...&store=...&file_name=...   the report as the body
+ *        (text/csv, text/plain is not accepted; application/octet-stream for any bytes): streamed to
+ *        a temporary file, never held in memory, then imported. 201 completed, 200 duplicate, 422 rejected.
+ *   GET  /royalty-imports            the tenant's imports, newest first
+ *   GET  /royalty-imports/{id}       one import's report
+ */
+
+const REPORT_TYPES = ["text/csv", "application/csv", "text/tab-separated-values", "application/octet-stream"];
+
+const ImportQuery = z.strictObject({
+  format: z.enum(FORMAT_NAMES as [string, ...string[]]),
+  period: z
+    .string()
+    .regex(/^\d{4}-(0[1-9]|1[0-2])$/, "a month, YYYY-MM")
+    .optional(),
+  store: z
+    .string()
+    .regex(/^[a-z0-9]+(_[a-z0-9]+)*$/)
+    .optional(),
+  file_name: z.string().min(1).max(500).optional(),
+});
+
+export function royaltyAdminRoutes(
+  app: FastifyInstance,
+  options: { db: Db; tenantOf: (request: FastifyRequest) => string },
+): void {
+  const { db, tenantOf } = options;
+  // The report's bytes reach the handler as a stream.
+  app.addContentTypeParser(REPORT_TYPES, (_request, payload, done) => done(null, payload));
+
+  app.post("/royalty-imports", async (request, reply) => {
+    const tenantId = tenantOf(request);
+    const q = ImportQuery.safeParse(request.query ?? {});
+    if (!q.success) {
+      const errors = fieldErrors(q.error, request.query);
+      throw new FieldsError(400, "invalid_request", errors[0]?.message ?? "Invalid query.", errors);
+    }
+    const body = request.body as Readable | undefined;
+    if (!body || typeof (body as Readable).pipe !== "function") {
+      throw new HttpError(
+        415,
+        "unsupported_media_type",
+        `Send the report as the request body with Content-Type ${REPORT_TYPES.join(", ")}.`,
+      );
+    }
+    const file = path.join(os.tmpdir(), `backline-royalty-${randomUUID()}`);
+    try {
+      await pipeline(body, createWriteStream(file));
+      const result = await importRoyalties(db, {
+        tenantId,
+        format: q.data.format,
+        file,
+        fileName: q.data.file_name ?? null,
+        period: q.data.period,
+        store: q.data.store,
+        source: "admin_api",
+      }).catch((error: unknown) => {
+        throw error instanceof ImportError ? new HttpError(422, "invalid_import", error.message) : error;
+      });
+      const status = result.status === "completed" ? 201 : result.status === "duplicate" ? 200 : 422;
+      return reply.status(status).send(resultJson(result));
+    } finally {
+      await rm(file, { force: true });
+    }
+  });
+
+  app.get("/royalty-imports", async (request) => ({
+    data: await listImports(db, { tenantId: tenantOf(request), limit: 100 }),
+  }));
+
+  app.get("/royalty-imports/:id", async (request) => {
+    const id = pathId(request.params, "royalty import");
+    const r = await db.asService((tx) => findImport(tx, id, tenantOf(request)), { readOnly: true });
+    if (!r) throw new HttpError(404, "not_found", `no royalty import ${id}`, "id");
+    return r;
+  });
+}

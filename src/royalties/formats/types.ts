@@ -1,0 +1,118 @@
+/**
+ * A report format turns the records of one file into report lines in one shape (RawLine), with
+ * the format's quirks undone: its column names, decimal commas, period notations, usage names.
+ * Checking the values (codes, identifiers, amounts) is common to all formats (../normalise.ts).
+ */
+
+/** Usage types of a royalty line (docs/royalties.md). */
+export const USAGE_TYPES = ["stream", "download", "ugc", "radio", "other"] as const;
+export type UsageType = (typeof USAGE_TYPES)[number];
+
+/** One report line as the format read it; strings, decimals with a point. Empty means "not given". */
+export interface RawLine {
+  /** YYYY-MM: when the store reported it. */
+  reportingPeriod: string;
+  /** YYYY-MM: the month of sale or use. */
+  salePeriod: string;
+  store: string;
+  territory: string;
+  upc: string;
+  isrc: string;
+  usageType: string;
+  units: string;
+  gross: string;
+  fees: string;
+  net: string;
+  currency: string;
+}
+
+export interface FormatOptions {
+  /** --period: YYYY-MM. */
+  period?: string | undefined;
+  /** --store: the store code for formats whose lines do not name it. */
+  store?: string | undefined;
+}
+
+export interface FormatParser {
+  /**
+   * One record of the file: a report line, or null for what is not one (header, preamble, a
+   * total). Throws LineError for a malformed line, FormatError when the file cannot be read at all.
+   */
+  record(fields: string[], line: number): RawLine | null;
+  /** At the end of the file: throws FormatError when something the format needs never came. */
+  finish(): void;
+}
+
+export interface RoyaltyFormat {
+  name: string;
+  title: string;
+  delimiter: string;
+  /** Whether the lines name their store; when not, --store (or defaultStore) does. */
+  storeInFile: boolean;
+  defaultStore?: string;
+  create(options: FormatOptions): FormatParser;
+}
+
+/** A line the import cannot read (reported with its line number). */
+export class LineError extends Error {}
+
+/** A file the format cannot read at all (no header, a missing column, no period): refused at once. */
+export class FormatError extends Error {
+  readonly line: number;
+
+  constructor(line: number, message: string) {
+    super(message);
+    this.line = line;
+  }
+}
+
+/** Maps header names (case, spaces and a stray BOM forgiven) to their column; FormatError for a missing one. */
+export function headerIndex(
+  fields: string[],
+  line: number,
+  required: readonly string[],
+  optional: readonly string[] = [],
+): Map<string, number> {
+  const norm = (s: string) =>
+    s
+      .replace(/^\uFEFF/, "")
+      .trim()
+      .toLowerCase();
+  const at = new Map<string, number>();
+  fields.forEach((f, i) => {
+    if (!at.has(norm(f))) at.set(norm(f), i);
+  });
+  const out = new Map<string, number>();
+  const missing: string[] = [];
+  for (const name of required) {
+    const i = at.get(name.toLowerCase());
+    if (i === undefined) missing.push(name);
+    else out.set(name, i);
+  }
+  if (missing.length > 0) {
+    throw new FormatError(
+      line,
+      `the header lacks the column${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`,
+    );
+  }
+  for (const name of optional) {
+    const i = at.get(name.toLowerCase());
+    if (i !== undefined) out.set(name, i);
+  }
+  return out;
+}
+
+/** The value of column `name` in `fields`, trimmed ("" when the line is short). */
+export function cell(fields: string[], index: Map<string, number>, name: string): string {
+  const i = index.get(name);
+  return i === undefined ? "" : (fields[i] ?? "").trim();
+}
+
+/** YYYY-MM from YYYY-MM, YYYYMM, YYYY/MM or MM/YYYY; the input unchanged when none fits (normalise says why). */
+export function monthOf(value: string): string {
+  let m = /^(\d{4})[-/]?(\d{2})$/.exec(value);
+  if (m) return `${m[1]}-${m[2]}`;
+  m = /^(\d{2})\/(\d{4})$/.exec(value);
+  if (m) return `${m[2]}-${m[1]}`;
+  return value;
+}

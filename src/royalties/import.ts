@@ -1,0 +1,689 @@
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import type { Db } from "../db/db.ts";
+import { asDbError } from "../db/errors.ts";
+import type { Tx } from "../db/types.ts";
+import { updateRollups } from "./analytics.ts";
+import { readRecords } from "./csv.ts";
+import { FORMAT_NAMES, FormatError, formatNamed, LineError } from "./formats/index.ts";
+import { type Codes, formatAmount, type NormalLine, normalise } from "./normalise.ts";
+
+/**
+ * The import of one store report (docs/royalties.md): the file is read as a stream, each line is
+ * parsed by its format, checked, matched to the tenant's tracks (ISRC) and releases (UPC), and
+ * bulk loaded — COPY on PostgreSQL, multi-row inserts on PGlite — in ONE transaction with the
+ * per-account totals, the analytics, the royalties.imported events and the notifications.
+ *
+ * Malformed lines: the whole report is refused, nothing is loaded, and the refusal is recorded
+ * with every malformed line's number and reason (the first 100), so the operator fixes the file
+ * and imports it again. Idempotency: a report whose bytes (SHA-256), or whose normalised lines,
+ * were already imported for the tenant is refused as a duplicate and counts nothing.
+ */
+
+export interface ImportOptions {
+  tenantId: string;
+  format: string;
+  /** Path of the report file. */
+  file: string;
+  /** The name to record (defaults to the path's base name; null records none). */
+  fileName?: string | null | undefined;
+  /** YYYY-MM. */
+  period?: string | undefined;
+  store?: string | undefined;
+  source?: "cli" | "admin_api";
+  onProgress?: (progress: ImportProgress) => void;
+  /** How often onProgress is called, at most (ms). */
+  progressEveryMs?: number;
+  /** Rows per insert statement on PGlite. */
+  batchSize?: number;
+  /** Called as each phase ends (hash, load, rollups, events) with its duration, for benchmarks. */
+  onPhase?: (phase: string, ms: number) => void;
+}
+
+export interface ImportProgress {
+  bytes: number;
+  totalBytes: number;
+  lines: number;
+}
+
+export interface CurrencyTotal {
+  currency: string;
+  lines: number;
+  units: string;
+  gross: string;
+  fees: string;
+  net: string;
+}
+
+export interface ImportReport {
+  id: string;
+  object: "royalty_import";
+  tenant_id: string;
+  format: string;
+  file_name: string | null;
+  file_sha256: string;
+  content_sha256: string | null;
+  reporting_period: string | null;
+  store: string | null;
+  status: "completed" | "rejected";
+  lines_total: number;
+  lines_matched: number;
+  lines_unmatched: number;
+  lines_malformed: number;
+  errors: { line: number; message: string }[];
+  totals: CurrencyTotal[];
+  unmatched: { isrc: string | null; upc: string | null; lines: number; units: string }[];
+  period_from: string | null;
+  period_to: string | null;
+  account_ids: string[];
+  source: string;
+  started_at: string;
+  completed_at: string | null;
+}
+
+export type ImportResult =
+  | { status: "completed"; report: ImportReport; seconds: number }
+  | { status: "duplicate"; reason: "same_file" | "same_lines"; existing: ImportReport }
+  | { status: "rejected"; report: ImportReport };
+
+/** The request cannot be carried out as asked (unknown format, bad period, unknown store, no file). */
+export class ImportError extends Error {}
+
+const MAX_ERRORS = 100;
+const MAX_UNMATCHED_KEYS = 100_000;
+
+export const IMPORT_COLUMNS = `id, tenant_id, format, file_name, file_sha256, content_sha256,
+  to_char(reporting_period, 'YYYY-MM') as reporting_period, store, status, lines_total,
+  lines_matched, lines_unmatched, lines_malformed, errors, totals, unmatched,
+  period_from::text as period_from, period_to::text as period_to, account_ids, source, started_at, completed_at`;
+
+type ImportRow = Omit<
+  ImportReport,
+  | "object"
+  | "lines_total"
+  | "lines_matched"
+  | "lines_unmatched"
+  | "lines_malformed"
+  | "started_at"
+  | "completed_at"
+> & {
+  lines_total: string;
+  lines_matched: string;
+  lines_unmatched: string;
+  lines_malformed: string;
+  started_at: Date | string;
+  completed_at: Date | string | null;
+};
+
+export function importOut(row: ImportRow): ImportReport {
+  const iso = (v: Date | string | null) => (v === null ? null : v instanceof Date ? v.toISOString() : v);
+  return {
+    ...row,
+    object: "royalty_import",
+    lines_total: Number(row.lines_total),
+    lines_matched: Number(row.lines_matched),
+    lines_unmatched: Number(row.lines_unmatched),
+    lines_malformed: Number(row.lines_malformed),
+    started_at: iso(row.started_at) ?? "",
+    completed_at: iso(row.completed_at),
+  };
+}
+
+export async function findImport(tx: Tx, id: string, tenantId?: string): Promise<ImportReport | undefined> {
+  const r = await tx.query<ImportRow>(
+    `select ${IMPORT_COLUMNS} from internal.royalty_imports where id = $1 and ($2::uuid is null or tenant_id = $2)`,
+    [id, tenantId ?? null],
+  );
+  return r.rows[0] ? importOut(r.rows[0]) : undefined;
+}
+
+export async function listImports(
+  db: Db,
+  options: { tenantId?: string | undefined; limit?: number },
+): Promise<ImportReport[]> {
+  return db.asService(
+    async (tx) =>
+      (
+        await tx.query<ImportRow>(
+          `select ${IMPORT_COLUMNS} from internal.royalty_imports where ($1::uuid is null or tenant_id = $1)
+           order by started_at desc, id limit $2`,
+          [options.tenantId ?? null, options.limit ?? 50],
+        )
+      ).rows.map(importOut),
+    { readOnly: true },
+  );
+}
+
+interface TrackRef {
+  trackId: string;
+  releaseId: string;
+  accountId: string;
+  upc: string | null;
+}
+
+interface ReleaseRef {
+  releaseId: string;
+  accountId: string;
+}
+
+interface Sums {
+  lines: number;
+  units: bigint;
+  gross: bigint;
+  fees: bigint;
+  net: bigint;
+}
+
+/** UPC-A, EAN-13 and GTIN-14 of one product compare equal. */
+const gtinKey = (code: string) => code.padStart(14, "0");
+
+class Rejected extends Error {
+  readonly errors: { line: number; message: string }[];
+  readonly malformed: number;
+  readonly lines: number;
+
+  constructor(errors: { line: number; message: string }[], malformed: number, lines: number) {
+    super(`${malformed} malformed line${malformed === 1 ? "" : "s"}`);
+    this.errors = errors;
+    this.malformed = malformed;
+    this.lines = lines;
+  }
+}
+
+class Duplicate extends Error {}
+
+async function sha256File(file: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+async function existingImport(
+  db: Db,
+  tenantId: string,
+  column: "file_sha256" | "content_sha256",
+  hash: string,
+) {
+  return db.asService(
+    async (tx) => {
+      const r = await tx.query<ImportRow>(
+        `select ${IMPORT_COLUMNS} from internal.royalty_imports
+         where tenant_id = $1 and ${column} = $2 and status = 'completed'`,
+        [tenantId, hash],
+      );
+      return r.rows[0] ? importOut(r.rows[0]) : undefined;
+    },
+    { readOnly: true },
+  );
+}
+
+export async function importRoyalties(db: Db, options: ImportOptions): Promise<ImportResult> {
+  const format = formatNamed(options.format);
+  if (!format) throw new ImportError(`unknown format ${options.format}: one of ${FORMAT_NAMES.join(", ")}`);
+  if (options.period !== undefined && !/^\d{4}-(0[1-9]|1[0-2])$/.test(options.period)) {
+    throw new ImportError(`--period ${options.period} is not a month (YYYY-MM)`);
+  }
+  if (options.store !== undefined && format.storeInFile) {
+    throw new ImportError(`the ${format.name} format names the store on each line: leave out --store`);
+  }
+  let size: number;
+  try {
+    const s = await stat(options.file);
+    if (!s.isFile()) throw new Error("not a file");
+    size = s.size;
+  } catch {
+    throw new ImportError(`cannot read ${options.file}`);
+  }
+  const store = format.storeInFile ? undefined : (options.store ?? format.defaultStore);
+
+  const tenantOk = await db.asService(
+    async (tx) => {
+      const t = await tx.query("select 1 from internal.tenants where id = $1", [options.tenantId]);
+      const s = store
+        ? await tx.query("select 1 from internal.stores where code = $1", [store])
+        : { rowCount: 1 };
+      return { tenant: t.rowCount > 0, store: s.rowCount > 0 };
+    },
+    { readOnly: true },
+  );
+  if (!tenantOk.tenant) throw new ImportError(`no tenant ${options.tenantId}`);
+  if (!tenantOk.store) throw new ImportError(`unknown store ${store}`);
+
+  let mark = performance.now();
+  const phase = (name: string) => {
+    const now = performance.now();
+    options.onPhase?.(name, now - mark);
+    mark = now;
+  };
+  const fileSha = await sha256File(options.file);
+  phase("hash");
+  const already = await existingImport(db, options.tenantId, "file_sha256", fileSha);
+  if (already) return { status: "duplicate", reason: "same_file", existing: already };
+
+  const started = Date.now();
+  const fileName =
+    options.fileName === undefined ? (options.file.split(/[\\/]/).pop() ?? null) : options.fileName;
+  const base = {
+    tenantId: options.tenantId,
+    format: format.name,
+    fileName,
+    fileSha,
+    period: options.period ? `${options.period}-01` : null,
+    store: store ?? null,
+    source: options.source ?? "cli",
+  };
+  let importId = "";
+  try {
+    const report = await db.asService(async (tx) => {
+      const inserted = await tx
+        .query<{ id: string }>(
+          `insert into internal.royalty_imports (tenant_id, format, file_name, file_sha256, reporting_period, store, status, source)
+           values ($1, $2, $3, $4, $5, $6, 'completed', $7) returning id`,
+          [base.tenantId, base.format, base.fileName, base.fileSha, base.period, base.store, base.source],
+        )
+        .catch((error: unknown) => {
+          // The same file, imported at this moment by someone else.
+          if (asDbError(error)?.sqlstate === "23505") throw new Duplicate("same_file");
+          throw error;
+        });
+      importId = inserted.rows[0]?.id ?? "";
+      return load(tx, importId, format, store, options, size, phase);
+    });
+    return { status: "completed", report, seconds: (Date.now() - started) / 1000 };
+  } catch (error) {
+    if (error instanceof DuplicateContent) {
+      const existing = await existingImport(db, options.tenantId, "content_sha256", error.hash);
+      if (existing) return { status: "duplicate", reason: "same_lines", existing };
+    } else if (error instanceof Duplicate) {
+      const existing = await existingImport(db, options.tenantId, "file_sha256", fileSha);
+      if (existing) return { status: "duplicate", reason: "same_file", existing };
+    }
+    if (error instanceof Rejected || error instanceof FormatError) {
+      const errors =
+        error instanceof Rejected ? error.errors : [{ line: error.line, message: error.message }];
+      const report = await db.asService(async (tx) => {
+        const r = await tx.query<ImportRow>(
+          `insert into internal.royalty_imports (tenant_id, format, file_name, file_sha256, reporting_period, store, status,
+             source, lines_total, lines_malformed, errors, completed_at)
+           values ($1, $2, $3, $4, $5, $6, 'rejected', $7, $8, $9, $10, now()) returning ${IMPORT_COLUMNS}`,
+          [
+            base.tenantId,
+            base.format,
+            base.fileName,
+            base.fileSha,
+            base.period,
+            base.store,
+            base.source,
+            error instanceof Rejected ? error.lines : 0,
+            error instanceof Rejected ? error.malformed : 1,
+            JSON.stringify(errors),
+          ],
+        );
+        return importOut(r.rows[0] as ImportRow);
+      });
+      return { status: "rejected", report };
+    }
+    throw error;
+  }
+}
+
+class DuplicateContent extends Duplicate {
+  readonly hash: string;
+
+  constructor(hash: string) {
+    super("same_lines");
+    this.hash = hash;
+  }
+}
+
+async function loadCatalog(tx: Tx, tenantId: string) {
+  const isrcs = new Map<string, TrackRef[]>();
+  const upcs = new Map<string, ReleaseRef>();
+  const tracks = await tx.query<{
+    id: string;
+    release_id: string;
+    account_id: string;
+    isrc: string;
+    upc: string | null;
+  }>(
+    `select t.id, t.release_id, t.account_id, t.isrc, r.upc
+     from public.tracks t join public.releases r on r.id = t.release_id join internal.accounts a on a.id = r.account_id
+     where a.tenant_id = $1 and t.isrc is not null
+     order by r.created_at, r.id, t.created_at, t.id`,
+    [tenantId],
+  );
+  for (const t of tracks.rows) {
+    const ref: TrackRef = {
+      trackId: t.id,
+      releaseId: t.release_id,
+      accountId: t.account_id,
+      upc: t.upc ? gtinKey(t.upc) : null,
+    };
+    const list = isrcs.get(t.isrc);
+    if (list) list.push(ref);
+    else isrcs.set(t.isrc, [ref]);
+  }
+  const releases = await tx.query<{ id: string; account_id: string; upc: string }>(
+    `select r.id, r.account_id, r.upc from public.releases r join internal.accounts a on a.id = r.account_id
+     where a.tenant_id = $1 and r.upc is not null order by r.created_at desc, r.id desc`,
+    [tenantId],
+  );
+  // The oldest release wins a UPC two releases share (written last).
+  for (const r of releases.rows) upcs.set(gtinKey(r.upc), { releaseId: r.id, accountId: r.account_id });
+  const stores = await tx.query<{ code: string }>("select code from internal.stores");
+  const territories = await tx.query<{ code: string }>("select code from internal.territories");
+  const codes: Codes = {
+    stores: new Set(stores.rows.map((r) => r.code)),
+    territories: new Set(territories.rows.map((r) => r.code)),
+  };
+  return { isrcs, upcs, codes };
+}
+
+/** The track or release a line is about: ISRC first (on the line's UPC's release if several), then UPC. */
+function match(
+  line: NormalLine,
+  isrcs: Map<string, TrackRef[]>,
+  upcs: Map<string, ReleaseRef>,
+): { accountId: string; releaseId: string; trackId: string | null } | undefined {
+  const upc = line.upc ? gtinKey(line.upc) : null;
+  if (line.isrc) {
+    const candidates = isrcs.get(line.isrc);
+    if (candidates) {
+      const t = (upc ? candidates.find((c) => c.upc === upc) : undefined) ?? candidates[0];
+      if (t) return { accountId: t.accountId, releaseId: t.releaseId, trackId: t.trackId };
+    }
+  }
+  if (upc) {
+    const r = upcs.get(upc);
+    if (r) return { accountId: r.accountId, releaseId: r.releaseId, trackId: null };
+  }
+  return undefined;
+}
+
+const COPY_COLUMNS = `import_id, tenant_id, account_id, release_id, track_id, line_number, reporting_period,
+  period_start, period_end, store, territory, upc, isrc, usage_type, units, gross, fees, net, currency`;
+
+interface Matched {
+  line: NormalLine;
+  accountId: string | null;
+  releaseId: string | null;
+  trackId: string | null;
+}
+
+async function load(
+  tx: Tx,
+  importId: string,
+  format: NonNullable<ReturnType<typeof formatNamed>>,
+  store: string | undefined,
+  options: ImportOptions,
+  totalBytes: number,
+  phase: (name: string) => void,
+): Promise<ImportReport> {
+  const { isrcs, upcs, codes } = await loadCatalog(tx, options.tenantId);
+  const parser = format.create({ period: options.period, store });
+  const contentHash = createHash("sha256");
+  const errors: { line: number; message: string }[] = [];
+  let malformed = 0;
+  let linesTotal = 0;
+  let matchedCount = 0;
+  let bytes = 0;
+  let periodFrom: string | null = null;
+  let periodTo: string | null = null;
+  const perAccount = new Map<string, Map<string, Sums>>();
+  const unmatched = new Map<
+    string,
+    { isrc: string | null; upc: string | null; lines: number; units: bigint }
+  >();
+  const progressEvery = options.progressEveryMs ?? 250;
+  let lastProgress = 0;
+  const progress = (force: boolean) => {
+    if (!options.onProgress) return;
+    const now = Date.now();
+    if (!force && now - lastProgress < progressEvery) return;
+    lastProgress = now;
+    options.onProgress({ bytes, totalBytes, lines: linesTotal + malformed });
+  };
+
+  async function* fileChunks(): AsyncGenerator<Buffer> {
+    for await (const chunk of createReadStream(options.file, { highWaterMark: 256 * 1024 })) {
+      bytes += (chunk as Buffer).length;
+      yield chunk as Buffer;
+    }
+  }
+
+  /** Batches of matched lines; malformed lines are collected, and reading goes on to list them all. */
+  async function* batches(): AsyncGenerator<Matched[]> {
+    for await (const records of readRecords(fileChunks(), format.delimiter)) {
+      const out: Matched[] = [];
+      let hashText = "";
+      for (const record of records) {
+        let line: NormalLine;
+        try {
+          if (record.error) throw new LineError(record.error);
+          const raw = parser.record(record.fields, record.line);
+          if (!raw) continue;
+          line = normalise(raw, record.line, codes);
+        } catch (error) {
+          if (!(error instanceof LineError)) throw error;
+          malformed++;
+          if (errors.length < MAX_ERRORS) errors.push({ line: record.line, message: error.message });
+          continue;
+        }
+        linesTotal++;
+        if (malformed > 0) continue;
+        const m = match(line, isrcs, upcs);
+        hashText += `${line.reportingPeriod}\t${line.periodStart}\t${line.store}\t${line.territory ?? ""}\t${line.upc ?? ""}\t${
+          line.isrc ?? ""
+        }\t${line.usageType}\t${line.units}\t${line.grossScaled}\t${line.feesScaled}\t${line.netScaled}\t${line.currency}\n`;
+        if (periodFrom === null || line.periodStart < periodFrom) periodFrom = line.periodStart;
+        if (periodTo === null || line.periodEnd > periodTo) periodTo = line.periodEnd;
+        const accountKey = m ? m.accountId : "";
+        let currencies = perAccount.get(accountKey);
+        if (!currencies) {
+          currencies = new Map();
+          perAccount.set(accountKey, currencies);
+        }
+        let sums = currencies.get(line.currency);
+        if (!sums) {
+          sums = { lines: 0, units: 0n, gross: 0n, fees: 0n, net: 0n };
+          currencies.set(line.currency, sums);
+        }
+        sums.lines++;
+        sums.units += BigInt(line.units);
+        sums.gross += line.grossScaled;
+        sums.fees += line.feesScaled;
+        sums.net += line.netScaled;
+        if (m) matchedCount++;
+        else {
+          const key = `${line.isrc ?? ""}|${line.upc ?? ""}`;
+          const u = unmatched.get(key);
+          if (u) {
+            u.lines++;
+            u.units += BigInt(line.units);
+          } else if (unmatched.size < MAX_UNMATCHED_KEYS) {
+            unmatched.set(key, { isrc: line.isrc, upc: line.upc, lines: 1, units: BigInt(line.units) });
+          }
+        }
+        out.push({
+          line,
+          accountId: m?.accountId ?? null,
+          releaseId: m?.releaseId ?? null,
+          trackId: m?.trackId ?? null,
+        });
+      }
+      if (hashText) contentHash.update(hashText);
+      progress(false);
+      if (out.length > 0) yield out;
+    }
+    parser.finish();
+    progress(true);
+    if (malformed > 0) throw new Rejected(errors, malformed, linesTotal + malformed);
+  }
+
+  if (tx.copyFrom) {
+    const tenantId = options.tenantId;
+    const text = async function* (): AsyncGenerator<string> {
+      for await (const batch of batches()) {
+        let s = "";
+        for (const b of batch) {
+          const l = b.line;
+          s += `${importId}\t${tenantId}\t${b.accountId ?? "\\N"}\t${b.releaseId ?? "\\N"}\t${b.trackId ?? "\\N"}\t${l.line}\t${
+            l.reportingPeriod
+          }\t${l.periodStart}\t${l.periodEnd}\t${l.store}\t${l.territory ?? "\\N"}\t${l.upc ?? "\\N"}\t${l.isrc ?? "\\N"}\t${
+            l.usageType
+          }\t${l.units}\t${l.gross}\t${l.fees}\t${l.net}\t${l.currency}\n`;
+        }
+        yield s;
+      }
+    };
+    await tx.copyFrom(`copy internal.royalty_lines (${COPY_COLUMNS}) from stdin`, text());
+  } else {
+    const size = options.batchSize ?? 5000;
+    let pending: Matched[] = [];
+    const flush = async () => {
+      if (pending.length === 0) return;
+      await insertBatch(tx, importId, options.tenantId, pending);
+      pending = [];
+    };
+    for await (const batch of batches()) {
+      for (const b of batch) pending.push(b);
+      if (pending.length >= size) await flush();
+    }
+    await flush();
+  }
+
+  phase("load");
+  // (Assigned inside the generator: TypeScript's narrowing cannot see it.)
+  const from = periodFrom as string | null;
+  const to = periodTo as string | null;
+  const content = contentHash.digest("hex");
+  const accountIds = [...perAccount.keys()].filter((k) => k !== "");
+  const totals = currencyTotals([...perAccount.values()]);
+  const unmatchedList = [...unmatched.values()]
+    .sort((a, b) => b.lines - a.lines || String(a.isrc).localeCompare(String(b.isrc)))
+    .slice(0, 100)
+    .map((u) => ({ isrc: u.isrc, upc: u.upc, lines: u.lines, units: u.units.toString() }));
+
+  const updated = await tx
+    .query<ImportRow>(
+      `update internal.royalty_imports set content_sha256 = $2, lines_total = $3, lines_matched = $4,
+         lines_unmatched = $5, totals = $6, unmatched = $7, period_from = $8, period_to = $9, account_ids = $10,
+         completed_at = now()
+       where id = $1 returning ${IMPORT_COLUMNS}`,
+      [
+        importId,
+        content,
+        linesTotal,
+        matchedCount,
+        linesTotal - matchedCount,
+        JSON.stringify(totals),
+        JSON.stringify(unmatchedList),
+        periodFrom,
+        periodTo,
+        accountIds,
+      ],
+    )
+    .catch((error: unknown) => {
+      if (asDbError(error)?.sqlstate === "23505") throw new DuplicateContent(content);
+      throw error;
+    });
+  const report = importOut(updated.rows[0] as ImportRow);
+
+  await updateRollups(tx, importId);
+  phase("rollups");
+
+  for (const accountId of accountIds) {
+    const currencies = perAccount.get(accountId);
+    if (!currencies) continue;
+    const accountTotals = currencyTotals([currencies]);
+    const lines = accountTotals.reduce((n, t) => n + t.lines, 0);
+    const object = {
+      id: importId,
+      object: "royalty_import",
+      format: format.name,
+      store: store ?? null,
+      reporting_period: options.period ?? null,
+      period_from: periodFrom,
+      period_to: periodTo,
+      lines,
+      totals: accountTotals,
+      imported_at: report.completed_at,
+    };
+    await tx.query(
+      `insert into internal.events (tenant_id, account_id, type, data)
+       values ($1, $2, 'royalties.imported', jsonb_build_object('object', $3::jsonb))`,
+      [options.tenantId, accountId, JSON.stringify(object)],
+    );
+    const summary = accountTotals.map((t) => `${t.net} ${t.currency}`).join(", ");
+    await tx.query("select internal.notify_members($1, 'royalties.imported', $2, $3, $4::jsonb)", [
+      accountId,
+      "New royalties imported",
+      `${lines} royalty line${lines === 1 ? "" : "s"} for ${from?.slice(0, 7)}${
+        to && to.slice(0, 7) !== from?.slice(0, 7) ? ` to ${to.slice(0, 7)}` : ""
+      }: ${summary} net.`,
+      JSON.stringify({ import_id: importId, period_from: periodFrom, period_to: periodTo }),
+    ]);
+  }
+  phase("events");
+  return report;
+}
+
+function currencyTotals(maps: Map<string, Sums>[]): CurrencyTotal[] {
+  const all = new Map<string, Sums>();
+  for (const m of maps) {
+    for (const [currency, s] of m) {
+      const t = all.get(currency);
+      if (!t) all.set(currency, { ...s });
+      else {
+        t.lines += s.lines;
+        t.units += s.units;
+        t.gross += s.gross;
+        t.fees += s.fees;
+        t.net += s.net;
+      }
+    }
+  }
+  return [...all.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([currency, s]) => ({
+      currency,
+      lines: s.lines,
+      units: s.units.toString(),
+      gross: formatAmount(s.gross),
+      fees: formatAmount(s.fees),
+      net: formatAmount(s.net),
+    }));
+}
+
+/** PGlite: one multi-row insert per batch, the columns as arrays. */
+async function insertBatch(tx: Tx, importId: string, tenantId: string, rows: Matched[]): Promise<void> {
+  const col = <T>(f: (m: Matched) => T) => rows.map(f);
+  await tx.query(
+    `insert into internal.royalty_lines (${COPY_COLUMNS})
+     select $1::uuid, $2::uuid, * from unnest($3::uuid[], $4::uuid[], $5::uuid[], $6::int8[], $7::date[], $8::date[],
+       $9::date[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::int8[], $16::numeric[],
+       $17::numeric[], $18::numeric[], $19::text[])`,
+    [
+      importId,
+      tenantId,
+      col((m) => m.accountId),
+      col((m) => m.releaseId),
+      col((m) => m.trackId),
+      col((m) => m.line.line),
+      col((m) => m.line.reportingPeriod),
+      col((m) => m.line.periodStart),
+      col((m) => m.line.periodEnd),
+      col((m) => m.line.store),
+      col((m) => m.line.territory),
+      col((m) => m.line.upc),
+      col((m) => m.line.isrc),
+      col((m) => m.line.usageType),
+      col((m) => m.line.units),
+      col((m) => m.line.gross),
+      col((m) => m.line.fees),
+      col((m) => m.line.net),
+      col((m) => m.line.currency),
+    ],
+  );
+}

@@ -1,0 +1,150 @@
+import type { Tx } from "../db/types.ts";
+
+/**
+ * What GET /royalties and GET /releases/{id}/royalties read, as the caller (row-level security on
+ * internal.royalty_lines and internal.royalty_totals decides which accounts' rows): a page of
+ * lines, or of groups, and the totals per currency over everything that matches. Totals and
+ * groups come from internal.royalty_totals, whose key holds every filter; only the page of lines
+ * reads the lines themselves, by index.
+ */
+
+export const GROUP_KEYS = ["period", "store", "territory", "release"] as const;
+export type GroupKey = (typeof GROUP_KEYS)[number];
+
+export interface RoyaltyFilter {
+  /**
+   * The account asked about (an API key's). Row-level security decides regardless; naming the
+   * account lets PostgreSQL walk the (account_id, period_start, id) index in order.
+   */
+  accountId?: string | undefined;
+  /** YYYY-MM, inclusive, on the month of sale or use. */
+  from?: string | undefined;
+  to?: string | undefined;
+  store?: string | undefined;
+  territory?: string | undefined;
+  releaseId?: string | undefined;
+  currency?: string | undefined;
+}
+
+const SUMS = `sum(lines)::int8 as lines, sum(units)::int8 as units, sum(streams)::int8 as streams,
+  sum(downloads)::int8 as downloads, sum(ugc_uses)::int8 as ugc_uses, trim_scale(sum(gross))::text as gross,
+  trim_scale(sum(fees))::text as fees, trim_scale(sum(net))::text as net`;
+
+/** The where clause over either table (both have these columns), with its parameters. */
+function where(filter: RoyaltyFilter): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const parts: string[] = ["account_id is not null"];
+  const add = (sql: (n: number) => string, value: unknown) => {
+    params.push(value);
+    parts.push(sql(params.length));
+  };
+  if (filter.accountId) add((n) => `account_id = $${n}::uuid`, filter.accountId);
+  if (filter.from) add((n) => `period_start >= $${n}::date`, `${filter.from}-01`);
+  if (filter.to) add((n) => `period_start <= $${n}::date`, `${filter.to}-01`);
+  if (filter.store) add((n) => `store = $${n}`, filter.store);
+  if (filter.territory) add((n) => `territory = $${n}`, filter.territory);
+  if (filter.releaseId) add((n) => `release_id = $${n}::uuid`, filter.releaseId);
+  if (filter.currency) add((n) => `currency = $${n}`, filter.currency);
+  return { sql: parts.join(" and "), params };
+}
+
+export interface CurrencyTotals {
+  currency: string;
+  lines: number;
+  units: number;
+  streams: number;
+  downloads: number;
+  ugc_uses: number;
+  gross: string;
+  fees: string;
+  net: string;
+}
+
+const toInt = (v: unknown) => Number(v ?? 0);
+
+function sumsOut<T extends Record<string, unknown>>(row: T) {
+  return {
+    ...row,
+    lines: toInt(row.lines),
+    units: toInt(row.units),
+    streams: toInt(row.streams),
+    downloads: toInt(row.downloads),
+    ugc_uses: toInt(row.ugc_uses),
+  };
+}
+
+export async function royaltyTotals(tx: Tx, filter: RoyaltyFilter): Promise<CurrencyTotals[]> {
+  const w = where(filter);
+  const r = await tx.query<Record<string, unknown>>(
+    `select currency, ${SUMS} from internal.royalty_totals where ${w.sql} group by currency order by currency`,
+    w.params,
+  );
+  return r.rows.map((row) => sumsOut(row) as unknown as CurrencyTotals);
+}
+
+export async function royaltyGroups(
+  tx: Tx,
+  filter: RoyaltyFilter,
+  groupBy: readonly GroupKey[],
+  limit: number,
+  offset: number,
+): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+  const w = where(filter);
+  const keys: string[] = [];
+  const out: string[] = [];
+  for (const g of GROUP_KEYS) {
+    if (!groupBy.includes(g)) continue;
+    if (g === "period") {
+      keys.push("period_start");
+      out.push("to_char(period_start, 'YYYY-MM') as period");
+    } else if (g === "release") {
+      keys.push("release_id");
+      out.push("release_id");
+    } else {
+      keys.push(g);
+      out.push(g);
+    }
+  }
+  keys.push("currency");
+  out.push("currency");
+  const n = w.params.length;
+  const r = await tx.query<Record<string, unknown>>(
+    `select ${out.join(", ")}, ${SUMS}, count(*) over ()::int as total_count__
+     from internal.royalty_totals where ${w.sql}
+     group by ${keys.join(", ")}
+     order by ${keys.map((k) => `${k} nulls last`).join(", ")}
+     limit $${n + 1} offset $${n + 2}`,
+    [...w.params, limit, offset],
+  );
+  let total = Number(r.rows[0]?.total_count__ ?? 0);
+  if (r.rows.length === 0 && offset > 0) {
+    const c = await tx.query<{ n: number }>(
+      `select count(*)::int as n from (select 1 from internal.royalty_totals where ${w.sql} group by ${keys.join(", ")}) g`,
+      w.params,
+    );
+    total = c.rows[0]?.n ?? 0;
+  }
+  const rows = r.rows.map(({ total_count__, ...row }) => ({ object: "royalty_group", ...sumsOut(row) }));
+  return { rows, total };
+}
+
+export async function royaltyLines(
+  tx: Tx,
+  filter: RoyaltyFilter,
+  limit: number,
+  offset: number,
+  total: number,
+): Promise<Record<string, unknown>[]> {
+  const w = where(filter);
+  const n = w.params.length;
+  if (offset >= total) return [];
+  const r = await tx.query<Record<string, unknown>>(
+    `select id::text as id, import_id, release_id, track_id, isrc, upc, to_char(reporting_period, 'YYYY-MM') as reporting_period,
+       period_start::text as period_start, period_end::text as period_end, store, territory, usage_type, units::int8 as units,
+       trim_scale(gross)::text as gross, trim_scale(fees)::text as fees, trim_scale(net)::text as net, currency
+     from internal.royalty_lines where ${w.sql}
+     order by period_start desc, id desc limit $${n + 1} offset $${n + 2}`,
+    [...w.params, limit, offset],
+  );
+  return r.rows.map((row) => ({ id: row.id, object: "royalty_line", ...row, units: Number(row.units) }));
+}
