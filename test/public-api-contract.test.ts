@@ -486,9 +486,15 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     assert.equal(artworkUrl.body.complete_url, null, "local storage completes uploads itself");
     await call("createArtworkUploadUrl", 403, { key: reader, params: { id: releaseId }, body: {} });
     await call("createArtworkUploadUrl", 404, { params: { id: missing } });
-    await call("createArtworkUploadUrl", 422, { params: { id: releaseId }, body: { content_type: "image/gif" } });
+    await call("createArtworkUploadUrl", 422, {
+      params: { id: releaseId },
+      body: { content_type: "image/gif" },
+    });
     await call("createArtworkUploadUrl", 413, { params: { id: releaseId }, body: { size: 10 ** 12 } });
-    const pending = await call("getUpload", 200, { key: reader, params: { assetId: artworkUrl.body.asset_id } });
+    const pending = await call("getUpload", 200, {
+      key: reader,
+      params: { assetId: artworkUrl.body.asset_id },
+    });
     assert.equal(pending.body.status, "pending");
     const notYet = await call("completeUpload", 409, { params: { assetId: artworkUrl.body.asset_id } });
     assert.equal(notYet.body.code, "upload_not_received");
@@ -509,6 +515,20 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     });
     assert.deepEqual(audioUrl.body.headers, { "content-type": "audio/flac" });
     await call("createAudioUploadUrl", 404, { params: { id: releaseId, trackId: missing } });
+
+    // --- Royalties (none imported yet: empty pages with empty totals) ------------------------
+    const royalties = await call("listRoyalties", 200, { query: { from: "2026-01", group_by: "store" } });
+    assert.equal(royalties.body.object, "list");
+    assert.deepEqual(royalties.body.data, []);
+    const badGroup = await call("listRoyalties", 400, { query: { group_by: "planet" } });
+    assert.equal(badGroup.body.code, "invalid_parameter");
+    assert.equal(
+      (await call("listRoyalties", 403, { key: reader })).body.code,
+      "insufficient_scope",
+      "royalties need royalties:read",
+    );
+    await call("listReleaseRoyalties", 200, { params: { id: releaseId }, query: { territory: "DE" } });
+    await call("listReleaseRoyalties", 404, { params: { id: missing } });
 
     const detail = await call("getRelease", 200, { key: reader, params: { id: releaseId } });
     assert.equal(detail.body.tracks.length, 1);

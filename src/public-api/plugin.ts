@@ -17,6 +17,7 @@ import { openApiDocument } from "./openapi.ts";
 import { keyRoutes } from "./resources/api-keys.ts";
 import { artistRoutes } from "./resources/artists.ts";
 import { releaseRoutes } from "./resources/releases.ts";
+import { royaltyRoutes } from "./resources/royalties.ts";
 import { ruleRoutes } from "./resources/rules.ts";
 import { trackRoutes } from "./resources/tracks.ts";
 import { uploadRoutes } from "./resources/uploads.ts";
@@ -49,6 +50,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...keyRoutes,
   ...webhookRoutes,
   ...uploadRoutes,
+  ...royaltyRoutes,
 ];
 
 /** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */
