@@ -1,0 +1,36 @@
+// One import, in a process of its own so that its peak RSS is the import's alone:
+//   node bench/royalties/child.ts <postgres-url | pglite-data-dir> <tenant-id> <report-file>
+// Prints one JSON line: { seconds, lines, maxRssMb, status }.
+import { Db } from "../../src/db/db.ts";
+import { PgliteEngine } from "../../src/db/pglite.ts";
+import { PostgresEngine } from "../../src/db/postgres.ts";
+import { importRoyalties } from "../../src/royalties/import.ts";
+
+const [target = "", tenantId = "", file = ""] = process.argv.slice(2);
+const engine = target.startsWith("postgres")
+  ? new PostgresEngine({ url: target, poolSize: 2, applicationName: "bench-royalties" })
+  : await PgliteEngine.open({ dataDir: target });
+const db = new Db(engine);
+const started = performance.now();
+const phases: Record<string, number> = {};
+const r = await importRoyalties(db, {
+  tenantId,
+  format: "backline",
+  file,
+  onPhase: (name, ms) => {
+    phases[name] = Math.round(ms) / 1000;
+  },
+});
+const seconds = (performance.now() - started) / 1000;
+await db.close();
+process.stdout.write(
+  `${JSON.stringify({
+    status: r.status,
+    seconds,
+    lines: r.status === "completed" ? r.report.lines_total : 0,
+    matched: r.status === "completed" ? r.report.lines_matched : 0,
+    errors: r.status === "rejected" ? r.report.errors.slice(0, 3) : [],
+    phases,
+    maxRssMb: process.resourceUsage().maxRSS / 1024,
+  })}\n`,
+);
