@@ -739,9 +739,10 @@ describe("backline releases queue|review", () => {
     await withDataDir(dataDir, async (db) => {
       // These releases carry no uploaded media: the checks listed are the catalog's.
       await db.asService((tx) =>
-        tx.query(`update internal.tenants set settings = settings || '{"require_media": false}' where id = $1`, [
-          tenant.id,
-        ]),
+        tx.query(
+          `update internal.tenants set settings = settings || '{"require_media": false}' where id = $1`,
+          [tenant.id],
+        ),
       );
       ids.cover = await serviceRelease(db, ids.account as string, {
         title: "Cover",

@@ -10,7 +10,7 @@ import { EXPOSED_TABLES, seedAccount, seedUser } from "./support/seed.ts";
 
 /**
  * Property tests of /rest/v1 with fast-check: random and hostile query strings, headers and
- * bodies, thrown at the seven tables and at tables that do not exist, as a signed-up user.
+ * bodies, thrown at the exposed tables and at tables that do not exist, as a signed-up user.
  * Whatever arrives:
  *
  * - the answer is never 5xx, and never comes late (no hang);
@@ -36,7 +36,7 @@ const SLOW_MS = 5_000;
 const TABLES = EXPOSED_TABLES;
 type Table = (typeof TABLES)[number];
 
-/** The relationships between the seven tables, and whether each is to-one from the left side. */
+/** The relationships between the exposed tables, and whether each is to-one from the left side. */
 const RELATIONS: Record<Table, { target: Table; toOne: boolean }[]> = {
   artist_profiles: [{ target: "releases", toOne: false }],
   releases: [
@@ -44,15 +44,21 @@ const RELATIONS: Record<Table, { target: Table; toOne: boolean }[]> = {
     { target: "tracks", toOne: false },
     { target: "takedown_requests", toOne: false },
     { target: "release_analytics", toOne: false },
+    { target: "media_assets", toOne: false },
   ],
   tracks: [
     { target: "releases", toOne: true },
     { target: "track_analytics", toOne: false },
+    { target: "media_assets", toOne: false },
   ],
   takedown_requests: [{ target: "releases", toOne: true }],
   release_analytics: [{ target: "releases", toOne: true }],
   track_analytics: [{ target: "tracks", toOne: true }],
   notifications: [],
+  media_assets: [
+    { target: "releases", toOne: true },
+    { target: "tracks", toOne: true },
+  ],
 };
 
 const UNKNOWN_TABLES = [
@@ -195,7 +201,7 @@ function fitPath(s: string): string {
   return out;
 }
 
-/** Every row of the seven tables for one account, written on the service path as the operator would. */
+/** Every row of the exposed tables for one account, written on the service path as the operator would. */
 async function seedRows(t: TestDb, accountId: string, userId: string, marker: string): Promise<Party> {
   return t.db.asService(async (tx) => {
     const one = async (sql: string, params: unknown[]) =>
@@ -245,6 +251,21 @@ async function seedRows(t: TestDb, accountId: string, userId: string, marker: st
        values ($1, $2, 'release.approved', $3, $3, jsonb_build_object('release_id', $4::text)) returning id`,
       [userId, accountId, `${marker} notice`, delivered],
     );
+    // The draft's cover, checked, and its track's audio, still waiting for its bytes.
+    const artwork = await one(
+      `insert into public.media_assets (release_id, kind, filename, content_type, max_bytes, upload_expires_at,
+         status, bytes, sha256, metadata, uploaded_at, validated_at, created_by)
+       values ($1, 'artwork', $2, 'image/jpeg', 52428800, now() + interval '1 hour', 'valid', 105886,
+         repeat('a', 64), jsonb_build_object('width', 3000, 'height', 3000, 'format', 'jpeg'), now(), now(), $3)
+       returning id`,
+      [draft, `${marker}.jpg`, userId],
+    );
+    const audio = await one(
+      `insert into public.media_assets (release_id, track_id, kind, filename, content_type, max_bytes,
+         upload_expires_at, created_by)
+       values ($1, $2, 'audio', $3, 'audio/wav', 1073741824, now() + interval '1 hour', $4) returning id`,
+      [draft, t1, `${marker}.wav`, userId],
+    );
     return {
       userId,
       accountId,
@@ -257,6 +278,7 @@ async function seedRows(t: TestDb, accountId: string, userId: string, marker: st
         release_analytics: [ra],
         track_analytics: [ta],
         notifications: [n],
+        media_assets: [artwork, audio],
       },
     };
   });

@@ -10,7 +10,7 @@ import { EXPOSED_TABLES, forceReleaseStatus } from "./support/seed.ts";
 
 /**
  * /rest/v1 isolation, end to end. User A and user B signed up on one tenant (each got a personal
- * account); user C signed up on another tenant. For each of the seven tables and each method,
+ * account); user C signed up on another tenant. For each exposed table and each method,
  * neither B nor C can read, count, change or delete A's rows — and no answer tells them A's rows
  * exist: a request naming A's ids is answered exactly as the same request naming random ids.
  * A tenant's service-role key reaches every account of its tenant and nothing of another.
@@ -21,6 +21,8 @@ const TABLES = EXPOSED_TABLES;
 type Table = (typeof TABLES)[number];
 
 const OBJECT = "application/vnd.pgrst.object+json";
+/** Until when the uploads the tests ask for take their bytes (one value, so that answers compare). */
+const UPLOAD_EXPIRES_AT = new Date(Date.now() + 24 * 3600_000).toISOString();
 
 /** Per table: a change a client would try, and embeds that reach related tables. */
 const SPEC: Record<Table, { patch: Record<string, unknown>; embeds: string[] }> = {
@@ -52,6 +54,15 @@ const SPEC: Record<Table, { patch: Record<string, unknown>; embeds: string[] }> 
   release_analytics: { patch: { streams: 0 }, embeds: ["*,releases(*)", "*,releases!inner(*,tracks(*))"] },
   track_analytics: { patch: { streams: 0 }, embeds: ["*,tracks(*)", "*,tracks!inner(*,releases(*))"] },
   notifications: { patch: { read: true }, embeds: [] },
+  media_assets: {
+    patch: { status: "valid", filename: "hijacked.jpg" },
+    embeds: [
+      "*,releases(*)",
+      "*,tracks(*)",
+      "*,releases!inner(*,tracks(*))",
+      "*,tracks!inner(*,releases(*))",
+    ],
+  },
 };
 
 interface Actor {
@@ -123,7 +134,11 @@ describeEachEngine("rest security: accounts and tenants are isolated at /rest/v1
     return { client, userId: data.user.id, token: data.session.access_token };
   }
 
-  /** A user with a row in every table: an artist, a draft and a delivered release with tracks, a takedown, analytics, a notification. */
+  /**
+   * A user with a row in every table: an artist, a draft and a delivered release with tracks, a
+   * takedown, analytics, a notification, and uploads asked for on the draft (its cover, its track's
+   * audio).
+   */
   async function party(name: string, env: { tenant: Tenant; keys: TenantKeys }): Promise<Party> {
     const { client, userId, token } = await signUp(env);
     const marker = `${name}secret${randomUUID().slice(0, 8)}`;
@@ -157,7 +172,32 @@ describeEachEngine("rest security: accounts and tenants are isolated at /rest/v1
         .select(),
     ) as { id: string; release_id: string }[];
     const deliveredTrack = tracks.find((tr) => tr.release_id === delivered.id);
-    assert.ok(deliveredTrack);
+    const draftTrack = tracks.find((tr) => tr.release_id === draft.id);
+    assert.ok(deliveredTrack && draftTrack);
+    const media = assertOk(
+      await client
+        .from("media_assets")
+        .insert([
+          {
+            release_id: draft.id,
+            kind: "artwork",
+            filename: `${marker}.jpg`,
+            content_type: "image/jpeg",
+            max_bytes: 52428800,
+            upload_expires_at: UPLOAD_EXPIRES_AT,
+          },
+          {
+            release_id: draft.id,
+            track_id: draftTrack.id,
+            kind: "audio",
+            filename: `${marker}.wav`,
+            content_type: "audio/wav",
+            max_bytes: 1073741824,
+            upload_expires_at: UPLOAD_EXPIRES_AT,
+          },
+        ])
+        .select(),
+    ) as { id: string }[];
     assert.equal(
       (await client.from("releases").update({ status: "submitted" }).eq("id", delivered.id)).error,
       null,
@@ -207,6 +247,7 @@ describeEachEngine("rest security: accounts and tenants are isolated at /rest/v1
         release_analytics: operator.ra,
         track_analytics: operator.ta,
         notifications: operator.n,
+        media_assets: media.map((m) => m.id),
       },
     };
   }
@@ -666,6 +707,22 @@ describeEachEngine("rest security: accounts and tenants are isolated at /rest/v1
           target: a.userId,
           body: (id) => ({ user_id: id, kind: "release.approved", title: "Phish" }),
         },
+        { table: "media_assets", target: a.draftReleaseId, body: artworkOf },
+        {
+          table: "media_assets",
+          target: a.ids.tracks[0] as string,
+          body: (id) => ({
+            ...artworkOf(me.draftReleaseId),
+            track_id: id,
+            kind: "audio",
+            content_type: "audio/wav",
+          }),
+        },
+        {
+          table: "media_assets",
+          target: a.accountId,
+          body: (id) => ({ ...artworkOf(me.draftReleaseId), account_id: id }),
+        },
       ];
       for (const k of cases) {
         for (const prefer of ["return=representation", "return=minimal"]) {
@@ -732,7 +789,21 @@ describeEachEngine("rest security: accounts and tenants are isolated at /rest/v1
         };
       case "notifications":
         return { user_id: p.userId, kind: "x", title: "hijacked" };
+      case "media_assets":
+        return artworkOf(p.draftReleaseId);
     }
+  }
+
+  /** What a client names when it asks for an upload of a release's cover. */
+  function artworkOf(releaseId: string): Record<string, unknown> {
+    return {
+      release_id: releaseId,
+      kind: "artwork",
+      filename: "hijacked.jpg",
+      content_type: "image/jpeg",
+      max_bytes: 1000,
+      upload_expires_at: UPLOAD_EXPIRES_AT,
+    };
   }
 
   // -----------------------------------------------------------------------------------------------

@@ -28,17 +28,18 @@ import {
  *             account B  rows "B"  created by memberB
  *   tenant 2  account C  rows "C"  created by memberC (the "tenant2User" caller)
  *
- * Every group holds an artist, a spare artist (no releases), a draft release with a track and
- * analytics, a delivered release with a takedown request (so now takedown_requested) and a live
- * release; every person has one notification. Writes always aim at account A's rows created by
- * memberA (or at account A itself for inserts), so each column of the matrix reads as "who may do
- * this to memberA's data". Every write runs in its own transaction, which is rolled back.
+ * Every group holds an artist, a spare artist (no releases), a draft release with a track,
+ * analytics and an upload of its cover artwork (media_assets, 'pending' as a new upload URL leaves
+ * it), a delivered release with a takedown request (so now takedown_requested) and a live release;
+ * every person has one notification. Writes always aim at account A's rows created by memberA (or
+ * at account A itself for inserts), so each column of the matrix reads as "who may do this to
+ * memberA's data". Every write runs in its own transaction, which is rolled back.
  *
  * A tenant's own service-role key runs as tenant_service: every row of its tenant, whatever the
  * preset and whoever created it, and nothing of the other tenant. It writes the columns a client
- * writes (besides analytics and notifications, which only it and service_role write). Past the
- * matrix, the same writes aimed at tenant 2's account C show tenant 1's key stopped at its
- * tenant's edge.
+ * writes (besides analytics and notifications, which only it and service_role write; an upload,
+ * once asked for, is service_role's alone). Past the matrix, the same writes aimed at tenant 2's
+ * account C show tenant 1's key stopped at its tenant's edge.
  */
 
 const TABLES = EXPOSED_TABLES;
@@ -81,7 +82,9 @@ const OPS: readonly Op[] = ["select", "count", ...MUTATIONS];
 const DENIED = "42501";
 /** The parent row (artist, release) is not visible to the caller. */
 const NO_PARENT = "23503";
-type SqlState = typeof DENIED | typeof NO_PARENT;
+/** A Backline rule: the release is past the statuses its account may still change. */
+const RELEASE_LOCKED = "BL001";
+type SqlState = typeof DENIED | typeof NO_PARENT | typeof RELEASE_LOCKED;
 
 /** select: the tags whose rows are visible; insert/update/delete: rows affected; or the SQLSTATE. */
 type Outcome = readonly Tag[] | number | SqlState;
@@ -96,7 +99,7 @@ const byPreset = (accountMembers: Outcome, ownerOnly: Outcome): ByPreset => ({
   byPreset: { "account-members": accountMembers, "owner-only": ownerOnly },
 });
 
-/** select on the catalog and analytics tables: whose rows each caller sees. */
+/** select on the catalog, analytics and media tables: whose rows each caller sees. */
 const CATALOG_ROWS: Column = {
   anon: DENIED,
   memberA: byPreset(["A", "A2"], ["A"]),
@@ -150,7 +153,10 @@ const WRITERS_OF_ACCOUNT_A: Column = {
   tamperedService: DENIED,
 };
 
-/** Insert under a parent row memberA created in account A (a release of A's artist, a track, a takedown). */
+/**
+ * Insert under a parent row memberA created in account A (a release of A's artist, a track, a
+ * takedown, an upload to A's draft release).
+ */
 const WRITERS_UNDER_PARENT_OF_A: Column = {
   anon: DENIED,
   memberA: 1,
@@ -228,7 +234,10 @@ const serviceOnly = (otherTenant: 0 | typeof DENIED): Column => ({
 const SERVICE_INSERTS = serviceOnly(DENIED);
 const SERVICE_CHANGES = serviceOnly(0);
 
-/** Only service_role may: no client, a tenant's own service key included, has the privilege. */
+/**
+ * Only service_role may: no client, a tenant's own service key included, has the privilege (moving
+ * a takedown request on; an upload's status, checks and deletion).
+ */
 const OPERATOR_ONLY: Column = {
   anon: DENIED,
   memberA: DENIED,
@@ -289,6 +298,14 @@ const MATRIX: Record<Table, Record<Exclude<Op, "count">, Column>> = {
     update: RECIPIENT_OF_NOTIFICATION,
     delete: SERVICE_CHANGES,
   },
+  // An upload follows its release: seen by whoever sees the release, asked for by whoever may
+  // change it; what happens to it afterwards is the server's.
+  media_assets: {
+    select: CATALOG_ROWS,
+    insert: WRITERS_UNDER_PARENT_OF_A,
+    update: OPERATOR_ONLY,
+    delete: OPERATOR_ONLY,
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -305,6 +322,7 @@ interface CatalogRows {
   takedown: string;
   releaseAnalytics: string;
   trackAnalytics: string;
+  artwork: string;
 }
 
 /** Which seeded rows live in each table (labels are `${tag}.${name}`, e.g. "A2.draft"). */
@@ -316,6 +334,7 @@ const SEEDED_ROWS: Record<Table, readonly (keyof CatalogRows | "notification")[]
   track_analytics: ["trackAnalytics"],
   takedown_requests: ["takedown"],
   notifications: ["notification"],
+  media_assets: ["artwork"],
 };
 
 interface World {
@@ -336,7 +355,10 @@ async function insertId(db: Db, claims: Claims, sql: string, params: unknown[]):
   return id;
 }
 
-/** One group's catalog rows, created as `creator` (so created_by is theirs); analytics on the service path. */
+/**
+ * One group's catalog rows, created as `creator` (so created_by is theirs); analytics and the
+ * upload on the service path (the upload with created_by the creator's, as if they had asked).
+ */
 async function seedCatalog(db: Db, account: Account, creator: SeedUser): Promise<CatalogRows> {
   const asCreator = (sql: string, params: unknown[]) => insertId(db, userClaims(creator), sql, params);
   const asService = (sql: string, params: unknown[]) => insertId(db, serviceClaims, sql, params);
@@ -372,6 +394,11 @@ async function seedCatalog(db: Db, account: Account, creator: SeedUser): Promise
      values ($1, $2, $3, '2026-01-01', '2026-01-31', 'spotify', 1000, 'USD') returning id`,
     [track, draft, account.id],
   );
+  const artwork = await asService(
+    `insert into public.media_assets (release_id, kind, content_type, max_bytes, upload_expires_at, created_by)
+     values ($1, 'artwork', 'image/jpeg', 52428800, now() + interval '1 hour', $2) returning id`,
+    [draft, creator.id],
+  );
   return {
     artist,
     spareArtist,
@@ -382,6 +409,7 @@ async function seedCatalog(db: Db, account: Account, creator: SeedUser): Promise
     takedown,
     releaseAnalytics,
     trackAnalytics,
+    artwork,
   };
 }
 
@@ -553,6 +581,18 @@ const STATEMENTS: Record<Table, Record<Mutation, (to: Target) => Statement>> = {
     update: (to) => sql("update public.notifications set read = true where id = $1", to.notification),
     delete: (to) => sql("delete from public.notifications where id = $1", to.notification),
   },
+  media_assets: {
+    // The audio of the draft's track, with exactly what a client may name.
+    insert: (to) =>
+      sql(
+        `insert into public.media_assets (release_id, track_id, kind, content_type, max_bytes, upload_expires_at)
+         values ($1, $2, 'audio', 'audio/wav', 1073741824, now() + interval '1 hour')`,
+        to.rows.draft,
+        to.rows.track,
+      ),
+    update: (to) => sql("update public.media_assets set status = 'valid' where id = $1", to.rows.artwork),
+    delete: (to) => sql("delete from public.media_assets where id = $1", to.rows.artwork),
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -696,6 +736,30 @@ const CROSS_ACCOUNT_WRITES: WriteCase[] = [
     expected: DENIED,
   },
   {
+    name: "a member asks to upload to their own release under another account",
+    caller: "memberB",
+    statement: (w) =>
+      sql(
+        `insert into public.media_assets (release_id, account_id, kind, content_type, max_bytes, upload_expires_at)
+         values ($1, $2, 'artwork', 'image/jpeg', 1000, now() + interval '1 hour')`,
+        w.catalog.B.draft,
+        w.accounts.A.id,
+      ),
+    expected: DENIED,
+  },
+  {
+    name: "a member asks to upload another account's track's audio to their own release",
+    caller: "memberB",
+    statement: (w) =>
+      sql(
+        `insert into public.media_assets (release_id, track_id, kind, content_type, max_bytes, upload_expires_at)
+         values ($1, $2, 'audio', 'audio/wav', 1000, now() + interval '1 hour')`,
+        w.catalog.B.draft,
+        w.catalog.A.track,
+      ),
+    expected: NO_PARENT,
+  },
+  {
     name: "a member moves their release onto another account's artist",
     caller: "memberA",
     statement: (w) =>
@@ -758,6 +822,64 @@ const PROTECTED_COLUMN_WRITES: WriteCase[] = PROTECTED_COLUMNS.flatMap(([table, 
   })),
 );
 
+/**
+ * Uploads past the matrix: a client asks for one with the columns of the request only (what the
+ * server finds is not the client's to say), and only while the release may still change; the
+ * operator may add one to any release.
+ */
+const uploadTo =
+  (release: FromWorld, extra = "", value: FromWorld = () => null) =>
+  (w: World) =>
+    sql(
+      `insert into public.media_assets (release_id, kind, content_type, max_bytes, upload_expires_at${extra ? `, ${extra}` : ""})
+     values ($1, 'artwork', 'image/jpeg', 1000, now() + interval '1 hour'${extra ? ", $2" : ""})`,
+      release(w),
+      ...(extra ? [value(w)] : []),
+    );
+const MEDIA_COLUMNS_OF_THE_SERVER: [column: string, value: FromWorld][] = [
+  ["status", () => "valid"],
+  ["object_key", () => "artwork/forged/cover.jpg"],
+  ["bytes", () => 1000],
+  ["sha256", () => "0".repeat(64)],
+  ["metadata", () => '{"width": 3000}'],
+  ["uploaded_at", aMoment],
+  ["validated_at", aMoment],
+];
+const MEDIA_WRITES: WriteCase[] = [
+  ...MEDIA_COLUMNS_OF_THE_SERVER.flatMap(([column, value]) =>
+    (["memberA", "keyA", "tenantService1"] as const).map(
+      (caller): WriteCase => ({
+        name: `media_assets.${column} cannot be named in a new upload`,
+        caller,
+        statement: uploadTo(draftOfA, column, value),
+        expected: DENIED,
+      }),
+    ),
+  ),
+  ...(["memberA", "keyA", "tenantService1"] as const).flatMap((caller) =>
+    (["delivered", "live"] as const).map(
+      (status): WriteCase => ({
+        name: `no upload to A's ${status} release`,
+        caller,
+        statement: uploadTo((w) => w.catalog.A[status]),
+        expected: RELEASE_LOCKED,
+      }),
+    ),
+  ),
+  {
+    name: "service_role adds an upload to a delivered release",
+    caller: "service",
+    statement: uploadTo((w) => w.catalog.A.delivered),
+    expected: 1,
+  },
+  {
+    name: "a member names who asked for an upload",
+    caller: "memberA",
+    statement: uploadTo(draftOfA, "created_by", memberB),
+    expected: DENIED,
+  },
+];
+
 const SERVICE_WRITES: WriteCase[] = [
   {
     name: "service_role sets a release's status_reason",
@@ -795,7 +917,8 @@ const SERVICE_WRITES: WriteCase[] = [
  * service key may make each of them that a tenant's key may make at all, tenant 1's is stopped.
  * An insert naming account C fails the policy's WITH CHECK; one naming C's parent row finds no
  * such parent; an update or delete finds no row. A write only the operator may make (moving a
- * takedown request on, deleting one) is denied to both keys, whatever the row.
+ * takedown request on, deleting one; changing or deleting an upload) is denied to both keys,
+ * whatever the row.
  */
 const INSERT_INTO_TENANT_2: Record<Table, SqlState> = {
   artist_profiles: DENIED,
@@ -805,6 +928,7 @@ const INSERT_INTO_TENANT_2: Record<Table, SqlState> = {
   track_analytics: DENIED,
   takedown_requests: NO_PARENT,
   notifications: DENIED,
+  media_assets: NO_PARENT,
 };
 
 function writeIntoTenant2(
@@ -867,6 +991,12 @@ const TENANT_SERVICE_WRITES: WriteCase[] = [
         w.accounts.C.id,
       ),
     expected: DENIED,
+  },
+  {
+    name: "a tenant's service key asks for an upload in the name of another tenant's user",
+    caller: "tenantService1",
+    statement: uploadTo(draftOfA, "created_by", (w) => w.people.memberC.id),
+    expected: NO_PARENT,
   },
   {
     name: "a tenant's service key moves an artist to another tenant's account",
@@ -977,6 +1107,7 @@ for (const preset of POLICY_PRESETS) {
       for (const c of [
         ...CROSS_ACCOUNT_WRITES,
         ...PROTECTED_COLUMN_WRITES,
+        ...MEDIA_WRITES,
         ...SERVICE_WRITES,
         ...WRITES_INTO_TENANT_2,
         ...TENANT_SERVICE_WRITES,

@@ -11,7 +11,10 @@ import {
 
 /** Seed helpers: tenants, accounts, users and memberships through the service path, and the claims to act as them. */
 
-/** The seven tables of the table interface (seed 000), as migration 0003 creates them. */
+/**
+ * The seven tables of the table interface (seed 000), as migration 0003 creates them; media_assets
+ * (migration 0010) joins them as the uploads table of docs/uploads.md.
+ */
 export const EXPOSED_TABLES = [
   "artist_profiles",
   "releases",
@@ -20,6 +23,7 @@ export const EXPOSED_TABLES = [
   "track_analytics",
   "takedown_requests",
   "notifications",
+  "media_assets",
 ] as const;
 
 export interface SeedUser {
