@@ -117,6 +117,14 @@ const CATALOG_ROWS: Column = {
   tamperedService: [],
 };
 
+/**
+ * select on the analytics tables: as the catalog, except that a key needs the royalties:read scope
+ * (migration 0011: analytics carry revenue). The matrix's keys are claims of no stored key, so
+ * they hold no scope and see no analytics; test/rls-royalties.test.ts checks stored keys with and
+ * without the scope.
+ */
+const ANALYTICS_ROWS: Column = { ...CATALOG_ROWS, keyA: [], viewerKeyA: [] };
+
 /** select on notifications: a user sees only their own; a tenant's service key every one of its tenant. */
 const OWN_NOTIFICATIONS: Column = {
   anon: DENIED,
@@ -275,13 +283,13 @@ const MATRIX: Record<Table, Record<Exclude<Op, "count">, Column>> = {
     delete: WRITERS_OF_ROW_OF_A,
   },
   release_analytics: {
-    select: CATALOG_ROWS,
+    select: ANALYTICS_ROWS,
     insert: SERVICE_INSERTS,
     update: SERVICE_CHANGES,
     delete: SERVICE_CHANGES,
   },
   track_analytics: {
-    select: CATALOG_ROWS,
+    select: ANALYTICS_ROWS,
     insert: SERVICE_INSERTS,
     update: SERVICE_CHANGES,
     delete: SERVICE_CHANGES,

@@ -137,7 +137,9 @@ describeEachEngine("rls: royalties (migration 0011)", (t) => {
       {
         ownerA: 6,
         viewerA: 6,
-        catalogKeyA: 6,
+        // Analytics carry revenue: a key without royalties:read sees none.
+        catalogKeyA: 0,
+        royaltyKeyA: 6,
         ownerB: 0,
         ownerC: 6,
         anon: "denied",

@@ -110,14 +110,18 @@ create index royalty_totals_account on internal.royalty_totals (account_id, peri
 create index royalty_totals_release on internal.royalty_totals (release_id, period_start);
 
 -- The analytics tables of migration 0003 gain the money and units an import knows.
+-- Money keeps the lines' precision (per-stream amounts have 9 and more decimals), so an analytics
+-- row is the exact sum of its lines.
 alter table public.release_analytics
-  add column gross_revenue numeric(20, 6) not null default 0,
-  add column fees numeric(20, 6) not null default 0,
+  alter column revenue type numeric(28, 12),
+  add column gross_revenue numeric(28, 12) not null default 0,
+  add column fees numeric(28, 12) not null default 0,
   add column other_units bigint not null default 0 check (other_units >= 0),
   add column royalty_lines bigint not null default 0 check (royalty_lines >= 0);
 alter table public.track_analytics
-  add column gross_revenue numeric(20, 6) not null default 0,
-  add column fees numeric(20, 6) not null default 0,
+  alter column revenue type numeric(28, 12),
+  add column gross_revenue numeric(28, 12) not null default 0,
+  add column fees numeric(28, 12) not null default 0,
   add column other_units bigint not null default 0 check (other_units >= 0),
   add column royalty_lines bigint not null default 0 check (royalty_lines >= 0);
 comment on column public.release_analytics.revenue is 'Net revenue (after store fees), in currency.';
@@ -163,6 +167,17 @@ create policy royalty_totals_tenant_service on internal.royalty_totals for selec
   using (tenant_id = (select auth.tenant_id()));
 create policy royalty_imports_tenant_service on internal.royalty_imports for select to tenant_service
   using (tenant_id = (select auth.tenant_id()));
+
+-- Analytics now carry revenue: they are read as royalties are (a key needs royalties:read), and
+-- under owner-only only for the releases the user can see, as before.
+drop policy release_analytics_select on public.release_analytics;
+drop policy track_analytics_select on public.track_analytics;
+create policy release_analytics_select on public.release_analytics for select to authenticated
+  using (account_id = any ((select auth.royalty_account_ids())::uuid[])
+    and ((select auth.sees_whole_account()) or exists (select 1 from public.releases r where r.id = release_id)));
+create policy track_analytics_select on public.track_analytics for select to authenticated
+  using (account_id = any ((select auth.royalty_account_ids())::uuid[])
+    and ((select auth.sees_whole_account()) or exists (select 1 from public.releases r where r.id = release_id)));
 
 -- The import (service_role) tells each affected account's members.
 grant execute on function internal.notify_members(uuid, text, text, text, jsonb) to service_role;
