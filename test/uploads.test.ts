@@ -166,6 +166,10 @@ describeEachEngine("uploads: signed URLs on local storage", (t) => {
     assert.equal((one.audio_metadata as Obj).channels, 2);
     assert.equal((one.audio as Obj).status, "valid");
     assert.equal((two.audio as Obj).id, t2.asset_id);
+    const track = expectStatus(await api("GET", `/releases/${release.id}/tracks/${second}`), 200);
+    assert.equal(track.duration, 2);
+    assert.equal((track.audio as Obj).id, t2.asset_id);
+    assert.equal((track.audio as Obj).status, "valid");
   });
 
   test("submit refuses missing, unchecked or invalid media with every reason, and accepts valid media", async () => {

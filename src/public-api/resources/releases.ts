@@ -15,10 +15,9 @@ import {
   ReleaseStatus,
   ReleaseUpdate,
   TRACK_COLUMNS,
-  Track,
 } from "./schemas.ts";
 import { columns, countAndPage, insertRow, updateRow } from "./sql.ts";
-import { assetOut, currentMedia, MediaAsset } from "./uploads.ts";
+import { assetOut, currentMedia, MediaAsset, TrackDetail } from "./uploads.ts";
 
 /** Releases (seed 001): the same rows as /rest/v1/releases, under the same row-level security. */
 
@@ -91,13 +90,7 @@ const ReleaseDetail = Release.extend({
   artwork: MediaAsset.nullable().meta({
     description: "The current cover artwork upload and its checks (null before any upload arrived).",
   }),
-  tracks: z.array(
-    Track.extend({
-      audio: MediaAsset.nullable().meta({
-        description: "The track's current audio upload and its checks (null before any upload arrived).",
-      }),
-    }),
-  ),
+  tracks: z.array(TrackDetail),
   artists: z.array(Artist).meta({ description: "The artist profiles the release and its tracks name." }),
 }).meta({ id: "ReleaseDetail" });
 

@@ -7,6 +7,7 @@ import { Id, listOf, Pagination, page, route } from "../route.ts";
 import { findRelease, trackOut } from "./releases.ts";
 import { checkTrack, TRACK_COLUMNS, Track, TrackCreate, type TrackInput, TrackUpdate } from "./schemas.ts";
 import { columns, countAndPage, insertRow, updateRow } from "./sql.ts";
+import { assetOut, currentMedia, TrackDetail } from "./uploads.ts";
 
 /** Tracks of a release (seed 001): /rest/v1/tracks rows; they change only while their release is editable. */
 
@@ -127,20 +128,22 @@ export const trackRoutes = [
     tag: "Tracks",
     scope: "catalog:read",
     params: oneTrack,
-    response: { status: 200, description: "The track.", schema: Track },
+    response: { status: 200, description: "The track, with its current audio upload.", schema: TrackDetail },
     errors: [404],
     handler: async ({ params, read }) => {
-      const row = await read(
-        async (tx) =>
-          (
-            await tx.query<Record<string, unknown>>(
-              `select ${columns(TRACK_COLUMNS)} from public.tracks where id = $1 and release_id = $2`,
-              [params.trackId, params.id],
-            )
-          ).rows[0],
-      );
-      if (!row) throw notFound("track", params.trackId);
-      return { body: trackOut(row) };
+      const found = await read(async (tx) => {
+        const row = (
+          await tx.query<Record<string, unknown>>(
+            `select ${columns(TRACK_COLUMNS)} from public.tracks where id = $1 and release_id = $2`,
+            [params.trackId, params.id],
+          )
+        ).rows[0];
+        return row
+          ? { row, audio: (await currentMedia(tx, params.id)).audio.get(params.trackId) }
+          : undefined;
+      });
+      if (!found) throw notFound("track", params.trackId);
+      return { body: { ...trackOut(found.row), audio: found.audio ? assetOut(found.audio) : null } };
     },
   }),
 

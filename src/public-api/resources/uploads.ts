@@ -12,6 +12,7 @@ import {
 } from "../../storage/uploads.ts";
 import { ApiError } from "../errors.ts";
 import { Id, route } from "../route.ts";
+import { Track } from "./schemas.ts";
 
 /**
  * Signed upload URLs (seed 001; docs/uploads.md). The file goes straight to storage: to
@@ -53,6 +54,13 @@ export const MediaAsset = z
     created_at: z.iso.datetime({ offset: true }),
   })
   .meta({ id: "MediaAsset" });
+
+/** A track with its current audio upload (GET of a track, and the tracks of a release's detail). */
+export const TrackDetail = Track.extend({
+  audio: MediaAsset.nullable().meta({
+    description: "The track's current audio upload and its checks (null before any upload arrived).",
+  }),
+}).meta({ id: "TrackDetail" });
 
 const iso = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());
 
