@@ -89,6 +89,11 @@ describe("loadConfig", () => {
     assert.equal(s3.uploads.urlTtlSeconds, 120);
   });
 
+  test("the admin API takes royalty reports up to ROYALTY_IMPORT_MAX_BYTES (default 2 GiB)", () => {
+    assert.equal(loadConfig({}).royaltyImportMaxBytes, 2 * 1024 * 1024 * 1024);
+    assert.equal(loadConfig({ ROYALTY_IMPORT_MAX_BYTES: "1048576" }).royaltyImportMaxBytes, 1_048_576);
+  });
+
   test("STORAGE_DRIVER=s3 needs S3_BUCKET", () => {
     assert.throws(
       () => loadConfig({ STORAGE_DRIVER: "s3" }),
@@ -133,6 +138,14 @@ describe("loadConfig", () => {
     [
       { UPLOAD_URL_TTL_SECONDS: "5" },
       'Invalid configuration: UPLOAD_URL_TTL_SECONDS must be 60 to 86400 seconds (got "5")',
+    ],
+    [
+      { ROYALTY_IMPORT_MAX_BYTES: "0" },
+      'Invalid configuration: ROYALTY_IMPORT_MAX_BYTES must be at least 1 bytes (got "0")',
+    ],
+    [
+      { ROYALTY_IMPORT_MAX_BYTES: "1.5" },
+      'Invalid configuration: ROYALTY_IMPORT_MAX_BYTES must be a whole number of bytes (got "1.5")',
     ],
     [
       { PUBLIC_URL: "not a url" },

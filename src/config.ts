@@ -84,6 +84,7 @@ const schema = z.object({
     .default(900),
   UPLOAD_MAX_ARTWORK_BYTES: bytes(1, 1024 * MIB).default(50 * MIB),
   UPLOAD_MAX_AUDIO_BYTES: bytes(1, 5 * 1024 * MIB).default(2 * 1024 * MIB),
+  ROYALTY_IMPORT_MAX_BYTES: bytes(1, 1024 * 1024 * MIB).default(2 * 1024 * MIB),
 });
 
 export type Env = z.input<typeof schema>;
@@ -115,6 +116,8 @@ export interface Config {
   /** Where uploaded media goes (docs/uploads.md): DATA_DIR/storage, or an S3-compatible bucket. */
   storage: { driver: "local"; root: string } | { driver: "s3"; s3: S3Settings };
   uploads: UploadLimits;
+  /** The largest report POST /admin/v1/royalty-imports takes (the CLI reads files of any size). */
+  royaltyImportMaxBytes: number;
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -209,6 +212,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       urlTtlSeconds: e.UPLOAD_URL_TTL_SECONDS,
       maxBytes: { artwork: e.UPLOAD_MAX_ARTWORK_BYTES, audio: e.UPLOAD_MAX_AUDIO_BYTES },
     },
+    royaltyImportMaxBytes: e.ROYALTY_IMPORT_MAX_BYTES,
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
   };
 }

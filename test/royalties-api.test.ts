@@ -5,7 +5,13 @@ import type { Account, Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { assertProblem, type IssuedKey, issueTestKey, publicApi } from "./support/public-api.ts";
-import { reportFile, SAMPLES, type SampleCatalog, seedSampleCatalog } from "./support/royalties.ts";
+import {
+  reportFile,
+  SAMPLES,
+  type SampleCatalog,
+  seedDeliveredRelease,
+  seedSampleCatalog,
+} from "./support/royalties.ts";
 import { seedAccount, seedTenant } from "./support/seed.ts";
 
 /**
@@ -48,9 +54,9 @@ describeEachEngine("royalties: public API", (t) => {
     account = await seedAccount(t().db, tenant, "A");
     catalog = await seedSampleCatalog(t().db, account);
     const other = await seedAccount(t().db, tenant, "B");
-    const { seedRelease } = await import("./support/ddex.ts");
+    // Delivered: an import matches only releases that went to the stores.
     otherRelease = (
-      await seedRelease(t().db, other.id, { title: "B side", upc: "085100000037" }, [
+      await seedDeliveredRelease(t().db, other.id, { title: "B side", upc: "085100000037" }, [
         { title: "B", isrc: "QZBBB2600001", duration: 100, track_number: 1 },
       ])
     ).id;
@@ -203,5 +209,16 @@ describeEachEngine("royalties: public API", (t) => {
     const params = (p.errors ?? []).map((e) => e.param).sort();
     assert.deepEqual(params, ["from", "group_by", "territory"]);
     assertProblem(await api(key)("GET", "/royalties?sort=net"), 400, "invalid_parameter");
+    for (const path of [
+      "/royalties?from=2026-05&to=2026-02",
+      `/releases/${catalog.daybreak}/royalties?from=2026-05&to=2026-02`,
+    ]) {
+      const reversed = assertProblem(await api(key)("GET", path), 400, "invalid_parameter");
+      assert.deepEqual(
+        (reversed.errors ?? []).map((e) => e.param),
+        ["to"],
+        path,
+      );
+    }
   });
 });

@@ -1,15 +1,17 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { before, test } from "node:test";
-import { importRoyalties } from "../src/royalties/import.ts";
+import { ImportError, importRoyalties } from "../src/royalties/import.ts";
 import type { Account, Tenant } from "../src/tenancy/tenants.ts";
 import { WEBHOOK_EVENTS } from "../src/webhooks/events.ts";
 import { describeEachEngine } from "./support/db.ts";
+import { seedRelease } from "./support/ddex.ts";
 import {
   countLines,
   reportFile,
   SAMPLES,
   type SampleCatalog,
+  seedDeliveredRelease,
   seedSampleCatalog,
 } from "./support/royalties.ts";
 import { seedAccount, seedTenant, seedUser } from "./support/seed.ts";
@@ -75,7 +77,9 @@ describeEachEngine("royalties: import", (t) => {
       { currency: "GBP", lines: 1, units: "3", gross: "20.97", fees: "6.29", net: "14.68" },
       { currency: "USD", lines: 3, units: "1910", gross: "21.7", fees: "6.51", net: "15.19" },
     ]);
-    assert.deepEqual(rep.unmatched, [{ isrc: "GBXYZ2600099", upc: "190000000015", lines: 1, units: "50" }]);
+    assert.deepEqual(rep.unmatched, [
+      { isrc: "GBXYZ2600099", upc: "190000000015", reason: "no_match", lines: 1, units: "50" },
+    ]);
     assert.deepEqual(rep.account_ids, [account.id]);
     assert.equal(rep.period_from, "2026-02-01");
     assert.equal(rep.period_to, "2026-02-28");
@@ -114,10 +118,10 @@ describeEachEngine("royalties: import", (t) => {
     assert.deepEqual(
       ra.rows.map((r) => [r.store, r.currency, r.streams, r.downloads, r.revenue, r.royalty_lines]),
       [
-        ["apple_music", "USD", "400", "0", "1.960000", "1"],
-        ["itunes", "GBP", "0", "3", "14.680000", "1"],
-        ["spotify", "EUR", "800", "0", "2.072000", "1"],
-        ["spotify", "USD", "1500", "0", "4.200000", "1"],
+        ["apple_music", "USD", "400", "0", "1.960000000000", "1"],
+        ["itunes", "GBP", "0", "3", "14.680000000000", "1"],
+        ["spotify", "EUR", "800", "0", "2.072000000000", "1"],
+        ["spotify", "USD", "1500", "0", "4.200000000000", "1"],
       ],
     );
     const ta = await t().db.asService((tx) =>
@@ -129,8 +133,8 @@ describeEachEngine("royalties: import", (t) => {
     assert.deepEqual(
       ta.rows.map((r) => [r.store, r.currency, r.streams, r.revenue]),
       [
-        ["spotify", "EUR", "800", "2.072000"],
-        ["spotify", "USD", "1500", "4.200000"],
+        ["spotify", "EUR", "800", "2.072000000000"],
+        ["spotify", "USD", "1500", "4.200000000000"],
       ],
     );
     const totals = await t().db.asService((tx) =>
@@ -275,7 +279,9 @@ describeEachEngine("royalties: import", (t) => {
         net: "1.578567891234",
       },
     ]);
-    assert.deepEqual(r.report.unmatched, [{ isrc: "GBXYZ2600099", upc: null, lines: 1, units: "40" }]);
+    assert.deepEqual(r.report.unmatched, [
+      { isrc: "GBXYZ2600099", upc: null, reason: "no_match", lines: 1, units: "40" },
+    ]);
     const rows = await lines(r.report.id);
     assert.deepEqual(
       rows.map((l) => [l.line_number, l.territory, l.usage_type, l.net, l.period_start]),
@@ -289,23 +295,48 @@ describeEachEngine("royalties: import", (t) => {
     assert.equal(rows[2]?.track_id, catalog.tracks.QZABC2600002);
   });
 
-  test("an ISRC on two releases: the line's UPC picks the release, else the oldest release", async () => {
+  test("an ISRC on delivered releases of two accounts: the line's UPC decides, else the line is ambiguous and credits nobody", async () => {
     const other = await seedAccount(t().db, tenant, "Other");
-    const compilation = await seedSampleCatalogCompilation(other.id);
+    // Account Other's compilation, delivered, carries Night Owl's track (a licensed compilation).
+    const compilation = await seedDeliveredRelease(
+      t().db,
+      other.id,
+      { title: "Compilation", upc: "085100000037" },
+      [{ title: "Night Drive", isrc: "QZABC2600001", duration: 200, track_number: 1 }],
+    );
     const file = reportFile(
       [
         "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency",
+        // 2: the compilation's UPC decides: Other.
         "2026-05,2026-04,tidal,NO,085100000037,QZABC2600001,stream,10,0.1,0,0.1,NOK",
+        // 3: Night Drive's UPC decides: Night Owl.
+        "2026-05,2026-04,tidal,NO,012345000010,QZABC2600001,stream,30,0.3,0,0.3,NOK",
+        // 4, 5: no UPC, or one that is nobody's: the ISRC leads to two accounts: ambiguous.
         "2026-05,2026-04,tidal,NO,,QZABC2600001,stream,20,0.2,0,0.2,NOK",
+        "2026-05,2026-04,tidal,NO,190000000015,QZABC2600001,stream,5,0.05,0,0.05,NOK",
+        // 6: Daybreak's UPC, whose release lacks the ISRC: the UPC's owner decides: Night Owl.
+        "2026-05,2026-04,tidal,NO,012345000027,QZABC2600001,stream,1,0.01,0,0.01,NOK",
       ].join("\n"),
     );
     const r = await importRoyalties(t().db, { tenantId: tenant.id, format: "backline", file });
     assert.equal(r.status, "completed");
     if (r.status !== "completed") return;
     const rows = await lines(r.report.id);
-    assert.equal(rows[0]?.release_id, compilation);
-    assert.equal(rows[0]?.account_id, other.id);
-    assert.equal(rows[1]?.release_id, catalog.nightDrive);
+    assert.deepEqual(
+      rows.map((l) => [l.line_number, l.account_id, l.release_id, l.track_id]),
+      [
+        ["2", other.id, compilation.id, compilation.tracks[0]?.id],
+        ["3", account.id, catalog.nightDrive, catalog.tracks.QZABC2600001],
+        ["4", null, null, null],
+        ["5", null, null, null],
+        ["6", account.id, catalog.nightDrive, catalog.tracks.QZABC2600001],
+      ],
+    );
+    assert.deepEqual([r.report.lines_matched, r.report.lines_unmatched], [3, 2]);
+    assert.deepEqual(r.report.unmatched, [
+      { isrc: "QZABC2600001", upc: "190000000015", reason: "ambiguous", lines: 1, units: "5" },
+      { isrc: "QZABC2600001", upc: null, reason: "ambiguous", lines: 1, units: "20" },
+    ]);
     assert.deepEqual(new Set(r.report.account_ids), new Set([account.id, other.id]));
     // One event per account, each with its own lines.
     const events = await t().db.asService((tx) =>
@@ -318,19 +349,126 @@ describeEachEngine("royalties: import", (t) => {
     assert.deepEqual(
       events.rows.map((e) => [e.account_id, e.lines]).sort(),
       [
-        [account.id, 1],
+        [account.id, 2],
         [other.id, 1],
       ].sort(),
     );
   });
 
-  async function seedSampleCatalogCompilation(accountId: string): Promise<string> {
-    const { seedRelease } = await import("./support/ddex.ts");
-    const r = await seedRelease(t().db, accountId, { title: "Compilation", upc: "085100000037" }, [
-      { title: "Night Drive", isrc: "QZABC2600001", duration: 200, track_number: 1 },
+  test("capture attack: another account's copied ISRC and UPC on releases it never delivered get nothing", async () => {
+    const thief = await seedAccount(t().db, tenant, "Thief");
+    const copy = (status: string | undefined, title: string) =>
+      status === undefined
+        ? seedRelease(t().db, thief.id, { title, upc: "012345000027" }, [
+            { title: "Sunrise", isrc: "QZABC2600003", duration: 200, track_number: 1 },
+          ])
+        : seedDeliveredRelease(
+            t().db,
+            thief.id,
+            { title, upc: "012345000027" },
+            [{ title: "Sunrise", isrc: "QZABC2600003", duration: 200, track_number: 1 }],
+            status,
+          );
+    // Older than nothing of Daybreak's (it is newer), but in every status before delivery.
+    for (const status of [
+      undefined,
+      "pending",
+      "submitted",
+      "in_review",
+      "approved",
+      "rejected",
+      "delivering",
+    ]) {
+      await copy(status, `Copy (${status ?? "draft"})`);
+    }
+    const report = (n: number) =>
+      reportFile(
+        [
+          "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency",
+          `2026-09,2026-08,deezer,FR,012345000027,QZABC2600003,stream,${n},1,0,1,EUR`,
+          `2026-09,2026-08,deezer,FR,,QZABC2600003,stream,${n},1,0,1,EUR`,
+          `2026-09,2026-08,deezer,FR,012345000027,,download,${n},1,0,1,EUR`,
+        ].join("\n"),
+      );
+    const first = await importRoyalties(t().db, { tenantId: tenant.id, format: "backline", file: report(7) });
+    assert.equal(first.status, "completed");
+    if (first.status !== "completed") return;
+    assert.deepEqual(first.report.account_ids, [account.id]);
+    assert.equal(first.report.lines_matched, 3);
+    assert.ok((await lines(first.report.id)).every((l) => l.release_id === catalog.daybreak));
+
+    // A delivered copy in the thief's account: the identifiers now lead to two accounts, so the
+    // lines are unmatched as ambiguous — nobody is paid until the operator fixes the catalog.
+    const delivered = await copy("live", "Copy (live)");
+    const second = await importRoyalties(t().db, {
+      tenantId: tenant.id,
+      format: "backline",
+      file: report(8),
+    });
+    assert.equal(second.status, "completed");
+    if (second.status !== "completed") return;
+    assert.deepEqual([second.report.lines_matched, second.report.lines_unmatched], [0, 3]);
+    assert.deepEqual(second.report.account_ids, []);
+    assert.deepEqual(
+      second.report.unmatched.map((u) => [u.isrc, u.upc, u.reason]),
+      [
+        ["QZABC2600003", "012345000027", "ambiguous"],
+        ["QZABC2600003", null, "ambiguous"],
+        [null, "012345000027", "ambiguous"],
+      ],
+    );
+    const thiefLines = await t().db.asService((tx) =>
+      tx.query("select 1 from internal.royalty_lines where account_id = $1 or release_id = $2", [
+        thief.id,
+        delivered.id,
+      ]),
+    );
+    assert.equal(thiefLines.rowCount, 0);
+    const thiefEvents = await t().db.asService((tx) =>
+      tx.query("select 1 from internal.events where account_id = $1 and type = 'royalties.imported'", [
+        thief.id,
+      ]),
+    );
+    assert.equal(thiefEvents.rowCount, 0);
+  });
+
+  test("within one account, several delivered releases with the ISRC: the line's UPC, else the oldest release", async () => {
+    const solo = await seedAccount(t().db, tenant, "Solo");
+    const track = [{ title: "Echo", isrc: "QZSOL2600001", duration: 180, track_number: 1 }];
+    const older = await seedDeliveredRelease(
+      t().db,
+      solo.id,
+      { title: "Single", upc: "085100000044" },
+      track,
+    );
+    const newer = await seedDeliveredRelease(t().db, solo.id, { title: "Album", upc: "085100000051" }, track);
+    // A draft of the same account is never a candidate, even when its UPC is on the line.
+    await seedRelease(t().db, solo.id, { title: "Deluxe (draft)", upc: "085100000068" }, track);
+    const file = reportFile(
+      [
+        "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency",
+        "2026-05,2026-04,tidal,NO,085100000051,QZSOL2600001,stream,1,0.1,0,0.1,NOK",
+        "2026-05,2026-04,tidal,NO,,QZSOL2600001,stream,1,0.1,0,0.1,NOK",
+        "2026-05,2026-04,tidal,NO,085100000068,QZSOL2600001,stream,1,0.1,0,0.1,NOK",
+        "2026-05,2026-04,tidal,NO,085100000068,,download,1,0.1,0,0.1,NOK",
+      ].join("\n"),
+    );
+    const r = await importRoyalties(t().db, { tenantId: tenant.id, format: "backline", file });
+    assert.equal(r.status, "completed");
+    if (r.status !== "completed") return;
+    assert.deepEqual(
+      (await lines(r.report.id)).map((l) => [l.line_number, l.release_id]),
+      [
+        ["2", newer.id],
+        ["3", older.id],
+        ["4", older.id],
+        ["5", null],
+      ],
+    );
+    assert.deepEqual(r.report.unmatched, [
+      { isrc: null, upc: "085100000068", reason: "no_match", lines: 1, units: "1" },
     ]);
-    return r.id;
-  }
+  });
 
   test("a malformed line refuses the whole report, listing every bad line with its number", async () => {
     const before = await countLines(t().db, tenant.id);
@@ -374,6 +512,89 @@ describeEachEngine("royalties: import", (t) => {
     const ok = await importRoyalties(t().db, { tenantId: tenant.id, format: "backline", file: fixed });
     assert.equal(ok.status, "completed");
     assert.equal(await countLines(t().db, tenant.id), before + 1);
+  });
+
+  test("periods outside 1950 to next year and amounts of 10^12 or more are malformed lines, not a database error", async () => {
+    const before = await countLines(t().db, tenant.id);
+    const next = new Date().getUTCFullYear() + 1;
+    const head =
+      "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency";
+    const ok = "spotify,US,012345000010,QZABC2600001,stream,10";
+    const cases: [string, RegExp][] = [
+      [`2026-06,0000-01,${ok},0.04,0.01,0.03,USD`, /sale period "0000-01" is not a month from 1950/],
+      [`0000-12,2026-05,${ok},0.04,0.01,0.03,USD`, /reporting period "0000-12" is not a month from 1950/],
+      [`2026-06,1949-12,${ok},0.04,0.01,0.03,USD`, /sale period "1949-12"/],
+      [
+        `2026-06,${next + 1}-01,${ok},0.04,0.01,0.03,USD`,
+        new RegExp(`"${next + 1}-01" is not a month from 1950 to ${next}`),
+      ],
+      [`2026-06,2026-05,${ok},1000000000000,0,1000000000000,USD`, /gross "1000000000000" is too large/],
+      [`2026-06,2026-05,${ok},0,0,-99999999999999999999.5,USD`, /net "-99999999999999999999.5" is too large/],
+    ];
+    const file = reportFile(
+      [head, `2026-06,${next}-12,${ok},999999999999.5,0,999999999999.5,USD`, ...cases.map(([l]) => l)].join(
+        "\n",
+      ),
+    );
+    const r = await importRoyalties(t().db, { tenantId: tenant.id, format: "backline", file });
+    assert.equal(r.status, "rejected");
+    if (r.status !== "rejected") return;
+    assert.deepEqual(
+      r.report.errors.map((e) => e.line),
+      [3, 4, 5, 6, 7, 8],
+    );
+    for (const [i, [, want]] of cases.entries()) assert.match(r.report.errors[i]?.message ?? "", want);
+    assert.equal(await countLines(t().db, tenant.id), before);
+    await assert.rejects(
+      importRoyalties(t().db, { tenantId: tenant.id, format: "backline", file, period: "0000-01" }),
+      (e: unknown) => e instanceof ImportError && /--period 0000-01 is not a month from 1950/.test(e.message),
+    );
+  });
+
+  test("lines that each fit but whose sums overflow an analytics row: the import is refused whole with a message", async () => {
+    const before = await countLines(t().db, tenant.id);
+    const head =
+      "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency";
+    // 10,001 lines of 999,999,999,999 on one release, month, store and currency: past 10^16, more
+    // than the analytics and totals columns hold.
+    const body = Array.from(
+      { length: 10_001 },
+      (_, i) => `2026-07,2026-06,itunes,US,012345000010,,download,${i},999999999999,0,999999999999,USD`,
+    );
+    const file = reportFile([head, ...body].join("\n"));
+    const imports = async () =>
+      (
+        await t().db.asService((tx) =>
+          tx.query("select 1 from internal.royalty_imports where tenant_id = $1", [tenant.id]),
+        )
+      ).rowCount;
+    const importsBefore = await imports();
+    await assert.rejects(
+      importRoyalties(t().db, { tenantId: tenant.id, format: "backline", file }),
+      (e: unknown) => e instanceof ImportError && /too large for the analytics totals/.test(e.message),
+    );
+    assert.equal(await countLines(t().db, tenant.id), before);
+    assert.equal(await imports(), importsBefore);
+  });
+
+  test("an unclosed quote: one malformed line where the record starts, the rest of the file unread, nothing loaded", async () => {
+    const before = await countLines(t().db, tenant.id);
+    const head =
+      "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency";
+    const good = "2026-06,2026-05,spotify,US,012345000010,QZABC2600001,stream,10,0.04,0.01,0.03,USD";
+    const rest = Array.from({ length: 50_000 }, () => good);
+    const file = reportFile([head, good, '2026-06,2026-05,spotify,"US,012345000010', ...rest].join("\n"));
+    const r = await importRoyalties(t().db, { tenantId: tenant.id, format: "backline", file });
+    assert.equal(r.status, "rejected");
+    if (r.status !== "rejected") return;
+    assert.equal(r.report.errors.length, 1);
+    assert.equal(r.report.errors[0]?.line, 3);
+    assert.match(
+      r.report.errors[0]?.message ?? "",
+      /longer than 65536 characters or 100 lines \(an unclosed quote\?\)/,
+    );
+    assert.equal(r.report.lines_malformed, 1);
+    assert.equal(await countLines(t().db, tenant.id), before);
   });
 
   test("a report the format cannot read at all is refused at its header; --period and --store are checked", async () => {

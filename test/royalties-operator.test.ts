@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Db } from "../src/db/db.ts";
@@ -17,6 +18,11 @@ import { seedAccount, seedTenant } from "./support/seed.ts";
 
 type Obj = Record<string, unknown>;
 
+/** A small ROYALTY_IMPORT_MAX_BYTES for the admin API suite (the samples are under 1 KB). */
+const MAX_BYTES = 4096;
+/** The admin upload's temporary files (src/royalties/admin.ts). */
+const tempFiles = () => fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith("backline-royalty-"));
+
 describeEachEngine("royalties: admin API", (t) => {
   let app: RunningApp;
   let tenant: Tenant;
@@ -24,7 +30,7 @@ describeEachEngine("royalties: admin API", (t) => {
   let otherKeys: TenantKeys;
 
   before(async () => {
-    app = await startApp(t());
+    app = await startApp(t(), { ROYALTY_IMPORT_MAX_BYTES: String(MAX_BYTES) });
     ({ tenant, keys } = await tenantWithKeys(t()));
     ({ keys: otherKeys } = await tenantWithKeys(t()));
     const account = await seedAccount(t().db, tenant, "A");
@@ -124,6 +130,71 @@ describeEachEngine("royalties: admin API", (t) => {
     // The anon key is not the operator's.
     assert.equal((await call("GET", "/royalty-imports", { key: keys.anon_key })).status, 403);
   });
+  test("a body over ROYALTY_IMPORT_MAX_BYTES is 413 file_too_large, declared or counted, and leaves no file", async () => {
+    const leftBefore = new Set(tempFiles());
+    const line = "2026-03,2026-02,spotify,US,012345000010,QZABC2600001,stream,1,0.1,0,0.1,USD\n";
+    const big = `reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency\n${line.repeat(
+      Math.ceil(MAX_BYTES / line.length) + 5,
+    )}`;
+    assert.ok(Buffer.byteLength(big) > MAX_BYTES);
+    const declared = await fetch(`${app.url}/admin/v1/royalty-imports?format=backline`, {
+      method: "POST",
+      headers: {
+        apikey: keys.service_role_key,
+        authorization: `Bearer ${keys.service_role_key}`,
+        "content-type": "text/csv",
+      },
+      body: big,
+    });
+    assert.equal(declared.status, 413);
+    assert.equal(declared.headers.get("connection"), "close");
+    const problem = (await declared.json()) as Obj;
+    assert.equal(problem.code, "file_too_large");
+    assert.match(String(problem.detail), /larger than 4096 bytes \(ROYALTY_IMPORT_MAX_BYTES\)/);
+
+    // Chunked (no Content-Length): counted as it is written, stopped past the limit.
+    const bytes = Buffer.from(big);
+    const chunked = await fetch(`${app.url}/admin/v1/royalty-imports?format=backline`, {
+      method: "POST",
+      headers: {
+        apikey: keys.service_role_key,
+        authorization: `Bearer ${keys.service_role_key}`,
+        "content-type": "text/csv",
+      },
+      body: new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < bytes.length; i += 1000) controller.enqueue(bytes.subarray(i, i + 1000));
+          controller.close();
+        },
+      }),
+      duplex: "half",
+    } as RequestInit);
+    assert.equal(chunked.status, 413);
+    assert.equal(((await chunked.json()) as Obj).code, "file_too_large");
+    assert.deepEqual(
+      tempFiles().filter((f) => !leftBefore.has(f)),
+      [],
+    );
+    assert.equal(await countLines(t().db, tenant.id), 4, "nothing was imported");
+    // At the limit exactly, the body is taken.
+    const exact = reportFile(big.slice(0, big.lastIndexOf("\n", MAX_BYTES) + 1));
+    const ok = await call("POST", "/royalty-imports?format=backline", { body: fs.readFileSync(exact) });
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  });
+
+  test("the raw report parser serves the import route only: a text/csv body elsewhere is 415", async () => {
+    const id = "00000000-0000-4000-8000-000000000000";
+    for (const path of [
+      `/releases/${id}/reject`,
+      `/deliveries/${id}/report`,
+      `/oac-requests/${id}/approve`,
+    ]) {
+      const r = await call("POST", path, { body: "reason,x\n", type: "text/csv" });
+      assert.equal(r.status, 415, `${path}: ${JSON.stringify(r.body)}`);
+      const octets = await call("POST", path, { body: "x", type: "application/octet-stream" });
+      assert.equal(octets.status, 415, path);
+    }
+  });
 });
 
 describe("royalties: backline royalties import (CLI)", () => {
@@ -193,5 +264,23 @@ describe("royalties: backline royalties import (CLI)", () => {
       env,
     );
     assert.equal(unknown.code, 1);
+  });
+
+  test("royalties show with an id that is not a UUID: one line, exit 1; --period says what it does", async () => {
+    for (const id of [
+      "not-a-uuid",
+      "0-----------------------------------",
+      "12345678-1234-1234-1234-12345678901z",
+    ]) {
+      const r = await runCli(["royalties", "show", id], env);
+      assert.equal(r.code, 1, id);
+      assert.equal(r.stderr, `backline: no import ${id}\n`);
+      assert.equal(r.stdout, "");
+    }
+    const help = await runCli(["royalties", "import", "--help"], env);
+    assert.match(
+      help.stdout.replace(/\s+/g, " "),
+      /--period <YYYY-MM> the reporting month for lines that give none/,
+    );
   });
 });

@@ -21,6 +21,8 @@ import { decision, delivery, oacRequest, queuedRelease } from "./output.ts";
 export interface AdminOptions {
   db: Db;
   directory: TenantDirectory;
+  /** ROYALTY_IMPORT_MAX_BYTES. */
+  royaltyImportMaxBytes: number;
 }
 
 export async function adminRoutes(app: FastifyInstance, options: AdminOptions): Promise<void> {
@@ -76,8 +78,13 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     return delivery(await reportDelivery(db, id, report, scope(request)));
   });
 
-  // Royalty report imports (docs/royalties.md).
-  royaltyAdminRoutes(app, { db, tenantOf: (request) => scope(request).tenantId });
+  // Royalty report imports (docs/royalties.md): an encapsulated plugin, so that its raw report
+  // bodies (text/csv, application/octet-stream, ...) reach its upload route only.
+  app.register(royaltyAdminRoutes, {
+    db,
+    tenantOf: (request: FastifyRequest) => scope(request).tenantId,
+    maxBytes: options.royaltyImportMaxBytes,
+  });
 
   // Official Artist Channel requests.
   app.get("/oac-requests", async (request) => ({

@@ -150,6 +150,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     storage: storage.store,
     uploadLimits: deps.config.uploads,
   });
-  app.register(adminRoutes, { prefix: "/admin/v1", db: deps.db, directory });
+  app.register(adminRoutes, {
+    prefix: "/admin/v1",
+    db: deps.db,
+    directory,
+    royaltyImportMaxBytes: deps.config.royaltyImportMaxBytes,
+  });
   return app;
 }

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { Readable } from "node:stream";
+import { type Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { FieldsError } from "../admin/errors.ts";
 import { pathId } from "../admin/input.ts";
@@ -22,7 +23,9 @@ import { resultJson } from "./operator.ts";
  *
  *   POST /royalty-imports?format=...&period=...&store=...&file_name=...   the report as the body
  *        (text/csv, text/plain is not accepted; application/octet-stream for any bytes): streamed to
- *        a temporary file, never held in memory, then imported. 201 completed, 200 duplicate, 422 rejected.
+ *        a temporary file, never held in memory, at most ROYALTY_IMPORT_MAX_BYTES (else 413
+ *        file_too_large, and the file is deleted), then imported. 201 completed, 200 duplicate,
+ *        422 rejected.
  *   GET  /royalty-imports            the tenant's imports, newest first
  *   GET  /royalty-imports/{id}       one import's report
  */
@@ -42,11 +45,31 @@ const ImportQuery = z.strictObject({
   file_name: z.string().min(1).max(500).optional(),
 });
 
-export function royaltyAdminRoutes(
-  app: FastifyInstance,
-  options: { db: Db; tenantOf: (request: FastifyRequest) => string },
-): void {
-  const { db, tenantOf } = options;
+export interface RoyaltyAdminOptions {
+  db: Db;
+  tenantOf: (request: FastifyRequest) => string;
+  /** ROYALTY_IMPORT_MAX_BYTES: the largest report body taken. */
+  maxBytes: number;
+}
+
+class TooLarge extends Error {}
+
+function tooLarge(reply: FastifyReply, maxBytes: number): HttpError {
+  // The rest of the body is not read: the connection closes after the answer.
+  reply.header("connection", "close");
+  return new HttpError(
+    413,
+    "file_too_large",
+    `The report is larger than ${maxBytes} bytes (ROYALTY_IMPORT_MAX_BYTES); import it with the CLI or raise the limit.`,
+  );
+}
+
+/**
+ * Registered as its own (encapsulated) plugin: the raw content-type parser below then serves these
+ * routes only, and the admin API's other POST routes never receive a stream for a text/csv body.
+ */
+export async function royaltyAdminRoutes(app: FastifyInstance, options: RoyaltyAdminOptions): Promise<void> {
+  const { db, tenantOf, maxBytes } = options;
   // The report's bytes reach the handler as a stream.
   app.addContentTypeParser(REPORT_TYPES, (_request, payload, done) => done(null, payload));
 
@@ -65,9 +88,23 @@ export function royaltyAdminRoutes(
         `Send the report as the request body with Content-Type ${REPORT_TYPES.join(", ")}.`,
       );
     }
+    const declared = Number(request.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(reply, maxBytes);
     const file = path.join(os.tmpdir(), `backline-royalty-${randomUUID()}`);
+    // Counted as it is written: a body without Content-Length (chunked) stops at the limit too.
+    let bytes = 0;
+    const counter = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        bytes += chunk.length;
+        if (bytes > maxBytes) return callback(new TooLarge());
+        callback(null, chunk);
+      },
+    });
+    const out = createWriteStream(file);
     try {
-      await pipeline(body, createWriteStream(file));
+      await pipeline(body, counter, out).catch((error: unknown) => {
+        throw error instanceof TooLarge ? tooLarge(reply, maxBytes) : error;
+      });
       const result = await importRoyalties(db, {
         tenantId,
         format: q.data.format,
@@ -82,6 +119,8 @@ export function royaltyAdminRoutes(
       const status = result.status === "completed" ? 201 : result.status === "duplicate" ? 200 : 422;
       return reply.status(status).send(resultJson(result));
     } finally {
+      // After an error the file may still be opening: wait for it to close, or rm would run first.
+      if (!out.closed) await once(out, "close");
       await rm(file, { force: true });
     }
   });

@@ -7,6 +7,11 @@
  * - Each record carries the number of the line it starts on (1-based), for error messages.
  * - Blank lines are skipped. A record whose quoting is broken carries `error` instead of failing
  *   the whole read: the caller decides (the import reports it with its line number).
+ * - One record is at most MAX_RECORD_CHARS characters and MAX_RECORD_LINES physical lines. A
+ *   longer one (in practice an unclosed quote, which would otherwise swallow the rest of the file)
+ *   comes out as one record with `error`, numbered with the line it starts on, and reading stops
+ *   there: the rest of the source is drained unread, so memory stays bounded by the limit plus one
+ *   chunk, and an incomplete record is never rescanned beyond the limit.
  */
 
 export interface CsvRecord {
@@ -16,6 +21,9 @@ export interface CsvRecord {
 }
 
 const BATCH = 2000;
+/** The longest record read, in characters (64 Ki), and in physical lines. */
+export const MAX_RECORD_CHARS = 64 * 1024;
+export const MAX_RECORD_LINES = 100;
 
 export async function* readRecords(
   source: AsyncIterable<Buffer | string>,
@@ -27,7 +35,11 @@ export async function* readRecords(
   let line = 1;
   let batch: CsvRecord[] = [];
 
+  let stopped = false;
+
   for await (const chunk of source) {
+    // After a record over the limit, the rest is drained unread (the caller still sees every byte go by).
+    if (stopped) continue;
     buf += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
     let pos = 0;
     for (;;) {
@@ -36,21 +48,28 @@ export async function* readRecords(
       pos = r.end;
       if (r.record) batch.push(r.record);
       line += r.newlines;
+      if (r.stop) {
+        stopped = true;
+        break;
+      }
       if (batch.length >= BATCH) {
         yield batch;
         batch = [];
       }
     }
-    buf = buf.slice(pos);
+    buf = stopped ? "" : buf.slice(pos);
   }
-  buf += decoder.decode();
-  let pos = 0;
-  while (pos < buf.length) {
-    const r = nextRecord(buf, pos, delimiter, line, true);
-    if (!r) break;
-    pos = r.end;
-    if (r.record) batch.push(r.record);
-    line += r.newlines;
+  if (!stopped) {
+    buf += decoder.decode();
+    let pos = 0;
+    while (pos < buf.length) {
+      const r = nextRecord(buf, pos, delimiter, line, true);
+      if (!r) break;
+      pos = r.end;
+      if (r.record) batch.push(r.record);
+      line += r.newlines;
+      if (r.stop) break;
+    }
   }
   if (batch.length > 0) yield batch;
 }
@@ -61,6 +80,23 @@ interface Next {
   /** Index just past the record's line end. */
   end: number;
   newlines: number;
+  /** The record went over the limit: read no further. */
+  stop?: true;
+}
+
+function overLimit(line: number, end: number): Next {
+  return {
+    record: {
+      line,
+      fields: [],
+      error:
+        `a record longer than ${MAX_RECORD_CHARS} characters or ${MAX_RECORD_LINES} lines ` +
+        "(an unclosed quote?): the rest of the file was not read",
+    },
+    end,
+    newlines: 0,
+    stop: true,
+  };
 }
 
 /** The record starting at `pos`, or undefined when the buffer ends before it does (unless `eof`). */
@@ -73,8 +109,9 @@ function nextRecord(
 ): Next | undefined {
   if (pos >= buf.length) return undefined;
   const nl = buf.indexOf("\n", pos);
-  if (nl === -1 && !eof) return undefined;
   const lineEnd = nl === -1 ? buf.length : nl;
+  if (lineEnd - pos > MAX_RECORD_CHARS) return overLimit(line, buf.length);
+  if (nl === -1 && !eof) return undefined;
   const end = nl === -1 ? buf.length : nl + 1;
   let text = buf.slice(pos, lineEnd);
   if (!text.includes('"')) {
@@ -99,6 +136,7 @@ function quotedRecord(
   let newlines = 0;
   let error: string | undefined;
   let atFieldStart = true;
+  const over = (at: number, lines: number) => at - pos > MAX_RECORD_CHARS || lines >= MAX_RECORD_LINES;
   while (i < buf.length) {
     const c = buf[i];
     if (atFieldStart && c === '"') {
@@ -107,6 +145,8 @@ function quotedRecord(
       for (;;) {
         const q = buf.indexOf('"', i);
         if (q === -1) {
+          if (over(buf.length, newlines + countNewlines(buf, i, buf.length)))
+            return overLimit(line, buf.length);
           if (!eof) return undefined;
           field += buf.slice(i);
           newlines += countNewlines(buf, i, buf.length);
@@ -115,6 +155,7 @@ function quotedRecord(
           break;
         }
         newlines += countNewlines(buf, i, q);
+        if (over(q, newlines)) return overLimit(line, buf.length);
         field += buf.slice(i, q);
         if (buf[q + 1] === '"') {
           field += '"';
@@ -141,6 +182,7 @@ function quotedRecord(
       continue;
     }
     if (c === "\n" || (c === "\r" && buf[i + 1] === "\n")) {
+      if (over(i, newlines)) return overLimit(line, buf.length);
       fields.push(field);
       const end = c === "\n" ? i + 1 : i + 2;
       return { record: { line, fields, ...(error ? { error } : {}) }, end, newlines: newlines + 1 };
@@ -150,6 +192,7 @@ function quotedRecord(
     atFieldStart = false;
     i++;
   }
+  if (over(buf.length, newlines)) return overLimit(line, buf.length);
   if (!eof) return undefined;
   fields.push(field);
   return { record: { line, fields, ...(error ? { error } : {}) }, end: buf.length, newlines };

@@ -7,11 +7,11 @@ import type { Tx } from "../db/types.ts";
 import { updateRollups } from "./analytics.ts";
 import { readRecords } from "./csv.ts";
 import { FORMAT_NAMES, FormatError, formatNamed, LineError } from "./formats/index.ts";
-import { type Codes, formatAmount, type NormalLine, normalise } from "./normalise.ts";
+import { type Codes, formatAmount, monthProblem, type NormalLine, normalise } from "./normalise.ts";
 
 /**
  * The import of one store report (docs/royalties.md): the file is read as a stream, each line is
- * parsed by its format, checked, matched to the tenant's tracks (ISRC) and releases (UPC), and
+ * parsed by its format, checked, matched to the tenant's delivered tracks (ISRC) and releases (UPC), and
  * bulk loaded — COPY on PostgreSQL, multi-row inserts on PGlite — in ONE transaction with the
  * per-account totals, the analytics, the royalties.imported events and the notifications.
  *
@@ -56,6 +56,16 @@ export interface CurrencyTotal {
   net: string;
 }
 
+export type UnmatchedReason = "no_match" | "ambiguous";
+
+export interface UnmatchedEntry {
+  isrc: string | null;
+  upc: string | null;
+  reason: UnmatchedReason;
+  lines: number;
+  units: string;
+}
+
 export interface ImportReport {
   id: string;
   object: "royalty_import";
@@ -73,7 +83,12 @@ export interface ImportReport {
   lines_malformed: number;
   errors: { line: number; message: string }[];
   totals: CurrencyTotal[];
-  unmatched: { isrc: string | null; upc: string | null; lines: number; units: string }[];
+  /**
+   * Unmatched identifiers, ambiguous ones first, then most lines first (at most 100). reason:
+   * "no_match" (no delivered release of the tenant carries them) or "ambiguous" (they lead to
+   * delivered releases of more than one account: nobody is credited until the catalog is fixed).
+   */
+  unmatched: UnmatchedEntry[];
   period_from: string | null;
   period_to: string | null;
   account_ids: string[];
@@ -221,9 +236,8 @@ async function existingImport(
 export async function importRoyalties(db: Db, options: ImportOptions): Promise<ImportResult> {
   const format = formatNamed(options.format);
   if (!format) throw new ImportError(`unknown format ${options.format}: one of ${FORMAT_NAMES.join(", ")}`);
-  if (options.period !== undefined && !/^\d{4}-(0[1-9]|1[0-2])$/.test(options.period)) {
-    throw new ImportError(`--period ${options.period} is not a month (YYYY-MM)`);
-  }
+  const periodProblem = options.period === undefined ? undefined : monthProblem(options.period);
+  if (periodProblem) throw new ImportError(`--period ${options.period} ${periodProblem}`);
   if (options.store !== undefined && format.storeInFile) {
     throw new ImportError(`the ${format.name} format names the store on each line: leave out --store`);
   }
@@ -337,9 +351,17 @@ class DuplicateContent extends Duplicate {
   }
 }
 
+/**
+ * The statuses whose releases went to the stores, and so are the only ones a store can report on.
+ * A draft (or anything before delivery) is never matched: an account could otherwise copy another
+ * account's ISRC or UPC into a release it never delivers and receive that account's royalties.
+ */
+export const MATCHABLE_STATUSES = ["delivered", "live", "takedown_requested", "taken_down"] as const;
+
 async function loadCatalog(tx: Tx, tenantId: string) {
   const isrcs = new Map<string, TrackRef[]>();
-  const upcs = new Map<string, ReleaseRef>();
+  const upcs = new Map<string, ReleaseRef[]>();
+  // Oldest release first (then by id): within one account, the first candidate wins (see match).
   const tracks = await tx.query<{
     id: string;
     release_id: string;
@@ -349,9 +371,9 @@ async function loadCatalog(tx: Tx, tenantId: string) {
   }>(
     `select t.id, t.release_id, t.account_id, t.isrc, r.upc
      from public.tracks t join public.releases r on r.id = t.release_id join internal.accounts a on a.id = r.account_id
-     where a.tenant_id = $1 and t.isrc is not null
+     where a.tenant_id = $1 and t.isrc is not null and r.status = any ($2::text[])
      order by r.created_at, r.id, t.created_at, t.id`,
-    [tenantId],
+    [tenantId, [...MATCHABLE_STATUSES]],
   );
   for (const t of tracks.rows) {
     const ref: TrackRef = {
@@ -366,11 +388,17 @@ async function loadCatalog(tx: Tx, tenantId: string) {
   }
   const releases = await tx.query<{ id: string; account_id: string; upc: string }>(
     `select r.id, r.account_id, r.upc from public.releases r join internal.accounts a on a.id = r.account_id
-     where a.tenant_id = $1 and r.upc is not null order by r.created_at desc, r.id desc`,
-    [tenantId],
+     where a.tenant_id = $1 and r.upc is not null and r.status = any ($2::text[])
+     order by r.created_at, r.id`,
+    [tenantId, [...MATCHABLE_STATUSES]],
   );
-  // The oldest release wins a UPC two releases share (written last).
-  for (const r of releases.rows) upcs.set(gtinKey(r.upc), { releaseId: r.id, accountId: r.account_id });
+  for (const r of releases.rows) {
+    const ref: ReleaseRef = { releaseId: r.id, accountId: r.account_id };
+    const key = gtinKey(r.upc);
+    const list = upcs.get(key);
+    if (list) list.push(ref);
+    else upcs.set(key, [ref]);
+  }
   const stores = await tx.query<{ code: string }>("select code from internal.stores");
   const territories = await tx.query<{ code: string }>("select code from internal.territories");
   const codes: Codes = {
@@ -380,22 +408,50 @@ async function loadCatalog(tx: Tx, tenantId: string) {
   return { isrcs, upcs, codes };
 }
 
-/** The track or release a line is about: ISRC first (on the line's UPC's release if several), then UPC. */
+type MatchResult = { accountId: string; releaseId: string; trackId: string | null } | "ambiguous" | undefined;
+
+function oneAccount(refs: readonly { accountId: string }[]): boolean {
+  const first = refs[0]?.accountId;
+  for (let i = 1; i < refs.length; i++) if (refs[i]?.accountId !== first) return false;
+  return true;
+}
+
+/**
+ * The track or release a line is about, among delivered releases (MATCHABLE_STATUSES) only
+ * (docs/royalties.md, "Matching"): ISRC first, then UPC.
+ *
+ * - Several releases carry the ISRC: the ones whose UPC is on the line, else the ones of the
+ *   account(s) owning the line's UPC, else all of them.
+ * - If those candidates still belong to more than one account, the line is "ambiguous": it stays
+ *   unmatched (nobody gets it) and the report says so.
+ * - Within one account, the oldest release (created_at, then id) wins.
+ */
 function match(
   line: NormalLine,
   isrcs: Map<string, TrackRef[]>,
-  upcs: Map<string, ReleaseRef>,
-): { accountId: string; releaseId: string; trackId: string | null } | undefined {
+  upcs: Map<string, ReleaseRef[]>,
+): MatchResult {
   const upc = line.upc ? gtinKey(line.upc) : null;
+  const releases = upc ? upcs.get(upc) : undefined;
   if (line.isrc) {
-    const candidates = isrcs.get(line.isrc);
+    let candidates = isrcs.get(line.isrc);
     if (candidates) {
-      const t = (upc ? candidates.find((c) => c.upc === upc) : undefined) ?? candidates[0];
+      if (candidates.length > 1 && upc) {
+        const onRelease = candidates.filter((c) => c.upc === upc);
+        if (onRelease.length > 0) candidates = onRelease;
+        else if (releases) {
+          const owners = candidates.filter((c) => releases.some((r) => r.accountId === c.accountId));
+          if (owners.length > 0) candidates = owners;
+        }
+      }
+      if (!oneAccount(candidates)) return "ambiguous";
+      const t = candidates[0];
       if (t) return { accountId: t.accountId, releaseId: t.releaseId, trackId: t.trackId };
     }
   }
-  if (upc) {
-    const r = upcs.get(upc);
+  if (releases) {
+    if (!oneAccount(releases)) return "ambiguous";
+    const r = releases[0];
     if (r) return { accountId: r.accountId, releaseId: r.releaseId, trackId: null };
   }
   return undefined;
@@ -433,7 +489,7 @@ async function load(
   const perAccount = new Map<string, Map<string, Sums>>();
   const unmatched = new Map<
     string,
-    { isrc: string | null; upc: string | null; lines: number; units: bigint }
+    { isrc: string | null; upc: string | null; reason: UnmatchedReason; lines: number; units: bigint }
   >();
   const progressEvery = options.progressEveryMs ?? 250;
   let lastProgress = 0;
@@ -472,7 +528,8 @@ async function load(
         }
         linesTotal++;
         if (malformed > 0) continue;
-        const m = match(line, isrcs, upcs);
+        const found = match(line, isrcs, upcs);
+        const m = found === "ambiguous" ? undefined : found;
         hashText += `${line.reportingPeriod}\t${line.periodStart}\t${line.store}\t${line.territory ?? ""}\t${line.upc ?? ""}\t${
           line.isrc ?? ""
         }\t${line.usageType}\t${line.units}\t${line.grossScaled}\t${line.feesScaled}\t${line.netScaled}\t${line.currency}\n`;
@@ -501,8 +558,14 @@ async function load(
           if (u) {
             u.lines++;
             u.units += BigInt(line.units);
-          } else if (unmatched.size < MAX_UNMATCHED_KEYS) {
-            unmatched.set(key, { isrc: line.isrc, upc: line.upc, lines: 1, units: BigInt(line.units) });
+          } else if (unmatched.size < MAX_UNMATCHED_KEYS || found === "ambiguous") {
+            unmatched.set(key, {
+              isrc: line.isrc,
+              upc: line.upc,
+              reason: found === "ambiguous" ? "ambiguous" : "no_match",
+              lines: 1,
+              units: BigInt(line.units),
+            });
           }
         }
         out.push({
@@ -561,9 +624,15 @@ async function load(
   const accountIds = [...perAccount.keys()].filter((k) => k !== "");
   const totals = currencyTotals([...perAccount.values()]);
   const unmatchedList = [...unmatched.values()]
-    .sort((a, b) => b.lines - a.lines || String(a.isrc).localeCompare(String(b.isrc)))
+    .sort(
+      (a, b) =>
+        Number(b.reason === "ambiguous") - Number(a.reason === "ambiguous") ||
+        b.lines - a.lines ||
+        byText(a.isrc, b.isrc) ||
+        byText(a.upc, b.upc),
+    )
     .slice(0, 100)
-    .map((u) => ({ isrc: u.isrc, upc: u.upc, lines: u.lines, units: u.units.toString() }));
+    .map((u) => ({ isrc: u.isrc, upc: u.upc, reason: u.reason, lines: u.lines, units: u.units.toString() }));
 
   const updated = await tx
     .query<ImportRow>(
@@ -590,7 +659,16 @@ async function load(
     });
   const report = importOut(updated.rows[0] as ImportRow);
 
-  await updateRollups(tx, importId);
+  await updateRollups(tx, importId).catch((error: unknown) => {
+    // Each line is under 10^12, but many of them summed into one analytics or totals row can
+    // overflow its numeric column: refuse the import (rolled back whole) rather than fail with a trace.
+    if (asDbError(error)?.sqlstate === "22003") {
+      throw new ImportError(
+        "the report's amounts or units, summed per release, month, store and currency, are too large for the analytics totals: nothing was imported",
+      );
+    }
+    throw error;
+  });
   phase("rollups");
 
   for (const accountId of accountIds) {
@@ -627,6 +705,14 @@ async function load(
   }
   phase("events");
   return report;
+}
+
+/** Plain text order, nulls last. */
+function byText(a: string | null, b: string | null): number {
+  if (a === b) return 0;
+  if (a === null) return 1;
+  if (b === null) return -1;
+  return a < b ? -1 : 1;
 }
 
 function currencyTotals(maps: Map<string, Sums>[]): CurrencyTotal[] {

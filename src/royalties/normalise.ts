@@ -38,7 +38,30 @@ export interface Codes {
 }
 
 const MONTH = /^(\d{4})-(0[1-9]|1[0-2])$/;
-const AMOUNT = /^(-?)(\d{1,12})(?:\.(\d{1,12}))?$/;
+/** Up to 12 integer digits: |amount| < 10^12, what numeric(24, 12) holds (more is "too large"). */
+const AMOUNT = /^(-?)(\d+)(?:\.(\d{1,12}))?$/;
+const MAX_INTEGER_DIGITS = 12;
+
+/** Months before this year are refused (no store reports on them; PostgreSQL refuses year 0). */
+export const MIN_YEAR = 1950;
+let maxYear = { year: 0, until: 0 };
+/** The latest year a period may name: next year (recomputed as the clock passes a year's end). */
+export function maxPeriodYear(now = Date.now()): number {
+  if (now >= maxYear.until || now < maxYear.until - 366 * 86_400_000) {
+    const y = new Date(now).getUTCFullYear();
+    maxYear = { year: y + 1, until: Date.UTC(y + 1, 0, 1) };
+  }
+  return maxYear.year;
+}
+
+/** YYYY-MM with a year from MIN_YEAR to next year; else why not. */
+export function monthProblem(text: string): string | undefined {
+  if (!MONTH.test(text)) return "is not a month (YYYY-MM)";
+  const year = Number(text.slice(0, 4));
+  const max = maxPeriodYear();
+  if (year < MIN_YEAR || year > max) return `is not a month from ${MIN_YEAR} to ${max}`;
+  return undefined;
+}
 const USAGE = new Set<string>(USAGE_TYPES);
 
 /** Days in each month, memoised: periods repeat on every line. */
@@ -57,7 +80,7 @@ function monthEnd(month: string): string {
 /** Decimal text to an integer scaled by 10^SCALE; undefined when it is not a plain decimal. */
 export function parseAmount(text: string): bigint | undefined {
   const m = AMOUNT.exec(text);
-  if (!m) return undefined;
+  if (!m || (m[2] ?? "").replace(/^0+(?=\d)/, "").length > MAX_INTEGER_DIGITS) return undefined;
   const v = BigInt((m[2] ?? "") + (m[3] ?? "").padEnd(SCALE, "0"));
   return m[1] ? -v : v;
 }
@@ -72,16 +95,16 @@ export function formatAmount(scaled: bigint): string {
 }
 
 export function normalise(raw: RawLine, line: number, codes: Codes): NormalLine {
-  if (!MONTH.test(raw.reportingPeriod)) {
+  const reportingProblem = monthProblem(raw.reportingPeriod);
+  if (reportingProblem) {
     throw new LineError(
       raw.reportingPeriod
-        ? `reporting period ${JSON.stringify(raw.reportingPeriod)} is not a month (YYYY-MM)`
+        ? `reporting period ${JSON.stringify(raw.reportingPeriod)} ${reportingProblem}`
         : "no reporting period (give it in the file or with --period)",
     );
   }
-  if (!MONTH.test(raw.salePeriod)) {
-    throw new LineError(`sale period ${JSON.stringify(raw.salePeriod)} is not a month (YYYY-MM)`);
-  }
+  const saleProblem = monthProblem(raw.salePeriod);
+  if (saleProblem) throw new LineError(`sale period ${JSON.stringify(raw.salePeriod)} ${saleProblem}`);
   const store = raw.store.toLowerCase();
   if (!codes.stores.has(store)) throw new LineError(`unknown store ${JSON.stringify(raw.store)}`);
   let territory: string | null = null;
@@ -143,6 +166,11 @@ export function normalise(raw: RawLine, line: number, codes: Codes): NormalLine 
 function amount(text: string, field: string): bigint {
   const v = parseAmount(text);
   if (v === undefined) {
+    if (AMOUNT.test(text)) {
+      throw new LineError(
+        `${field} ${JSON.stringify(text)} is too large (at most ${MAX_INTEGER_DIGITS} digits before the point)`,
+      );
+    }
     throw new LineError(
       `${field} ${JSON.stringify(text)} is not an amount (digits with a decimal point, at most ${SCALE} decimals)`,
     );

@@ -28,9 +28,11 @@ export function reportText(r: ImportReport): string {
   }
   if (r.account_ids.length) out.push(`  accounts: ${r.account_ids.join(", ")}`);
   if (r.unmatched.length) {
-    out.push("  unmatched (most lines first):");
+    out.push("  unmatched (ambiguous first, then most lines first):");
     for (const u of r.unmatched.slice(0, 20)) {
-      out.push(`    ISRC ${u.isrc ?? "-"}  UPC ${u.upc ?? "-"}  ${u.lines} lines, ${u.units} units`);
+      // Reports recorded before the reason existed have none.
+      const why = u.reason === "ambiguous" ? "  ambiguous: on delivered releases of several accounts" : "";
+      out.push(`    ISRC ${u.isrc ?? "-"}  UPC ${u.upc ?? "-"}  ${u.lines} lines, ${u.units} units${why}`);
     }
     if (r.unmatched.length > 20) out.push(`    ... ${r.unmatched.length - 20} more (--json lists up to 100)`);
   }

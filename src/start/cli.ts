@@ -813,7 +813,7 @@ const royalties = program
 royalties
   .command("import")
   .description(
-    "import a store report: lines are matched to the tenant's tracks (ISRC) and releases (UPC); a report " +
+    "import a store report: lines are matched to the tenant's delivered tracks (ISRC) and releases (UPC); a report " +
       "with a malformed line is refused whole; the same report twice counts once",
   )
   .argument("<file>", "the report file")
@@ -821,7 +821,8 @@ royalties
   .requiredOption("--format <name>", `one of ${FORMAT_NAMES.join(", ")}`, choice(FORMAT_NAMES))
   .option(
     "--period <YYYY-MM>",
-    "the reporting period (checked against the file; needed when the file has none)",
+    "the reporting month for lines that give none (video-ugc: every line's reporting month, and the sale " +
+      "month when the file has no #Period line); recorded on the import",
   )
   .option("--store <code>", "the store, for formats whose lines do not name it")
   .action(async (file: string, opts: { tenant: string; format: string; period?: string; store?: string }) => {
@@ -878,7 +879,10 @@ royalties
   .description("one import's report: totals per currency, unmatched identifiers, malformed lines")
   .argument("<id>", "import id")
   .action(async (id: string) => {
-    if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no import ${id}`);
+    // Only a well-formed UUID reaches the database (which would refuse anything else with its own error).
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+      throw new CliError(`no import ${id}`);
+    }
     await withDb(async (db) => {
       const r = await db.asService((tx) => findImport(tx, id), { readOnly: true });
       if (!r) throw new CliError(`no import ${id}`);

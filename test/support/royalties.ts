@@ -2,8 +2,9 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Db } from "../../src/db/db.ts";
 import type { Account } from "../../src/tenancy/tenants.ts";
-import { type SeedTrack, seedRelease } from "./ddex.ts";
+import { type SeededRelease, type SeedTrack, seedRelease } from "./ddex.ts";
 import { ROOT, tempDir } from "./process.ts";
+import { forceReleaseStatus } from "./seed.ts";
 
 /** The catalog the sample reports in docs/formats/ are about (docs/royalties.md, "Samples"). */
 export const SAMPLES = {
@@ -18,7 +19,24 @@ export interface SampleCatalog {
   tracks: Record<string, string>;
 }
 
-/** Night Drive (UPC 012345000010: QZABC2600001, QZABC2600002) and Daybreak (012345000027: QZABC2600003). */
+/**
+ * A release as seedRelease makes it, then moved to `status` (default delivered): an import matches
+ * only releases that went to the stores (delivered, live, takedown_requested, taken_down).
+ */
+export async function seedDeliveredRelease(
+  db: Db,
+  accountId: string,
+  release: Record<string, unknown>,
+  tracks: SeedTrack[],
+  status = "delivered",
+): Promise<SeededRelease> {
+  const r = await seedRelease(db, accountId, release, tracks);
+  await forceReleaseStatus(db, r.id, status);
+  return r;
+}
+
+/** Night Drive (UPC 012345000010: QZABC2600001, QZABC2600002) and Daybreak (012345000027: QZABC2600003),
+ * both delivered. */
 export async function seedSampleCatalog(db: Db, account: Account): Promise<SampleCatalog> {
   const track = (title: string, isrc: string, n: number): SeedTrack => ({
     title,
@@ -26,11 +44,11 @@ export async function seedSampleCatalog(db: Db, account: Account): Promise<Sampl
     duration: 200,
     track_number: n,
   });
-  const a = await seedRelease(db, account.id, { title: "Night Drive", upc: "012345000010" }, [
+  const a = await seedDeliveredRelease(db, account.id, { title: "Night Drive", upc: "012345000010" }, [
     track("Night Drive", "QZABC2600001", 1),
     track("Neon", "QZABC2600002", 2),
   ]);
-  const b = await seedRelease(db, account.id, { title: "Daybreak", upc: "012345000027" }, [
+  const b = await seedDeliveredRelease(db, account.id, { title: "Daybreak", upc: "012345000027" }, [
     track("Sunrise", "QZABC2600003", 1),
   ]);
   const tracks: Record<string, string> = {};

@@ -62,11 +62,19 @@ const filterFields = {
     }),
 };
 
+/** A period that ends before it starts is a mistake to point out, not an empty answer. */
+const periodInOrder = (q: { from?: string; to?: string }, ctx: z.RefinementCtx) => {
+  if (q.from && q.to && q.to < q.from) {
+    ctx.addIssue({ code: "custom", path: ["to"], message: `to (${q.to}) is earlier than from (${q.from})` });
+  }
+};
 const ListQuery = Pagination.extend({
   ...filterFields,
   release_id: Id.optional().meta({ description: "Only this release." }),
-}).strict();
-const ReleaseQuery = Pagination.extend(filterFields).strict();
+})
+  .strict()
+  .superRefine(periodInOrder);
+const ReleaseQuery = Pagination.extend(filterFields).strict().superRefine(periodInOrder);
 
 const Sums = {
   lines: z.number().int().meta({ description: "How many report lines." }),

@@ -41,11 +41,15 @@ const PRODUCT_TYPES: Record<string, string> = {
   "non-interactive stream": "radio",
 };
 
-/** 1.234,5678 -> 1234.5678 (thousands dots dropped, the comma made a point). */
+/**
+ * 1.234,5678 -> 1234.5678 (thousands dots dropped, the comma made a point). Thousands groups
+ * follow a leading group of 1 to 3 digits that does not start with 0: "0.004" and "-0.500" are
+ * refused (a decimal point where a comma belongs), not read as 4 and -500; "0,004" is 0.004.
+ */
 export function decimalComma(value: string, line: string): string {
   const v = value.replace(/\s/g, "");
   if (v === "") return v;
-  if (!/^-?\d{1,3}(\.\d{3})*(,\d+)?$/.test(v) && !/^-?\d+(,\d+)?$/.test(v)) {
+  if (!/^-?[1-9]\d{0,2}(\.\d{3})+(,\d+)?$/.test(v) && !/^-?\d+(,\d+)?$/.test(v)) {
     throw new LineError(
       `${line} ${JSON.stringify(value)} is not a number with a decimal comma (e.g. 1.234,56)`,
     );
