@@ -311,6 +311,29 @@ describeEachEngine("public api: webhooks", (t) => {
     );
   });
 
+  test("royalties.imported needs royalties:read as well: it carries the account's revenue", async () => {
+    const webhooksOnly = await keyed(["webhooks:manage"]);
+    const refused = assertProblem(
+      await webhooksOnly.api("POST", "/webhooks", {
+        url: "https://hooks.example.com/backline",
+        events: ["release.live", "royalties.imported"],
+      }),
+      403,
+      "insufficient_scope",
+    );
+    assert.equal(refused.param, "events");
+    const endpoint = await register(webhooksOnly.api, { events: ["release.live"] });
+    assertProblem(
+      await webhooksOnly.api("PATCH", `/webhooks/${endpoint.id}`, { events: ["royalties.imported"] }),
+      403,
+      "insufficient_scope",
+    );
+    const [row] = await rows("select events from internal.webhook_endpoints where id = $1", [endpoint.id]);
+    assert.deepEqual(row?.events, ["release.live"], "nothing changed");
+    const both = await keyed(["webhooks:manage", "royalties:read"]);
+    await register(both.api, { events: ["royalties.imported"] });
+  });
+
   test("security: another account's endpoints are 404; keys without webhooks:manage are 403", async () => {
     const mine = await keyed();
     const endpoint = await register(mine.api);

@@ -49,7 +49,8 @@ create unique index royalty_imports_content on internal.royalty_imports (tenant_
   where status = 'completed' and content_sha256 is not null;
 
 -- One line of a report, normalised. Unmatched lines (no track or release of the tenant carries its
--- ISRC or UPC) keep account_id null: the operator sees them in the import report, clients never.
+-- ISRC or UPC, or several accounts') keep account_id null: the operator and the tenant's service key
+-- see them (the import report), an account's users and keys never.
 -- Lines are financial records: they have no foreign key to the catalog (a delivered release cannot
 -- be deleted, and the record outlives whatever happens to the catalog).
 create table internal.royalty_lines (

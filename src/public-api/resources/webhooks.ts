@@ -4,6 +4,7 @@ import { retryDeliveryNow } from "../../webhooks/dispatcher.ts";
 import { WEBHOOK_EVENT_TYPES } from "../../webhooks/events.ts";
 import { newSigningSecret } from "../../webhooks/secrets.ts";
 import { checkWebhookUrl } from "../../webhooks/ssrf.ts";
+import type { Caller } from "../auth.ts";
 import { ApiError, notFound, validationFailed } from "../errors.ts";
 import { type Context, Id, listOf, Pagination, page, route } from "../route.ts";
 import { columns, countAndPage } from "./sql.ts";
@@ -201,6 +202,26 @@ async function deliveriesOf(
 
 const common = { tag: "Webhooks", scope: "webhooks:manage" } as const;
 
+/**
+ * royalties.imported carries the account's revenue: a key subscribes to it only if it may read
+ * royalties itself (royalties:read), as GET /royalties requires.
+ */
+function eventsAllowed(caller: Caller, events: readonly string[]): void {
+  if (events.includes("royalties.imported") && !caller.scopes.includes("royalties:read")) {
+    throw new ApiError(
+      403,
+      "insufficient_scope",
+      "The royalties.imported event needs the royalties:read scope, which this API key lacks.",
+      {
+        param: "events",
+        headers: {
+          "WWW-Authenticate": 'Bearer realm="backline", error="insufficient_scope", scope="royalties:read"',
+        },
+      },
+    );
+  }
+}
+
 export const webhookRoutes = [
   route({
     ...common,
@@ -247,6 +268,7 @@ export const webhookRoutes = [
     errors: [422],
     handler: async (ctx) => {
       const { body, caller, services } = ctx;
+      eventsAllowed(caller, body.events);
       await checkUrl(ctx, body.url);
       const secret = newSigningSecret();
       const row = await ctx.write(async (tx) => {
@@ -293,6 +315,7 @@ export const webhookRoutes = [
     handler: async (ctx) => {
       const { params, body } = ctx;
       if (body.url !== undefined) await checkUrl(ctx, body.url);
+      if (body.events !== undefined) eventsAllowed(ctx.caller, body.events);
       const row = await ctx.write(async (tx) => {
         await visibleEndpoint(tx, params.id);
         const sets: string[] = [];
