@@ -109,6 +109,12 @@ describeEachEngine("royalties: public API", (t) => {
       ],
     );
     for (const l of body.data) assert.notEqual(l.release_id, otherRelease);
+    // Newest month first, then the newest line: ids compare as numbers, not as text ("9" > "14").
+    const order = body.data.map((l) => [String(l.period_start), BigInt(String(l.id))] as const);
+    const sorted = [...order].sort(([pa, ia], [pb, ib]) =>
+      pa === pb ? (ib > ia ? 1 : ib < ia ? -1 : 0) : pb.localeCompare(pa),
+    );
+    assert.deepEqual(order, sorted);
   });
 
   test("filters: period, store, territory, release, currency; pagination", async () => {

@@ -142,8 +142,8 @@ export async function royaltyLines(
     `select id::text as id, import_id, release_id, track_id, isrc, upc, to_char(reporting_period, 'YYYY-MM') as reporting_period,
        period_start::text as period_start, period_end::text as period_end, store, territory, usage_type, units::int8 as units,
        trim_scale(gross)::text as gross, trim_scale(fees)::text as fees, trim_scale(net)::text as net, currency
-     from internal.royalty_lines where ${w.sql}
-     order by period_start desc, id desc limit $${n + 1} offset $${n + 2}`,
+     from internal.royalty_lines l where ${w.sql}
+     order by l.period_start desc, l.id desc limit $${n + 1} offset $${n + 2}`,
     [...w.params, limit, offset],
   );
   return r.rows.map((row) => ({ id: row.id, object: "royalty_line", ...row, units: Number(row.units) }));
