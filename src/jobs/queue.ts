@@ -172,9 +172,9 @@ export async function listJobs(
         await tx.query<JobRow>(
           `select id::text as id, kind, status, payload, attempts, max_attempts, run_at, locked_by, last_error,
                   created_at, finished_at
-           from internal.jobs
+           from internal.jobs j
            where ($1::text is null or status = $1) and ($2::text is null or kind = $2)
-           order by created_at desc, id desc limit $3`,
+           order by j.created_at desc, j.id desc limit $3`,
           [filter.status ?? null, filter.kind ?? null, filter.limit ?? 100],
         )
       ).rows,
