@@ -175,7 +175,9 @@ try {
     await admin.query(rolesSetupSql("authenticator"));
     await admin.query(`create database ${name}`);
     cleanups.push(async () => {
-      await admin.query(`drop database if exists ${name} with (force)`);
+      // BENCH_KEEP=1 leaves the database for a look at its plans (its name is logged).
+      if (process.env.BENCH_KEEP) log(`kept database ${name}`);
+      else await admin.query(`drop database if exists ${name} with (force)`);
       await admin.end();
     });
     const owner = new PostgresEngine({ url: withDatabase(ADMIN_URL, name), poolSize: 1 });
