@@ -6,7 +6,7 @@
 //   npm run bench:royalties -- pglite        (BENCH_LINES=1000000 for a shorter run)
 import { spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { createReadStream } from "node:fs";
+import { createReadStream, readFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -97,10 +97,20 @@ async function seed(db: Db): Promise<{ tenantId: string; catalog: Catalog }> {
   return { tenantId: tenant.id, catalog };
 }
 
+/**
+ * The V8 flags of the import's process: BENCH_NODE_OPTIONS when set, else those the `backline`
+ * command runs with (its shebang line), so that the figures are the operator's.
+ */
+function importNodeFlags(): string[] {
+  const given = process.env.BENCH_NODE_OPTIONS;
+  if (given !== undefined) return given.split(" ").filter(Boolean);
+  const shebang = readFileSync(path.join(ROOT, "bin/backline.js"), "utf8").split("\n")[0] ?? "";
+  return shebang.replace(/^#!.*?\bnode\b/, "").split(" ").filter(Boolean);
+}
+
 function runChild(target: string, tenantId: string, file: string): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
-    // BENCH_NODE_OPTIONS: V8 flags for the import's process, e.g. --max-semi-space-size=16.
-    const flags = (process.env.BENCH_NODE_OPTIONS ?? "").split(" ").filter(Boolean);
+    const flags = importNodeFlags();
     const child = spawn(
       process.execPath,
       [...flags, path.join(ROOT, "bench/royalties/child.ts"), target, tenantId, file],
@@ -286,7 +296,7 @@ try {
     ratio: Number((baselineSeconds / importSeconds).toFixed(2)),
     importMaxRssMb: Math.round(Number(result.maxRssMb)),
     importPhases: result.phases,
-    nodeOptions: process.env.BENCH_NODE_OPTIONS ?? "",
+    nodeOptions: importNodeFlags().join(" "),
     get: Object.fromEntries(Object.entries(get).map(([k, v]) => [k, Number(v.toFixed(1))])),
     cpus: os.cpus().length,
     cpu: os.cpus()[0]?.model,
