@@ -105,7 +105,10 @@ function importNodeFlags(): string[] {
   const given = process.env.BENCH_NODE_OPTIONS;
   if (given !== undefined) return given.split(" ").filter(Boolean);
   const shebang = readFileSync(path.join(ROOT, "bin/backline.js"), "utf8").split("\n")[0] ?? "";
-  return shebang.replace(/^#!.*?\bnode\b/, "").split(" ").filter(Boolean);
+  return shebang
+    .replace(/^#!.*?\bnode\b/, "")
+    .split(" ")
+    .filter(Boolean);
 }
 
 function runChild(target: string, tenantId: string, file: string): Promise<Record<string, unknown>> {
