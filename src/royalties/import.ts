@@ -586,7 +586,7 @@ async function load(
 
   if (tx.copyFrom) {
     const tenantId = options.tenantId;
-    const text = async function* (): AsyncGenerator<string> {
+    const text = async function* (): AsyncGenerator<Buffer> {
       for await (const batch of batches()) {
         let s = "";
         for (const b of batch) {
@@ -597,7 +597,9 @@ async function load(
             l.usageType
           }\t${l.units}\t${l.gross}\t${l.fees}\t${l.net}\t${l.currency}\n`;
         }
-        yield s;
+        // As bytes at once: a batch's text is a rope of thousands of pieces, which would otherwise
+        // wait on the socket long enough to be promoted to V8's old space (measured: −30%).
+        yield Buffer.from(s);
       }
     };
     await tx.copyFrom(`copy internal.royalty_lines (${COPY_COLUMNS}) from stdin`, text());
