@@ -432,6 +432,40 @@ describeEachEngine("royalties: import", (t) => {
     assert.equal(thiefEvents.rowCount, 0);
   });
 
+  test("unmatched codes: every one counted, the 100 with the most lines listed (ties by ISRC), none dropped from lines_unmatched", async () => {
+    // 250 ISRCs nobody has: QZNON2600010 has 4 lines, QZNON2600200 3, the rest 1 each.
+    const isrc = (i: number) => `QZNON26${String(i).padStart(5, "0")}`;
+    const rows = [
+      "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency",
+    ];
+    const line = (i: number, units: number) =>
+      `2026-08,2026-07,deezer,FR,,${isrc(i)},stream,${units},0.01,0,0.01,EUR`;
+    for (let i = 250; i >= 1; i--) rows.push(line(i, 1));
+    for (let k = 0; k < 3; k++) rows.push(line(10, 5));
+    for (let k = 0; k < 2; k++) rows.push(line(200, 7));
+    const r = await importRoyalties(t().db, {
+      tenantId: tenant.id,
+      format: "backline",
+      file: reportFile(rows.join("\n")),
+    });
+    assert.equal(r.status, "completed");
+    if (r.status !== "completed") return;
+    assert.deepEqual([r.report.lines_total, r.report.lines_matched, r.report.lines_unmatched], [255, 0, 255]);
+    assert.equal(r.report.unmatched.length, 100);
+    assert.deepEqual(r.report.unmatched.slice(0, 3), [
+      { isrc: isrc(10), upc: null, reason: "no_match", lines: 4, units: "16" },
+      { isrc: isrc(200), upc: null, reason: "no_match", lines: 3, units: "15" },
+      { isrc: isrc(1), upc: null, reason: "no_match", lines: 1, units: "1" },
+    ]);
+    const rest = r.report.unmatched.slice(2).map((u) => u.isrc);
+    assert.deepEqual(
+      rest,
+      Array.from({ length: 250 }, (_, i) => isrc(i + 1))
+        .filter((c) => c !== isrc(10) && c !== isrc(200))
+        .slice(0, 98),
+    );
+  });
+
   test("within one account, several delivered releases with the ISRC: the line's UPC, else the oldest release", async () => {
     const solo = await seedAccount(t().db, tenant, "Solo");
     const track = [{ title: "Echo", isrc: "QZSOL2600001", duration: 180, track_number: 1 }];

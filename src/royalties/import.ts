@@ -106,7 +106,6 @@ export type ImportResult =
 export class ImportError extends Error {}
 
 const MAX_ERRORS = 100;
-const MAX_UNMATCHED_KEYS = 100_000;
 
 export const IMPORT_COLUMNS = `id, tenant_id, format, file_name, file_sha256, content_sha256,
   to_char(reporting_period, 'YYYY-MM') as reporting_period, store, status, lines_total,
@@ -487,9 +486,11 @@ async function load(
   let periodFrom: string | null = null;
   let periodTo: string | null = null;
   const perAccount = new Map<string, Map<string, Sums>>();
-  const unmatched = new Map<
+  // Only the ambiguous codes are tallied here (they are few: a catalog conflict per code); the
+  // lines that matched nothing are counted in the database once loaded (see unmatchedReport).
+  const ambiguous = new Map<
     string,
-    { isrc: string | null; upc: string | null; reason: UnmatchedReason; lines: number; units: bigint }
+    { isrc: string | null; upc: string | null; lines: number; units: bigint }
   >();
   const progressEvery = options.progressEveryMs ?? 250;
   let lastProgress = 0;
@@ -552,21 +553,13 @@ async function load(
         sums.fees += line.feesScaled;
         sums.net += line.netScaled;
         if (m) matchedCount++;
-        else {
+        else if (found === "ambiguous") {
           const key = `${line.isrc ?? ""}|${line.upc ?? ""}`;
-          const u = unmatched.get(key);
+          const u = ambiguous.get(key);
           if (u) {
             u.lines++;
             u.units += BigInt(line.units);
-          } else if (unmatched.size < MAX_UNMATCHED_KEYS || found === "ambiguous") {
-            unmatched.set(key, {
-              isrc: line.isrc,
-              upc: line.upc,
-              reason: found === "ambiguous" ? "ambiguous" : "no_match",
-              lines: 1,
-              units: BigInt(line.units),
-            });
-          }
+          } else ambiguous.set(key, { isrc: line.isrc, upc: line.upc, lines: 1, units: BigInt(line.units) });
         }
         out.push({
           line,
@@ -625,16 +618,7 @@ async function load(
   const content = contentHash.digest("hex");
   const accountIds = [...perAccount.keys()].filter((k) => k !== "");
   const totals = currencyTotals([...perAccount.values()]);
-  const unmatchedList = [...unmatched.values()]
-    .sort(
-      (a, b) =>
-        Number(b.reason === "ambiguous") - Number(a.reason === "ambiguous") ||
-        b.lines - a.lines ||
-        byText(a.isrc, b.isrc) ||
-        byText(a.upc, b.upc),
-    )
-    .slice(0, 100)
-    .map((u) => ({ isrc: u.isrc, upc: u.upc, reason: u.reason, lines: u.lines, units: u.units.toString() }));
+  const unmatchedList = await unmatchedReport(tx, importId, ambiguous);
 
   const updated = await tx
     .query<ImportRow>(
@@ -707,6 +691,49 @@ async function load(
   }
   phase("events");
   return report;
+}
+
+const UNMATCHED_LISTED = 100;
+
+/**
+ * The import report's `unmatched`: the ambiguous codes first, then the codes that matched nothing,
+ * most lines first (then by ISRC and UPC), at most 100 in all. The latter are counted by the
+ * database over the lines just loaded (the partial index royalty_lines_unmatched), exactly and in
+ * constant memory however many distinct codes a report has.
+ */
+async function unmatchedReport(
+  tx: Tx,
+  importId: string,
+  ambiguous: Map<string, { isrc: string | null; upc: string | null; lines: number; units: bigint }>,
+): Promise<UnmatchedEntry[]> {
+  const byLines = (a: { isrc: string | null; upc: string | null; lines: number }, b: typeof a) =>
+    b.lines - a.lines || byText(a.isrc, b.isrc) || byText(a.upc, b.upc);
+  const listed: UnmatchedEntry[] = [...ambiguous.values()]
+    .sort(byLines)
+    .slice(0, UNMATCHED_LISTED)
+    .map((u) => ({
+      isrc: u.isrc,
+      upc: u.upc,
+      reason: "ambiguous",
+      lines: u.lines,
+      units: u.units.toString(),
+    }));
+  const room = UNMATCHED_LISTED - listed.length;
+  if (room === 0) return listed;
+  const r = await tx.query<{ isrc: string | null; upc: string | null; lines: number; units: string }>(
+    `select isrc, upc, count(*)::int as lines, sum(units)::text as units
+     from internal.royalty_lines where import_id = $1 and account_id is null
+     group by isrc, upc
+     order by count(*) desc, isrc collate "C" nulls last, upc collate "C" nulls last
+     limit $2`,
+    [importId, room + ambiguous.size],
+  );
+  for (const u of r.rows) {
+    if (listed.length === UNMATCHED_LISTED) break;
+    if (ambiguous.has(`${u.isrc ?? ""}|${u.upc ?? ""}`)) continue;
+    listed.push({ isrc: u.isrc, upc: u.upc, reason: "no_match", lines: u.lines, units: u.units });
+  }
+  return listed;
 }
 
 /** Plain text order, nulls last. */
