@@ -37,6 +37,18 @@ const schema = z.object({
   DATABASE_URL: postgresUrl.optional(),
   MIGRATION_DATABASE_URL: postgresUrl.optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  DATABASE_QUEUE_MAX: z.coerce
+    .number({ message: "must be a number" })
+    .int({ message: "must be a whole number" })
+    .min(0)
+    .max(100_000)
+    .default(100),
+  DATABASE_QUEUE_TIMEOUT_MS: z.coerce
+    .number({ message: "must be a number of milliseconds" })
+    .int({ message: "must be a whole number of milliseconds" })
+    .min(1)
+    .max(600_000)
+    .default(1000),
   MIGRATE_ON_START: bool.default(true),
   DEV_TENANT: bool.optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -98,6 +110,8 @@ export interface Config {
   database:
     | { engine: "pglite"; dataDir: string }
     | { engine: "postgres"; url: string; migrationUrl: string; poolSize: number };
+  /** How many requests may wait for a database connection, and for how long, before a 503 (docs/security.md). */
+  databaseQueue: { maxWaiting: number; maxWaitMs: number };
   migrateOnStart: boolean;
   /** Create the development tenant and write dev-tenant.json on start. */
   devTenant: boolean;
@@ -196,6 +210,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicUrl: (e.PUBLIC_URL ?? `http://${displayHost}:${e.PORT}`).replace(/\/+$/, ""),
     dataDir,
     database,
+    databaseQueue: { maxWaiting: e.DATABASE_QUEUE_MAX, maxWaitMs: e.DATABASE_QUEUE_TIMEOUT_MS },
     migrateOnStart: e.MIGRATE_ON_START,
     // The development tenant is a convenience of the embedded database; on PostgreSQL it must be asked for.
     devTenant: e.DEV_TENANT ?? database.engine === "pglite",

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { asDbError, mapDbError } from "../db/errors.ts";
 import { bearerOf, type Caller, identify } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import type { EmailTokenKind } from "./email-tokens.ts";
@@ -65,8 +66,13 @@ export async function authRoutes(
     const apiVersion = request.headers[VERSION_HEADER];
     const version = typeof apiVersion === "string" ? apiVersion : undefined;
     let authError: AuthError;
+    const db = asDbError(error);
+    const dbStatus = db ? mapDbError(db).status : undefined;
     if (error instanceof AuthError) {
       authError = error;
+    } else if (db && (dbStatus === 503 || dbStatus === 504)) {
+      // Overload and timeouts are the caller's to retry, not a failure to log.
+      authError = new AuthError(dbStatus, mapDbError(db).code, db.message, { retryAfter: 1 });
     } else if (
       (error as { validation?: unknown }).validation ||
       (error as { statusCode?: number }).statusCode === 400

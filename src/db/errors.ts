@@ -98,3 +98,11 @@ export function mapDbError(e: DbError, role: DbRole = "authenticated"): ErrorMap
   if (e.sqlstate.startsWith("08")) return { status: 503, code: "database_unavailable" };
   return { status: 500, code: "internal_error" };
 }
+
+/**
+ * A busy database (503) or a cancelled statement (504): the caller may retry, the message is
+ * safe to show, and it is not logged as a failure (under overload that would be a line per refusal).
+ */
+export function isRetryable(mapping: ErrorMapping): boolean {
+  return mapping.status === 503 || mapping.status === 504;
+}

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
+import type { QueueLimits } from "./admission.ts";
 import { Db } from "./db.ts";
 import { loadMigrations, migrate, migrationStatus } from "./migrate.ts";
 import { PgliteEngine } from "./pglite.ts";
@@ -21,8 +22,13 @@ export function describeUrl(url: string): string {
   }
 }
 
-async function connectPostgres(url: string, poolSize: number, purpose: string): Promise<PostgresEngine> {
-  const engine = new PostgresEngine({ url, poolSize, applicationName: `backline ${purpose}` });
+async function connectPostgres(
+  url: string,
+  poolSize: number,
+  purpose: string,
+  queue?: QueueLimits,
+): Promise<PostgresEngine> {
+  const engine = new PostgresEngine({ url, poolSize, applicationName: `backline ${purpose}`, queue });
   try {
     await engine.transaction((tx) => tx.query("select 1"), { readOnly: true });
     return engine;
@@ -46,10 +52,10 @@ export async function openDatabase(config: Config, options: OpenOptions): Promis
   const dbc = config.database;
   let engine: Engine;
   if (dbc.engine === "pglite") {
-    engine = await PgliteEngine.open({ dataDir: dbc.dataDir });
+    engine = await PgliteEngine.open({ dataDir: dbc.dataDir, queue: config.databaseQueue });
     if (options.migrate) await runMigrations(engine, options.logger);
   } else {
-    engine = await connectPostgres(dbc.url, dbc.poolSize, "api");
+    engine = await connectPostgres(dbc.url, dbc.poolSize, "api", config.databaseQueue);
     if (options.migrate) {
       const separate = dbc.migrationUrl !== dbc.url;
       const migrator = separate ? await connectPostgres(dbc.migrationUrl, 1, "migrate") : engine;

@@ -1,135 +1,184 @@
 import fs from "node:fs";
-import path from "node:path";
-import { PGlite } from "@electric-sql/pglite";
+import { MessageChannel, Worker } from "node:worker_threads";
+import { Admission, DEFAULT_QUEUE_LIMITS, type QueueLimits } from "./admission.ts";
+import { DataDirLock } from "./data-dir-lock.ts";
+import { host, type Port, type Reply, type Request } from "./pglite-host.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
-// int8 and date as text, as the PostgreSQL adapter returns them: bigints never lose precision
-// and a date never shifts by a time zone. (numeric is text in both already.)
-const SAME_AS_NODE_POSTGRES = { 20: (v: string) => v, 1082: (v: string) => v };
+export { DataDirInUseError } from "./data-dir-lock.ts";
+
+/** Request without its id: what a caller sends. */
+type Call = Request extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
+
+export interface PgliteOpenOptions {
+  /** A persistent database in this directory; in memory when omitted. */
+  dataDir?: string;
+  /** Start from a snapshot made by `dump()` (used to clone test databases). */
+  loadDataDir?: Blob;
+  /** The bounded wait for the connection (docs/security.md). */
+  queue?: QueueLimits;
+  /**
+   * `worker` (the default): PGlite runs in a worker thread, so a running statement never blocks
+   * the thread that serves HTTP. `main`: in this thread, as before; kept as the benchmarks' baseline.
+   */
+  thread?: "worker" | "main";
+}
 
 /**
- * Embedded PostgreSQL (PGlite, WASM) in this process. It has a single connection, so
- * transactions run one after another; PGlite's own mutex orders them.
+ * Embedded PostgreSQL (PGlite, WASM). It has a single connection, so transactions run one after
+ * another; they wait for it in an Admission queue that refuses a request past its bound at once.
  *
- * A data directory must never be opened by two processes at once (PGlite does not guard
- * against it and the files would be corrupted), so the engine holds a lock file beside it.
+ * PGlite runs in a worker thread and every statement is a message to it: while one statement
+ * runs, this thread keeps answering (health checks, 429s, 503s, other interfaces' cached work).
+ * A data directory must never be opened by two processes at once (PGlite does not guard against
+ * it and the files would be corrupted), so the engine holds a lock the kernel releases when the
+ * process dies (src/db/data-dir-lock.ts).
  */
 export class PgliteEngine implements Engine {
   readonly kind = "pglite";
 
-  private readonly pg: PGlite;
+  private readonly port: { postMessage(m: Request): void };
+  private readonly stopThread: () => Promise<void>;
   private readonly lock: DataDirLock | undefined;
+  private readonly admission: Admission;
+  private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
+  private readonly notices = new Map<number, () => void>();
+  private nextId = 1;
+  private dead: Error | undefined;
 
-  private constructor(pg: PGlite, lock: DataDirLock | undefined) {
-    this.pg = pg;
+  private constructor(
+    port: { postMessage(m: Request): void },
+    stopThread: () => Promise<void>,
+    lock: DataDirLock | undefined,
+    queue: QueueLimits,
+  ) {
+    this.port = port;
+    this.stopThread = stopThread;
     this.lock = lock;
+    this.admission = new Admission(1, queue);
   }
 
-  /** Opens (and creates) a persistent database in `dataDir`, or an in-memory one when omitted. */
-  static async open(options: { dataDir?: string; loadDataDir?: Blob } = {}): Promise<PgliteEngine> {
+  static async open(options: PgliteOpenOptions = {}): Promise<PgliteEngine> {
     let lock: DataDirLock | undefined;
     if (options.dataDir) {
       fs.mkdirSync(options.dataDir, { recursive: true });
-      lock = DataDirLock.acquire(options.dataDir);
+      lock = await DataDirLock.acquire(options.dataDir);
     }
     try {
-      const pg = await PGlite.create(options.dataDir, {
-        parsers: SAME_AS_NODE_POSTGRES,
-        ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+      const loadDataDir = options.loadDataDir ? await options.loadDataDir.arrayBuffer() : undefined;
+      const open = { dataDir: options.dataDir, loadDataDir };
+      const queue = options.queue ?? DEFAULT_QUEUE_LIMITS;
+      if (options.thread === "main") {
+        const { port1, port2 } = new MessageChannel();
+        const engine = new PgliteEngine(port1, async () => port1.close(), lock, queue);
+        port1.on("message", (m: Reply) => engine.onReply(m));
+        await host(port2 as unknown as Port, open);
+        return engine;
+      }
+      const worker = new Worker(new URL("./pglite-thread.ts", import.meta.url), {
+        workerData: open,
+        transferList: loadDataDir ? [loadDataDir] : [],
       });
-      return new PgliteEngine(pg, lock);
+      const engine = new PgliteEngine(
+        worker,
+        async () => {
+          await worker.terminate();
+        },
+        lock,
+        queue,
+      );
+      await new Promise<void>((resolve, reject) => {
+        worker.once("error", reject);
+        worker.once("message", (m: { ready: boolean; message?: string }) => {
+          worker.off("error", reject);
+          if (m.ready) resolve();
+          else reject(new Error(`The embedded database could not open: ${m.message}`));
+        });
+      });
+      worker.on("message", (m: Reply) => engine.onReply(m));
+      // A thread that dies (a WASM abort, out of memory) fails what waits on it and everything after.
+      worker.on("error", (error) => engine.fail(error));
+      worker.on("exit", (code) => engine.fail(new Error(`The embedded database's thread exited (${code}).`)));
+      return engine;
     } catch (error) {
       lock?.release();
       throw error;
     }
   }
 
-  transaction<T>(fn: (tx: Tx) => Promise<T>, options: { readOnly: boolean }): Promise<T> {
-    return this.pg.transaction(async (ptx) => {
-      if (options.readOnly) await ptx.query("set transaction read only");
-      const tx: Tx = {
-        async query<Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-          const r = await ptx.query<Row>(text, params as unknown[] | undefined);
-          // PGlite counts affected rows only for writes (0 for a SELECT): take whichever says more.
-          return { rows: r.rows, rowCount: Math.max(r.rows.length, r.affectedRows ?? 0) };
-        },
-        async exec(sql: string) {
-          await ptx.exec(sql);
-        },
-      };
-      return fn(tx);
+  private onReply(m: Reply): void {
+    if ("notify" in m) {
+      this.notices.get(m.notify)?.();
+      return;
+    }
+    const waiter = this.pending.get(m.id);
+    if (!waiter) return;
+    this.pending.delete(m.id);
+    if (m.ok) waiter.resolve(m.value);
+    else waiter.reject(Object.assign(new Error(String(m.error.message)), m.error));
+  }
+
+  private fail(error: Error): void {
+    this.dead ??= error;
+    for (const waiter of this.pending.values()) waiter.reject(error);
+    this.pending.clear();
+  }
+
+  private call<T>(request: Call): Promise<T> {
+    if (this.dead) return Promise.reject(this.dead);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.port.postMessage({ ...request, id } as Request);
     });
   }
 
+  async transaction<T>(fn: (tx: Tx) => Promise<T>, options: { readOnly: boolean }): Promise<T> {
+    const release = await this.admission.acquire();
+    try {
+      const id = await this.call<number>({ op: "begin", readOnly: options.readOnly });
+      const tx: Tx = {
+        query: <Row>(text: string, params?: readonly unknown[]) =>
+          this.call<QueryResult<Row>>({ op: "query", tx: id, text, params: params as unknown[] | undefined }),
+        exec: async (sql: string) => {
+          await this.call({ op: "exec", tx: id, sql });
+        },
+      };
+      let result: T;
+      try {
+        result = await fn(tx);
+      } catch (error) {
+        await this.call({ op: "end", tx: id, commit: false }).catch(() => {});
+        throw error;
+      }
+      await this.call({ op: "end", tx: id, commit: true });
+      return result;
+    } finally {
+      release();
+    }
+  }
+
   async listen(channel: string, onNotice: () => void): Promise<() => Promise<void>> {
-    return this.pg.listen(channel, () => onNotice());
+    const listener = await this.call<number>({ op: "listen", channel });
+    this.notices.set(listener, onNotice);
+    return async () => {
+      this.notices.delete(listener);
+      await this.call({ op: "unlisten", listener }).catch(() => {});
+    };
   }
 
   /** A snapshot of the whole database, loadable with `open({ loadDataDir })` (used to clone test databases). */
-  dump(): Promise<Blob> {
-    return this.pg.dumpDataDir("none") as Promise<Blob>;
+  async dump(): Promise<Blob> {
+    return new Blob([await this.call<ArrayBuffer>({ op: "dump" })]);
   }
 
   async close(): Promise<void> {
     try {
-      await this.pg.close();
+      if (!this.dead) await this.call({ op: "close" });
     } finally {
+      this.dead ??= new Error("The embedded database is closed.");
+      await this.stopThread();
       this.lock?.release();
     }
-  }
-}
-
-export class DataDirInUseError extends Error {
-  readonly dataDir: string;
-  readonly pid: number;
-
-  constructor(dataDir: string, pid: number) {
-    super(
-      `The embedded database in ${dataDir} is in use by process ${pid}. Stop that process first, ` +
-        "or point DATABASE_URL at a PostgreSQL server to run several processes.",
-    );
-    this.name = "DataDirInUseError";
-    this.dataDir = dataDir;
-    this.pid = pid;
-  }
-}
-
-class DataDirLock {
-  private readonly file: string;
-
-  private constructor(file: string) {
-    this.file = file;
-  }
-
-  static acquire(dataDir: string): DataDirLock {
-    const file = path.join(path.dirname(dataDir), `${path.basename(dataDir)}.lock`);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        fs.writeFileSync(file, String(process.pid), { flag: "wx" });
-        return new DataDirLock(file);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-        const holder = Number.parseInt(fs.readFileSync(file, "utf8"), 10);
-        if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
-          throw new DataDirInUseError(dataDir, holder);
-        }
-        // A stale lock left by a process that died: take it over.
-        fs.rmSync(file, { force: true });
-      }
-    }
-    throw new Error(`Could not lock ${dataDir}`);
-  }
-
-  release(): void {
-    fs.rmSync(this.file, { force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }

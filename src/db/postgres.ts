@@ -1,6 +1,7 @@
 import { pipeline } from "node:stream/promises";
 import pg from "pg";
 import { from as copyFromStdin } from "pg-copy-streams";
+import { Admission, DEFAULT_QUEUE_LIMITS, type QueueLimits } from "./admission.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
 // Return int8 and numeric as strings (never lossy floats), and dates as 'YYYY-MM-DD' text, as PGlite does.
@@ -17,16 +18,24 @@ export interface PostgresOptions {
   /** How long to wait for a connection before giving up. */
   connectTimeoutMs?: number;
   applicationName?: string;
+  /** The bounded wait of requests for a pooled connection (docs/security.md). */
+  queue?: QueueLimits;
 }
 
-/** PostgreSQL through a node-postgres pool. One transaction = one pooled connection. */
+/**
+ * PostgreSQL through a node-postgres pool. One transaction = one pooled connection, taken through
+ * an Admission queue: a request that finds no connection free within the queue's bound is refused
+ * at once (503) instead of waiting behind the pool without limit.
+ */
 export class PostgresEngine implements Engine {
   readonly kind = "postgres";
   private readonly pool: pg.Pool;
   private readonly options: PostgresOptions;
+  private readonly admission: Admission;
 
   constructor(options: PostgresOptions) {
     this.options = options;
+    this.admission = new Admission(options.poolSize ?? 10, options.queue ?? DEFAULT_QUEUE_LIMITS);
     this.pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -39,6 +48,15 @@ export class PostgresEngine implements Engine {
   }
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>, options: { readOnly: boolean }): Promise<T> {
+    const release = await this.admission.acquire();
+    try {
+      return await this.onConnection(fn, options);
+    } finally {
+      release();
+    }
+  }
+
+  private async onConnection<T>(fn: (tx: Tx) => Promise<T>, options: { readOnly: boolean }): Promise<T> {
     const client = await this.pool.connect();
     let broken = false;
     try {

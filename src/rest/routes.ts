@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
-import { asDbError, mapDbError } from "../db/errors.ts";
+import { asDbError, isRetryable, mapDbError } from "../db/errors.ts";
 import { identify, postgrestGatewayError } from "../http/gateway.ts";
 import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
@@ -112,18 +112,18 @@ function errorBody(
   const db = asDbError(error);
   if (db) {
     const mapped = mapDbError(db, role as "anon");
-    if (mapped.status >= 500) request.log.error({ err: error }, "rest request failed in the database");
+    const hidden = mapped.status >= 500 && !isRetryable(mapped);
+    if (hidden) request.log.error({ err: error }, "rest request failed in the database");
     return {
       status: mapped.status,
-      body:
-        mapped.status >= 500
-          ? {
-              code: db.sqlstate,
-              message: "The database could not complete the request",
-              details: null,
-              hint: null,
-            }
-          : { code: db.sqlstate, message: db.message, details: db.detail ?? null, hint: db.hint ?? null },
+      body: hidden
+        ? {
+            code: db.sqlstate,
+            message: "The database could not complete the request",
+            details: null,
+            hint: null,
+          }
+        : { code: db.sqlstate, message: db.message, details: db.detail ?? null, hint: db.hint ?? null },
     };
   }
   const status = (error as { statusCode?: number }).statusCode;

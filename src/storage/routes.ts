@@ -81,7 +81,9 @@ function sendError(request: FastifyRequest, reply: FastifyReply, error: unknown)
   const dbError = asDbError(error);
   if (dbError) {
     const mapped = mapDbError(dbError);
-    if (mapped.status < 500) return send(reply, mapped.status, mapped.code, dbError.message);
+    // A refusal (4xx), a busy database (503) or a timeout (504) is the caller's to read.
+    if (mapped.status < 500 || mapped.status === 503 || mapped.status === 504)
+      return send(reply, mapped.status, mapped.code, dbError.message);
   }
   request.log.error({ err: error }, "storage request failed");
   return send(reply, 500, "internal_error", "The request could not be completed; it has been logged.");
