@@ -6,6 +6,7 @@ import { adminRoutes } from "../admin/routes.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
+import { requestScope } from "../db/admission.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
 import { publicApiRoutes } from "../public-api/plugin.ts";
@@ -15,6 +16,8 @@ import { openStorage } from "../storage/open.ts";
 import { storageRoutes } from "../storage/routes.ts";
 import { TenantDirectory } from "../tenancy/directory.ts";
 import { loadSecretBox } from "../webhooks/secrets.ts";
+import { checkJsonLimits, drainBeforeRefusal } from "./body-limits.ts";
+import { closing } from "./graceful.ts";
 import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
 
@@ -26,6 +29,7 @@ export interface AppDeps {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const REQUEST = { request: true } as const;
 
 /**
  * The one app builder: the server, the tests (over real sockets) and scripts all call it. Each
@@ -48,8 +52,17 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     routerOptions: { ignoreTrailingSlash: true },
   });
 
-  app.addHook("onRequest", async (request, reply) => {
+  // Everything a request does runs in requestScope: its wait for a database connection is bounded.
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    requestScope.run(REQUEST, done);
+  });
+  app.addHook("onSend", async (request, reply) => {
+    // 503 is an invitation to come back (a busy database, a process shutting down): say when.
+    if (reply.statusCode === 503 && !reply.hasHeader("retry-after")) reply.header("retry-after", "1");
+    // A stopping server answers what is in flight, then the client closes the connection.
+    if (closing(app)) reply.header("connection", "close");
+    await drainBeforeRefusal(request, reply);
   });
   // Clients send Content-Type: application/json on requests without a body (auth-js's logout,
   // postgrest-js's delete): an empty body is no body, not an error. Non-empty bodies keep
@@ -58,6 +71,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     if (body === "" || (typeof body === "string" && body.trim() === "")) return done(null, undefined);
+    try {
+      checkJsonLimits(body as string);
+    } catch (error) {
+      return done(error as Error, undefined);
+    }
     parseJson(request, body as string, done);
   });
   app.setErrorHandler(problemErrorHandler);

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from "fastify";
-import { asDbError, mapDbError } from "../db/errors.ts";
+import { asDbError, isRetryable, mapDbError } from "../db/errors.ts";
+import { JsonLimitError } from "../http/body-limits.ts";
 import type { FieldError } from "../http/field-errors.ts";
 import { TITLES } from "../http/problem.ts";
 
@@ -95,7 +96,7 @@ export function renderError(error: unknown, request: FastifyRequest): Rendered {
     const mapped = mapDbError(db);
     // This API sends only its own SQL: an undefined column or a syntax error (class 42) is a bug, not the caller's.
     const ours = db.sqlstate.startsWith("42") && db.sqlstate !== "42501";
-    if (mapped.status < 500 && !ours) {
+    if ((mapped.status < 500 || isRetryable(mapped)) && !ours) {
       const code = DB_CODES[mapped.code] ?? mapped.code;
       return { status: mapped.status, headers: {}, body: base(mapped.status, code, db.message, db.column) };
     }
@@ -119,9 +120,11 @@ export function renderError(error: unknown, request: FastifyRequest): Rendered {
         ? "unsupported_media_type"
         : e.code === "FST_ERR_CTP_BODY_TOO_LARGE"
           ? "body_too_large"
-          : e.statusCode === 400
-            ? "invalid_json"
-            : "bad_request";
+          : error instanceof JsonLimitError
+            ? error.code
+            : e.statusCode === 400
+              ? "invalid_json"
+              : "bad_request";
     return { status: e.statusCode, headers: {}, body: base(e.statusCode, code, String(e.message)) };
   }
   request.log.error({ err: error }, "unhandled error");
