@@ -68,6 +68,19 @@ export class MemoryRateLimiter {
     };
   }
 
+  /** What `hit` would answer, without counting this call. */
+  peek(key: string, limit: Limit, now: number = Date.now()): LimitResult {
+    const windowMs = limit.windowSeconds * 1000;
+    const start = Math.floor(now / windowMs) * windowMs;
+    const w = this.windows.get(key);
+    const hits = w && w.start === start ? w.hits : 0;
+    return {
+      allowed: hits < limit.max,
+      remaining: Math.max(0, limit.max - hits),
+      retryAfter: Math.max(1, Math.ceil((start + windowMs - now) / 1000)),
+    };
+  }
+
   private sweep(now: number): void {
     this.sweptAt = now;
     for (const [key, w] of this.windows) if (now - w.start > 3_600_000) this.windows.delete(key);

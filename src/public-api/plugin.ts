@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { CatalogueCache } from "../catalog/catalogue.ts";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
+import { bearerOf } from "../http/gateway.ts";
 import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import type { ObjectStore } from "../storage/driver.ts";
@@ -55,6 +57,9 @@ export const ROUTES: readonly AnyRoute[] = [
 
 /** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */
 export const DEFAULT_RATE_LIMIT: Limit = { max: 100, windowSeconds: 10 };
+
+/** Per client address: calls whose credentials identify nobody (401), before the next is refused unlooked. */
+export const FAILED_AUTH_LIMIT: Limit = { max: 30, windowSeconds: 60 };
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -115,26 +120,71 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   app.get("/openapi.json", async (_request, reply) => reply.type("application/json").send(openapi));
   app.get("/docs", async (_request, reply) => reply.type("text/html; charset=utf-8").send(docsPage));
 
-  async function rateLimit(caller: Caller, reply: FastifyReply): Promise<void> {
-    const tenant = await directory.get(caller.tenantId);
-    const custom = tenant?.settings.public_api_rate_limit as Partial<Limit> | undefined;
-    const limit: Limit = {
-      max: Number(custom?.max ?? DEFAULT_RATE_LIMIT.max),
-      windowSeconds: Number(custom?.windowSeconds ?? DEFAULT_RATE_LIMIT.windowSeconds),
-    };
-    const who = caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`;
+  // A caller's limit is decided before any database work (docs/public-api.md, "Rate limits"): the
+  // first call of a token looks the key up and learns its limit; from then on the token's hash
+  // finds it here, so a caller over its limit costs one hash and a map lookup. Addresses that keep
+  // sending tokens that identify nobody are refused before their next lookup.
+  const learned = new Map<string, { who: string; limit: Limit }>();
+
+  const refuse = (retryAfter: number, message: string) =>
+    new ApiError(429, "rate_limited", message, { headers: { "Retry-After": String(retryAfter) } });
+
+  function count(who: string, limit: Limit, reply: FastifyReply): void {
     const r = limiter.hit(who, limit);
     // draft-ietf-httpapi-ratelimit-headers: the policy, and what is left of it.
     reply.header("RateLimit-Policy", `"default";q=${limit.max};w=${limit.windowSeconds}`);
     reply.header("RateLimit", `"default";r=${r.remaining};t=${r.retryAfter}`);
     if (!r.allowed) {
-      throw new ApiError(
-        429,
-        "rate_limited",
+      throw refuse(
+        r.retryAfter,
         `Too many requests: ${limit.max} per ${limit.windowSeconds} s per key. Retry after ${r.retryAfter} s.`,
-        { headers: { "Retry-After": String(r.retryAfter) } },
       );
     }
+  }
+
+  async function limitOf(caller: Caller): Promise<{ who: string; limit: Limit }> {
+    const tenant = await directory.get(caller.tenantId);
+    const custom = tenant?.settings.public_api_rate_limit as Partial<Limit> | undefined;
+    return {
+      who: caller.keyId ? `key:${caller.keyId}` : `user:${caller.userId}`,
+      limit: {
+        max: Number(custom?.max ?? DEFAULT_RATE_LIMIT.max),
+        windowSeconds: Number(custom?.windowSeconds ?? DEFAULT_RATE_LIMIT.windowSeconds),
+      },
+    };
+  }
+
+  /** Identifies the caller and counts the call, refusing one over a limit before the database where it can. */
+  async function admit(request: FastifyRequest, reply: FastifyReply, allowUser: boolean): Promise<Caller> {
+    const token = bearerOf(request);
+    const hash = token ? createHash("sha256").update(token).digest("hex") : undefined;
+    const known = hash ? learned.get(hash) : undefined;
+    const failures = `auth-failures:${request.ip}`;
+    if (known) {
+      count(known.who, known.limit, reply);
+    } else {
+      const r = limiter.peek(failures, FAILED_AUTH_LIMIT);
+      if (!r.allowed) {
+        throw refuse(
+          r.retryAfter,
+          `Too many requests with unknown or invalid credentials from this address. Retry after ${r.retryAfter} s.`,
+        );
+      }
+    }
+    let caller: Caller;
+    try {
+      caller = await authenticator.identify(request, allowUser);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) limiter.hit(failures, FAILED_AUTH_LIMIT);
+      throw error;
+    }
+    if (hash && !known) {
+      const decided = await limitOf(caller);
+      if (learned.size >= 100_000) learned.clear();
+      learned.set(hash, decided);
+      count(decided.who, decided.limit, reply);
+    }
+    return caller;
   }
 
   for (const spec of ROUTES) {
@@ -142,9 +192,8 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
       method: spec.method,
       url: fastifyPath(spec.path),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
-        const caller = await authenticator.identify(request, spec.allowUser === true);
+        const caller = await admit(request, reply, spec.allowUser === true);
         request.publicApiCaller = caller;
-        await rateLimit(caller, reply);
         if (!caller.scopes.includes(spec.scope)) {
           throw new ApiError(403, "insufficient_scope", `This API key lacks the ${spec.scope} scope.`, {
             headers: {
