@@ -3,6 +3,7 @@ import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
 import { openDatabase } from "../db/open.ts";
 import { buildApp } from "../http/app.ts";
+import { gracefulClose } from "../http/graceful.ts";
 import { Worker } from "../jobs/worker.ts";
 import { Mailer } from "../mail/mailer.ts";
 import { pipelineHandlers } from "../pipeline/handlers.ts";
@@ -18,6 +19,9 @@ export interface RunningServer {
   devTenant: DevTenantFile | undefined;
   close(): Promise<void>;
 }
+
+/** How long a stopping server leaves idle keep-alive connections open (src/http/graceful.ts). */
+const IDLE_GRACE_MS = 1000;
 
 /** Opens the database (migrating it), prepares the development tenant, and listens. */
 export async function serve(config: Config, logger: Logger): Promise<RunningServer> {
@@ -40,7 +44,7 @@ export async function serve(config: Config, logger: Logger): Promise<RunningServ
       url: config.publicUrl,
       devTenant,
       async close() {
-        await app.close();
+        await gracefulClose(app, IDLE_GRACE_MS);
         await background?.stop();
         await db.close();
       },
