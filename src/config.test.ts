@@ -9,7 +9,11 @@ describe("loadConfig", () => {
     assert.equal(c.port, 54321);
     assert.equal(c.host, "127.0.0.1");
     assert.equal(c.dataDir, path.resolve(".backline"));
-    assert.deepEqual(c.database, { engine: "pglite", dataDir: path.resolve(".backline/pgdata") });
+    assert.deepEqual(c.database, {
+      engine: "pglite",
+      dataDir: path.resolve(".backline/pgdata"),
+      thread: "worker",
+    });
     assert.equal(c.publicUrl, "http://127.0.0.1:54321");
     assert.equal(c.devTenant, true);
     assert.equal(c.migrateOnStart, true);

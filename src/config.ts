@@ -37,6 +37,7 @@ const schema = z.object({
   DATABASE_URL: postgresUrl.optional(),
   MIGRATION_DATABASE_URL: postgresUrl.optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  PGLITE_THREAD: z.enum(["worker", "main"], { message: "must be worker or main" }).default("worker"),
   DATABASE_QUEUE_MAX: z.coerce
     .number({ message: "must be a number" })
     .int({ message: "must be a whole number" })
@@ -108,7 +109,7 @@ export interface Config {
   publicUrl: string;
   dataDir: string;
   database:
-    | { engine: "pglite"; dataDir: string }
+    | { engine: "pglite"; dataDir: string; thread: "worker" | "main" }
     | { engine: "postgres"; url: string; migrationUrl: string; poolSize: number };
   /** How many requests may wait for a database connection, and for how long, before a 503 (docs/security.md). */
   databaseQueue: { maxWaiting: number; maxWaitMs: number };
@@ -181,7 +182,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         migrationUrl: e.MIGRATION_DATABASE_URL ?? e.DATABASE_URL,
         poolSize: e.DATABASE_POOL_SIZE,
       }
-    : { engine: "pglite", dataDir: path.join(dataDir, "pgdata") };
+    : { engine: "pglite", dataDir: path.join(dataDir, "pgdata"), thread: e.PGLITE_THREAD };
   if (e.STORAGE_DRIVER === "s3" && !e.S3_BUCKET) {
     throw new ConfigError("S3_BUCKET", "is required when STORAGE_DRIVER is s3");
   }
