@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { asDbError } from "../db/errors.ts";
 import { bearerOf, type Caller, identify } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import type { EmailTokenKind } from "./email-tokens.ts";
@@ -82,6 +83,10 @@ export async function authRoutes(
         e.statusCode === 413 ? "request_too_large" : "bad_request",
         e.message,
       );
+    } else if (asDbError(error)?.sqlstate === "57014") {
+      // A cancelled statement: GoTrue's own code for a request that took too long.
+      request.log.warn({ sqlstate: "57014" }, "auth statement cancelled (statement timeout)");
+      authError = new AuthError(504, "request_timeout", "Processing this request timed out, please retry it");
     } else {
       request.log.error({ err: error }, "auth request failed");
       authError = new AuthError(

@@ -7,6 +7,7 @@ import type { TenantDirectory } from "../tenancy/directory.ts";
 import { ParseError } from "./ast.ts";
 import { toCsv } from "./csv.ts";
 import { execute, type Method, type Representation } from "./execute.ts";
+import { checkQueryLength, checkQueryLimits } from "./limits.ts";
 import { openApiDocument } from "./openapi.ts";
 import { parseQuery } from "./parse-query.ts";
 import { parsePrefer } from "./prefer.ts";
@@ -112,6 +113,11 @@ function errorBody(
   const db = asDbError(error);
   if (db) {
     const mapped = mapDbError(db, role as "anon");
+    if (mapped.code === "statement_timeout") {
+      // PostgREST's answer to a cancelled statement: 504 with PostgreSQL's own message.
+      request.log.warn({ sqlstate: db.sqlstate }, "rest statement cancelled (statement timeout)");
+      return { status: 504, body: { code: db.sqlstate, message: db.message, details: null, hint: null } };
+    }
     if (mapped.status >= 500) request.log.error({ err: error }, "rest request failed in the database");
     return {
       status: mapped.status,
@@ -224,7 +230,9 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
       );
     }
     const rawQuery = request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "";
+    checkQueryLength(rawQuery);
     const query = parseQuery([...new URLSearchParams(rawQuery)]);
+    checkQueryLimits(query);
     const prefer = parsePrefer(request.headers.prefer);
     const accept = negotiate(request.headers.accept);
     const range =

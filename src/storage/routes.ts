@@ -60,6 +60,7 @@ const ERROR_NAMES: Record<number, string> = {
   413: "Payload too large",
   415: "Unsupported Media Type",
   500: "Internal",
+  504: "Gateway Timeout",
 };
 
 function send(reply: FastifyReply, status: number, code: string, message: string) {
@@ -82,6 +83,15 @@ function sendError(request: FastifyRequest, reply: FastifyReply, error: unknown)
   if (dbError) {
     const mapped = mapDbError(dbError);
     if (mapped.status < 500) return send(reply, mapped.status, mapped.code, dbError.message);
+    if (mapped.code === "statement_timeout") {
+      request.log.warn({ sqlstate: dbError.sqlstate }, "storage statement cancelled (statement timeout)");
+      return send(
+        reply,
+        504,
+        mapped.code,
+        "The request ran longer than its statement timeout and was cancelled.",
+      );
+    }
   }
   request.log.error({ err: error }, "storage request failed");
   return send(reply, 500, "internal_error", "The request could not be completed; it has been logged.");
