@@ -123,7 +123,14 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
   const { db, directory, store, signer, limits } = options;
 
   async function caller(request: FastifyRequest, reply: FastifyReply) {
-    const who = await identify(directory, request, { requireAuthorization: false });
+    let who: Awaited<ReturnType<typeof identify>>;
+    try {
+      who = await identify(directory, request, { requireAuthorization: false });
+    } catch (error) {
+      // The tenant lookup failed in the database: storage's own error shape, as for any other failure.
+      sendError(request, reply, error);
+      return undefined;
+    }
     if (!who.ok) {
       const e = postgrestGatewayError(who.failure);
       reply.headers(e.headers);
