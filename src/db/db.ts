@@ -68,7 +68,7 @@ export class Db {
   }
 
   /** A request's transaction: the caller's role and claims, and the role's statement timeout. */
-  withRequestContext<T>(
+  async withRequestContext<T>(
     claims: Claims,
     fn: (tx: Tx) => Promise<T>,
     options: ContextOptions = {},
@@ -89,7 +89,7 @@ export class Db {
     return this.run({ role: "service_role" }, fn, options.readOnly ?? false, options.statementTimeoutMs);
   }
 
-  private run<T>(
+  private async run<T>(
     claims: Claims,
     fn: (tx: Tx) => Promise<T>,
     readOnly: boolean,
