@@ -98,6 +98,25 @@ describe("loadConfig", () => {
     assert.equal(loadConfig({ ROYALTY_IMPORT_MAX_BYTES: "1048576" }).royaltyImportMaxBytes, 1_048_576);
   });
 
+  test("statement timeouts per request role: Supabase's 3 s, 8 s and 60 s unless set; 0 is none; bad values refused", () => {
+    assert.deepEqual(loadConfig({}).statementTimeouts, { anon: 3000, authenticated: 8000, service: 60_000 });
+    assert.deepEqual(
+      loadConfig({
+        STATEMENT_TIMEOUT_ANON_MS: "500",
+        STATEMENT_TIMEOUT_AUTHENTICATED_MS: "0",
+        STATEMENT_TIMEOUT_SERVICE_MS: "120000",
+      }).statementTimeouts,
+      { anon: 500, authenticated: 0, service: 120_000 },
+    );
+    for (const bad of ["-1", "1.5", "soon", "3600001"]) {
+      assert.throws(
+        () => loadConfig({ STATEMENT_TIMEOUT_ANON_MS: bad }),
+        (e: unknown) => e instanceof ConfigError && e.setting === "STATEMENT_TIMEOUT_ANON_MS",
+        bad,
+      );
+    }
+  });
+
   test("STORAGE_DRIVER=s3 needs S3_BUCKET", () => {
     assert.throws(
       () => loadConfig({ STORAGE_DRIVER: "s3" }),

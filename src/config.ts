@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import type { StatementTimeouts } from "./db/db.ts";
 import type { S3Settings } from "./storage/s3.ts";
 import type { UploadLimits } from "./storage/uploads.ts";
 
@@ -23,6 +24,14 @@ const bytes = (min: number, max: number) =>
     .int({ message: "must be a whole number of bytes" })
     .min(min, { message: `must be at least ${min} bytes` })
     .max(max, { message: `must be at most ${max} bytes` });
+
+/** A statement timeout: milliseconds, 0 for none, at most an hour. */
+const millis = () =>
+  z.coerce
+    .number({ message: "must be a number of milliseconds" })
+    .int({ message: "must be a whole number of milliseconds" })
+    .min(0, { message: "must be 0 (no limit) to 3600000 milliseconds" })
+    .max(3_600_000, { message: "must be 0 (no limit) to 3600000 milliseconds" });
 
 const schema = z.object({
   PORT: z.coerce
@@ -60,6 +69,9 @@ const schema = z.object({
     .optional(),
   MAIL_FROM: z.string().min(3).default("Backline <no-reply@backline.local>"),
   TRUST_PROXY: bool.default(false),
+  STATEMENT_TIMEOUT_ANON_MS: millis().default(3000),
+  STATEMENT_TIMEOUT_AUTHENTICATED_MS: millis().default(8000),
+  STATEMENT_TIMEOUT_SERVICE_MS: millis().default(60_000),
   REST_MAX_ROWS: z.coerce.number({ message: "must be a number" }).int().min(1).max(100_000).default(1000),
   WORKER: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
   WORKER_CONCURRENCY: z.coerce.number({ message: "must be a number" }).int().min(1).max(100).default(4),
@@ -122,6 +134,8 @@ export interface Config {
   trustProxy: boolean;
   /** The most rows one /rest/v1 response returns, whatever the request asks (PostgREST's db-max-rows). */
   restMaxRows: number;
+  /** Each request statement's time limit per role on PostgreSQL (ms, 0: none); not for workers or the CLI. */
+  statementTimeouts: StatementTimeouts;
   /** The operator backend's worker: inside `npm start` unless off (then run `backline worker`). */
   worker: { enabled: boolean; concurrency: number; leaseMs: number };
   /** The key that encrypts secrets at rest (webhook signing secrets); unset: DATA_DIR/encryption.key. */
@@ -219,6 +233,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     trustProxy: e.TRUST_PROXY,
     restMaxRows: e.REST_MAX_ROWS,
+    statementTimeouts: {
+      anon: e.STATEMENT_TIMEOUT_ANON_MS,
+      authenticated: e.STATEMENT_TIMEOUT_AUTHENTICATED_MS,
+      service: e.STATEMENT_TIMEOUT_SERVICE_MS,
+    },
     worker: { enabled: e.WORKER === "on", concurrency: e.WORKER_CONCURRENCY, leaseMs: e.WORKER_LEASE_MS },
     encryptionKey: e.ENCRYPTION_KEY,
     // The embedded database is for development: its webhooks may go to a local receiver.

@@ -67,12 +67,12 @@ export async function authRoutes(
     const version = typeof apiVersion === "string" ? apiVersion : undefined;
     let authError: AuthError;
     const db = asDbError(error);
-    const dbStatus = db ? mapDbError(db).status : undefined;
+    const busy = db && mapDbError(db).status === 503 ? mapDbError(db) : undefined;
     if (error instanceof AuthError) {
       authError = error;
-    } else if (db && (dbStatus === 503 || dbStatus === 504)) {
-      // Overload and timeouts are the caller's to retry, not a failure to log.
-      authError = new AuthError(dbStatus, mapDbError(db).code, db.message, { retryAfter: 1 });
+    } else if (db && busy) {
+      // A busy database is the caller's to retry, not a failure to log.
+      authError = new AuthError(503, busy.code, db.message, { retryAfter: 1 });
     } else if (
       (error as { validation?: unknown }).validation ||
       (error as { statusCode?: number }).statusCode === 400
@@ -88,6 +88,10 @@ export async function authRoutes(
         e.statusCode === 413 ? "request_too_large" : "bad_request",
         e.message,
       );
+    } else if (asDbError(error)?.sqlstate === "57014") {
+      // A cancelled statement: GoTrue's own code for a request that took too long.
+      request.log.warn({ sqlstate: "57014" }, "auth statement cancelled (statement timeout)");
+      authError = new AuthError(504, "request_timeout", "Processing this request timed out, please retry it");
     } else {
       request.log.error({ err: error }, "auth request failed");
       authError = new AuthError(

@@ -1,8 +1,38 @@
-import { type Claims, DB_ROLES, type Engine, type EngineKind, type Tx } from "./types.ts";
+import { type Claims, DB_ROLES, type DbRole, type Engine, type EngineKind, type Tx } from "./types.ts";
 
 export interface ContextOptions {
   /** Run the transaction READ ONLY: for requests that only read. */
   readOnly?: boolean;
+  /**
+   * The statement timeout of this transaction in milliseconds (0: none). Unset, a request's
+   * transaction (`withRequestContext`) gets its role's timeout and `asService` none at all.
+   */
+  statementTimeoutMs?: number;
+}
+
+/**
+ * How long one statement of a request may run, per request role, in milliseconds (0: no limit),
+ * as Supabase sets it per role: `anon`, `authenticated` (users and public-API keys) and `service`
+ * (a tenant's service-role key, `tenant_service`, and `service_role` on a request path).
+ */
+export interface StatementTimeouts {
+  anon: number;
+  authenticated: number;
+  service: number;
+}
+
+export const DEFAULT_STATEMENT_TIMEOUTS: StatementTimeouts = {
+  anon: 3000,
+  authenticated: 8000,
+  service: 60_000,
+};
+
+function timeoutOf(timeouts: StatementTimeouts, role: DbRole): number {
+  return role === "anon"
+    ? timeouts.anon
+    : role === "authenticated"
+      ? timeouts.authenticated
+      : timeouts.service;
 }
 
 /**
@@ -13,16 +43,31 @@ export interface ContextOptions {
  * Workers and operator code that must see every tenant use `asService`, which is the same
  * mechanism with the `service_role` database role (BYPASSRLS); its name makes the bypass visible
  * at every call site.
+ *
+ * Time: each statement of a request's transaction runs under its role's statement timeout
+ * (`statementTimeouts`, set with `set_config('statement_timeout', ..., true)`, since a role's own
+ * `ALTER ROLE ... SET` does not apply after `SET ROLE`); a statement past it is cancelled with
+ * SQLSTATE 57014 (504). `asService` sets no timeout: a worker, the CLI or a royalty import may run
+ * for minutes (the login role's default applies). PGlite accepts the setting but cannot interrupt
+ * a running statement; /rest/v1's request limits (src/rest/limits.ts) are its protection.
  */
 export class Db {
   readonly kind: EngineKind;
+  readonly statementTimeouts: StatementTimeouts;
   private readonly engine: Engine;
 
-  constructor(engine: Engine) {
+  constructor(engine: Engine, options: { statementTimeouts?: StatementTimeouts } = {}) {
     this.engine = engine;
     this.kind = engine.kind;
+    this.statementTimeouts = options.statementTimeouts ?? DEFAULT_STATEMENT_TIMEOUTS;
   }
 
+  /** The same database (same engine, same connections) with other request timeouts: the app's, from its config. */
+  withStatementTimeouts(statementTimeouts: StatementTimeouts): Db {
+    return new Db(this.engine, { statementTimeouts });
+  }
+
+  /** A request's transaction: the caller's role and claims, and the role's statement timeout. */
   async withRequestContext<T>(
     claims: Claims,
     fn: (tx: Tx) => Promise<T>,
@@ -32,21 +77,44 @@ export class Db {
       // Never let an unexpected role name reach set_config: it would switch to any role the login may use.
       throw new Error(`withRequestContext: role must be one of ${DB_ROLES.join(", ")}`);
     }
-    return this.engine.transaction(
-      async (tx) => {
-        await tx.query("select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)", [
-          claims.role,
-          JSON.stringify(claims),
-        ]);
-        return fn(tx);
-      },
-      { readOnly: options.readOnly ?? false },
-    );
+    const timeout = options.statementTimeoutMs ?? timeoutOf(this.statementTimeouts, claims.role);
+    return this.run(claims, fn, options.readOnly ?? false, timeout);
   }
 
-  /** The named service path: full access, for workers, the CLI and admin code. Never for a client's request. */
+  /**
+   * The named service path: full access, for workers, the CLI and admin code. Never for a
+   * client's request. No statement timeout unless `options.statementTimeoutMs` asks for one.
+   */
   asService<T>(fn: (tx: Tx) => Promise<T>, options: ContextOptions = {}): Promise<T> {
-    return this.withRequestContext({ role: "service_role" }, fn, options);
+    return this.run({ role: "service_role" }, fn, options.readOnly ?? false, options.statementTimeoutMs);
+  }
+
+  private async run<T>(
+    claims: Claims,
+    fn: (tx: Tx) => Promise<T>,
+    readOnly: boolean,
+    timeoutMs: number | undefined,
+  ): Promise<T> {
+    if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs >= 0)) {
+      throw new Error("statementTimeoutMs must be a whole number of milliseconds, 0 or more");
+    }
+    return this.engine.transaction(
+      async (tx) => {
+        if (timeoutMs === undefined) {
+          await tx.query("select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)", [
+            claims.role,
+            JSON.stringify(claims),
+          ]);
+        } else {
+          await tx.query(
+            "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true)",
+            [claims.role, JSON.stringify(claims), String(timeoutMs)],
+          );
+        }
+        return fn(tx);
+      },
+      { readOnly },
+    );
   }
 
   /** Calls `onNotice` after each committed pg_notify on `channel` (see Engine.listen). */

@@ -52,7 +52,11 @@ export async function openDatabase(config: Config, options: OpenOptions): Promis
   const dbc = config.database;
   let engine: Engine;
   if (dbc.engine === "pglite") {
-    engine = await PgliteEngine.open({ dataDir: dbc.dataDir, queue: config.databaseQueue, thread: dbc.thread });
+    engine = await PgliteEngine.open({
+      dataDir: dbc.dataDir,
+      queue: config.databaseQueue,
+      thread: dbc.thread,
+    });
     if (options.migrate) await runMigrations(engine, options.logger);
   } else {
     engine = await connectPostgres(dbc.url, dbc.poolSize, "api", config.databaseQueue);

@@ -36,7 +36,9 @@ const REQUEST = { request: true } as const;
  * interface is a plugin under its prefix (/auth/v1, /rest/v1, /storage/v1, /api/public/v1,
  * /admin/v1) with its own error shape; this file only wires them.
  */
-export function buildApp(deps: AppDeps): FastifyInstance {
+export function buildApp(given: AppDeps): FastifyInstance {
+  // Request handlers run under the configured statement timeouts; the caller's db (workers) keeps its own.
+  const deps = { ...given, db: given.db.withStatementTimeouts(given.config.statementTimeouts) };
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     // A caller's X-Request-Id is kept when it is sane, so requests can be traced across services.

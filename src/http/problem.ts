@@ -101,6 +101,13 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
     if (mapped.status < 500 || isRetryable(mapped)) {
       return sendProblem(reply, request, { ...mapped, detail: db.message, param: db.column });
     }
+    if (mapped.code === "statement_timeout") {
+      request.log.warn({ sqlstate: db.sqlstate }, "statement cancelled (statement timeout)");
+      return sendProblem(reply, request, {
+        ...mapped,
+        detail: "The request ran longer than its statement timeout and was cancelled.",
+      });
+    }
     request.log.error({ err: error }, "database error");
     return sendProblem(reply, request, {
       status: mapped.status,

@@ -66,6 +66,9 @@ const DB_CODES: Record<string, string> = {
   insufficient_privilege: "forbidden",
 };
 
+const TIMEOUT_DETAIL =
+  "The request ran longer than its statement timeout and was cancelled; narrow it (filters, a smaller page) or retry later.";
+
 export interface Rendered {
   status: number;
   headers: Record<string, string>;
@@ -99,6 +102,10 @@ export function renderError(error: unknown, request: FastifyRequest): Rendered {
     if ((mapped.status < 500 || isRetryable(mapped)) && !ours) {
       const code = DB_CODES[mapped.code] ?? mapped.code;
       return { status: mapped.status, headers: {}, body: base(mapped.status, code, db.message, db.column) };
+    }
+    if (mapped.code === "statement_timeout") {
+      request.log.warn({ sqlstate: db.sqlstate }, "statement cancelled (statement timeout)");
+      return { status: 504, headers: {}, body: base(504, mapped.code, TIMEOUT_DETAIL) };
     }
     request.log.error({ err: error }, "database error");
     const status = ours ? 500 : mapped.status;

@@ -87,7 +87,9 @@ export async function execute(
     return await db.withRequestContext(
       claims,
       async (tx) => {
-        const result = readOnly ? await read(tx, cache, req, maxRows) : await write(tx, cache, req);
+        const result = readOnly
+          ? await read(tx, cache, req, maxRows, estimatesAllowed(claims))
+          : await write(tx, cache, req);
         if (req.prefer.handling) apply(req.prefer, "handling", req.prefer.handling);
         if (req.prefer.tx) apply(req.prefer, "tx", req.prefer.tx);
         if (req.prefer.tx === "rollback") throw new Rollback(result);
@@ -101,6 +103,16 @@ export async function execute(
   }
 }
 
+/**
+ * Whether `count=planned|estimated` may answer with the planner's estimate. The planner counts
+ * from the table's statistics, which hold every tenant's rows: an estimate would tell a caller
+ * another tenant's volume. Only the operator's service_role, which sees every row anyway, gets
+ * estimates; everyone else gets the exact count under row security (docs/rest.md).
+ */
+function estimatesAllowed(claims: Claims): boolean {
+  return claims.role === "service_role";
+}
+
 function shapeOf(cache: SchemaCache, query: ParsedQuery): ReadShape {
   return { cache, query, params: new Params(), next: { n: 0 } };
 }
@@ -110,6 +122,8 @@ export function buildRead(
   cache: SchemaCache,
   req: Pick<RestRequest, "table" | "query" | "prefer" | "range">,
   maxRows: number,
+  /** Count exactly whatever count was asked for (planned and estimated included). */
+  countExactly = false,
 ) {
   const shape = shapeOf(cache, req.query);
   const root = req.query.limits.find((l) => l.path.length === 0);
@@ -119,14 +133,20 @@ export function buildRead(
   const table = `"${req.table.schema}"."${req.table.name.replace(/"/g, '""')}"`;
   const rows = rootRead(shape, req.table, table, { limit, offset }, { applyConditions: true });
   const countSql = `select 1 from ${table} as t0${rows.where.length ? ` where ${rows.where.join(" and ")}` : ""}`;
-  const exact = req.prefer.count === "exact";
+  const exact = req.prefer.count === "exact" || (countExactly && req.prefer.count !== undefined);
   const sql = `select ${exact ? `(select count(*) from (${countSql}) as c)` : "null"}::bigint as total,
     coalesce(json_agg(_p), '[]'::json)::text as body, count(_p)::bigint as n from (${rows.rows}) as _p`;
   return { sql, params: shape.params.values, countSql, offset };
 }
 
-async function read(tx: Tx, cache: SchemaCache, req: RestRequest, maxRows: number): Promise<RestResult> {
-  const { sql, params, countSql, offset } = buildRead(cache, req, maxRows);
+async function read(
+  tx: Tx,
+  cache: SchemaCache,
+  req: RestRequest,
+  maxRows: number,
+  estimates: boolean,
+): Promise<RestResult> {
+  const { sql, params, countSql, offset } = buildRead(cache, req, maxRows, !estimates);
   const r = await tx.query<{ total: string | null; body: string; n: string }>(sql, params);
   const row = r.rows[0];
   const page: Page = {
@@ -134,7 +154,7 @@ async function read(tx: Tx, cache: SchemaCache, req: RestRequest, maxRows: numbe
     body: row?.body ?? "[]",
     count: Number(row?.n ?? 0),
   };
-  if (req.prefer.count === "planned" || req.prefer.count === "estimated") {
+  if (estimates && (req.prefer.count === "planned" || req.prefer.count === "estimated")) {
     // Run on its own, the count must still accept the whole parameter list.
     const standalone = referencingAll(countSql, params.length);
     const estimate = await planned(tx, standalone, params);

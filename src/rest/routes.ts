@@ -7,6 +7,7 @@ import type { TenantDirectory } from "../tenancy/directory.ts";
 import { ParseError } from "./ast.ts";
 import { toCsv } from "./csv.ts";
 import { execute, type Method, type Representation } from "./execute.ts";
+import { checkQueryLength, checkQueryLimits } from "./limits.ts";
 import { openApiDocument } from "./openapi.ts";
 import { parseQuery } from "./parse-query.ts";
 import { parsePrefer } from "./prefer.ts";
@@ -224,7 +225,9 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
       );
     }
     const rawQuery = request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "";
+    checkQueryLength(rawQuery);
     const query = parseQuery([...new URLSearchParams(rawQuery)]);
+    checkQueryLimits(query);
     const prefer = parsePrefer(request.headers.prefer);
     const accept = negotiate(request.headers.accept);
     const range =

@@ -60,6 +60,7 @@ const ERROR_NAMES: Record<number, string> = {
   413: "Payload too large",
   415: "Unsupported Media Type",
   500: "Internal",
+  504: "Gateway Timeout",
 };
 
 function send(reply: FastifyReply, status: number, code: string, message: string) {
@@ -115,7 +116,14 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
   const { db, directory, store, signer, limits } = options;
 
   async function caller(request: FastifyRequest, reply: FastifyReply) {
-    const who = await identify(directory, request, { requireAuthorization: false });
+    let who: Awaited<ReturnType<typeof identify>>;
+    try {
+      who = await identify(directory, request, { requireAuthorization: false });
+    } catch (error) {
+      // The tenant lookup failed in the database: storage's own error shape, as for any other failure.
+      sendError(request, reply, error);
+      return undefined;
+    }
     if (!who.ok) {
       const e = postgrestGatewayError(who.failure);
       reply.headers(e.headers);

@@ -80,6 +80,7 @@ const withId = z.object({ id: Id }).strict();
 const ListQuery = Pagination.extend({
   status: z
     .string()
+    .max(200)
     .regex(/^[a-z_]+(,[a-z_]+)*$/)
     .refine((v) => v.split(",").every((s) => ReleaseStatus.safeParse(s).success), "unknown status")
     .optional()

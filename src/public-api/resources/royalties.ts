@@ -51,6 +51,7 @@ const filterFields = {
   currency: Currency.optional().meta({ description: "Only lines in this currency." }),
   group_by: z
     .string()
+    .max(100)
     .regex(/^[a-z]+(,[a-z]+)*$/)
     .refine((v) => v.split(",").every((k) => (GROUP_KEYS as readonly string[]).includes(k)), {
       message: `a comma-separated list of ${GROUP_KEYS.join(", ")}`,
