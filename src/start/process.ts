@@ -46,6 +46,27 @@ export function loadConfigOrDie(): Config {
   }
 }
 
+/**
+ * Settings that lower a protection, said at start so an operator who left one on sees it
+ * (docs/security.md). One line each, at warn.
+ */
+export function unsafeSettings(config: Pick<Config, "webhookAllowPrivate">): string[] {
+  const warnings: string[] = [];
+  if (config.webhookAllowPrivate) {
+    warnings.push(
+      "WEBHOOK_ALLOW_PRIVATE is on: webhook endpoints may be http:// and on loopback, private and link-local addresses (this server, its network, cloud metadata). Any API key holder can point them there. For development only.",
+    );
+  }
+  return warnings;
+}
+
+export function warnUnsafeSettings(
+  config: Pick<Config, "webhookAllowPrivate">,
+  logger: Pick<Logger, "warn">,
+): void {
+  for (const warning of unsafeSettings(config)) logger.warn({ unsafe_setting: true }, warning);
+}
+
 export function createLogger(config: Pick<Config, "logLevel">): Logger {
   return pino({ level: config.logLevel, base: { service: "backline" } });
 }
