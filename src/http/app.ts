@@ -17,6 +17,7 @@ import { TenantDirectory } from "../tenancy/directory.ts";
 import { loadSecretBox } from "../webhooks/secrets.ts";
 import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
+import { redactingLogger } from "./redact.ts";
 
 export interface AppDeps {
   config: Config;
@@ -33,8 +34,10 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * /admin/v1) with its own error shape; this file only wires them.
  */
 export function buildApp(deps: AppDeps): FastifyInstance {
+  // Secrets in URLs, headers and errors are redacted before anything is logged (./redact.ts).
+  const logger = redactingLogger(deps.logger);
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance: logger as FastifyBaseLogger,
     // A caller's X-Request-Id is kept when it is sane, so requests can be traced across services.
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
@@ -104,7 +107,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const mailer = new Mailer(deps.db, {
     smtpUrl: deps.config.mail.smtpUrl,
     from: deps.config.mail.from,
-    logger: deps.logger,
+    logger,
   });
   const auth = new AuthService({ db: deps.db, mailer, publicUrl: deps.config.publicUrl });
   app.addHook("onClose", () => mailer.close());

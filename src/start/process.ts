@@ -1,9 +1,10 @@
-import pino, { type Logger } from "pino";
+import pino, { type DestinationStream, type Logger } from "pino";
 import { type Config, ConfigError, loadConfig } from "../config.ts";
 import { asDbError, mapDbError } from "../db/errors.ts";
 import { MigrationError } from "../db/migrate.ts";
 import { DatabaseUnavailableError } from "../db/open.ts";
 import { DataDirInUseError } from "../db/pglite.ts";
+import { loggerOptions } from "../http/redact.ts";
 
 /** What every entry point shares: reading the config, the logger, and dying with one clear line. */
 
@@ -67,6 +68,11 @@ export function warnUnsafeSettings(
   for (const warning of unsafeSettings(config)) logger.warn({ unsafe_setting: true }, warning);
 }
 
-export function createLogger(config: Pick<Config, "logLevel">): Logger {
-  return pino({ level: config.logLevel, base: { service: "backline" } });
+/**
+ * The process's logger: JSON lines on stdout (or `destination`), with secrets redacted from
+ * requests, errors, fields and messages before anything is written (src/http/redact.ts).
+ */
+export function createLogger(config: Pick<Config, "logLevel">, destination?: DestinationStream): Logger {
+  const options = loggerOptions({ level: config.logLevel, base: { service: "backline" } });
+  return destination ? pino(options, destination) : pino(options);
 }
