@@ -48,14 +48,15 @@ describe("loadConfig", () => {
     });
   });
 
-  test("webhooks may go to private addresses on the embedded database only, unless said otherwise", () => {
-    assert.equal(loadConfig({}).webhookAllowPrivate, true);
+  test("webhooks go to private addresses on no engine unless WEBHOOK_ALLOW_PRIVATE says so", () => {
+    assert.equal(loadConfig({}).webhookAllowPrivate, false);
     assert.equal(loadConfig({ DATABASE_URL: "postgres://u@h/db" }).webhookAllowPrivate, false);
     assert.equal(
       loadConfig({ DATABASE_URL: "postgres://u@h/db", WEBHOOK_ALLOW_PRIVATE: "true" }).webhookAllowPrivate,
       true,
     );
     assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: "false" }).webhookAllowPrivate, false);
+    assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: "true" }).webhookAllowPrivate, true);
     const key = Buffer.alloc(32, 7).toString("base64");
     assert.equal(loadConfig({ ENCRYPTION_KEY: key }).encryptionKey, key);
     assert.equal(loadConfig({}).encryptionKey, undefined);

@@ -140,7 +140,10 @@ export interface Config {
   worker: { enabled: boolean; concurrency: number; leaseMs: number };
   /** The key that encrypts secrets at rest (webhook signing secrets); unset: DATA_DIR/encryption.key. */
   encryptionKey: string | undefined;
-  /** Webhooks may go to http:// and private addresses: for development and tests only. */
+  /**
+   * Webhooks may go to http:// and loopback, private and link-local addresses: for development and
+   * tests only, off unless WEBHOOK_ALLOW_PRIVATE=true (the server warns at start when it is on).
+   */
   webhookAllowPrivate: boolean;
   /** Where uploaded media goes (docs/uploads.md): DATA_DIR/storage, or an S3-compatible bucket. */
   storage: { driver: "local"; root: string } | { driver: "s3"; s3: S3Settings };
@@ -240,8 +243,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     worker: { enabled: e.WORKER === "on", concurrency: e.WORKER_CONCURRENCY, leaseMs: e.WORKER_LEASE_MS },
     encryptionKey: e.ENCRYPTION_KEY,
-    // The embedded database is for development: its webhooks may go to a local receiver.
-    webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? database.engine === "pglite",
+    // Off on every engine: any API key holder registers webhook URLs, and a local address would
+    // point the server at itself or its network (docs/security.md, "Outbound calls").
+    webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,
     storage,
     uploads: {
       urlTtlSeconds: e.UPLOAD_URL_TTL_SECONDS,

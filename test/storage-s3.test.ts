@@ -437,6 +437,28 @@ describe("S3 storage driver (s3rver behind a SigV4-checking proxy)", () => {
     await store.remove(key);
   });
 
+  test("downloadUrl signs the answer's Content-Type and Content-Disposition; changing them breaks the signature", async () => {
+    const key = "artwork/acc/rel/served.jpg";
+    const body = Buffer.from("<html><script>alert(1)</script></html>");
+    const target = await store.uploadTarget(request(key, { contentType: "image/jpeg", bytes: body.length }));
+    assert.equal((await fetch(target.url, { method: "PUT", headers: target.headers, body })).status, 200);
+    const url = await store.downloadUrl(key, inMinutes(5), {
+      contentType: "application/octet-stream",
+      contentDisposition: 'attachment; filename="served.jpg"',
+    });
+    const answer = await fetch(url);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers.get("content-type"), "application/octet-stream");
+    assert.equal(answer.headers.get("content-disposition"), 'attachment; filename="served.jpg"');
+    assert.deepEqual(Buffer.from(await answer.arrayBuffer()), body);
+    // A client that asks for its own type instead: the signature no longer holds.
+    const tampered = new URL(url);
+    tampered.searchParams.set("response-content-type", "text/html");
+    tampered.searchParams.delete("response-content-disposition");
+    assert.equal((await fetch(tampered)).status, 403);
+    await store.remove(key);
+  });
+
   test("missing objects: stat is undefined, remove is fine, read and localCopy reject", async () => {
     const key = "artwork/acc/rel/nothing.jpg";
     assert.equal(await store.stat(key), undefined);

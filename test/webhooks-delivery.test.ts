@@ -21,7 +21,7 @@ import { type Received, type Route, WebhookReceiver } from "./support/webhook-re
  * Webhook delivery (src/webhooks/dispatcher.ts, docs/webhooks.md) to a real receiver on
  * 127.0.0.1 that verifies every request with the `standardwebhooks` package, as a customer's
  * would: signatures and rotation, the envelope, retries on the schedule (an injected clock jumps
- * ahead), Retry-After, 410, five days of failures, timeouts, the 2 KiB log, leases, and — on
+ * ahead), Retry-After, 410, five days of failures, timeouts, the 1 KiB log, leases, and — on
  * PostgreSQL — dispatchers racing, throughput, and a dispatcher process killed mid-send.
  */
 
@@ -576,7 +576,7 @@ describeEachEngine("webhook delivery", (t) => {
     );
   });
 
-  test("the attempt log keeps the first 2 KiB of an answer", async () => {
+  test("the attempt log keeps the first 1 KiB of an answer", async () => {
     const big = await endpoint(
       receiver.route("big", { respond: () => ({ status: 500, body: "é".repeat(5000) }) }),
     );
@@ -586,8 +586,8 @@ describeEachEngine("webhook delivery", (t) => {
     await emit();
     assert.equal(await dispatcher({ now: clock().now }).runDue(), 2);
     const [bigAttempt] = await attemptsOf((await deliveryOf(big)).id);
-    assert.equal(Buffer.byteLength(bigAttempt?.response_body ?? ""), 2048, "2 KiB, é being two bytes");
-    assert.equal(bigAttempt?.response_body, "é".repeat(1024));
+    assert.equal(Buffer.byteLength(bigAttempt?.response_body ?? ""), 1024, "1 KiB, é being two bytes");
+    assert.equal(bigAttempt?.response_body, "é".repeat(512));
     const [smallAttempt] = await attemptsOf((await deliveryOf(small)).id);
     assert.equal(smallAttempt?.response_body, "thanks");
   });

@@ -20,6 +20,7 @@ import { checkJsonLimits, drainBeforeRefusal } from "./body-limits.ts";
 import { closing } from "./graceful.ts";
 import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
+import { redactingLogger } from "./redact.ts";
 
 export interface AppDeps {
   config: Config;
@@ -39,8 +40,10 @@ const REQUEST = { request: true } as const;
 export function buildApp(given: AppDeps): FastifyInstance {
   // Request handlers run under the configured statement timeouts; the caller's db (workers) keeps its own.
   const deps = { ...given, db: given.db.withStatementTimeouts(given.config.statementTimeouts) };
+  // Secrets in URLs, headers and errors are redacted before anything is logged (./redact.ts).
+  const logger = redactingLogger(deps.logger);
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance: logger as FastifyBaseLogger,
     // A caller's X-Request-Id is kept when it is sane, so requests can be traced across services.
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
@@ -124,7 +127,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
   const mailer = new Mailer(deps.db, {
     smtpUrl: deps.config.mail.smtpUrl,
     from: deps.config.mail.from,
-    logger: deps.logger,
+    logger,
   });
   const auth = new AuthService({ db: deps.db, mailer, publicUrl: deps.config.publicUrl });
   app.addHook("onClose", () => mailer.close());

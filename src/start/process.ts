@@ -1,9 +1,10 @@
-import pino, { type Logger } from "pino";
+import pino, { type DestinationStream, type Logger } from "pino";
 import { type Config, ConfigError, loadConfig } from "../config.ts";
 import { asDbError, mapDbError } from "../db/errors.ts";
 import { MigrationError } from "../db/migrate.ts";
 import { DatabaseUnavailableError } from "../db/open.ts";
 import { DataDirInUseError } from "../db/pglite.ts";
+import { loggerOptions } from "../http/redact.ts";
 
 /** What every entry point shares: reading the config, the logger, and dying with one clear line. */
 
@@ -46,6 +47,32 @@ export function loadConfigOrDie(): Config {
   }
 }
 
-export function createLogger(config: Pick<Config, "logLevel">): Logger {
-  return pino({ level: config.logLevel, base: { service: "backline" } });
+/**
+ * Settings that lower a protection, said at start so an operator who left one on sees it
+ * (docs/security.md). One line each, at warn.
+ */
+export function unsafeSettings(config: Pick<Config, "webhookAllowPrivate">): string[] {
+  const warnings: string[] = [];
+  if (config.webhookAllowPrivate) {
+    warnings.push(
+      "WEBHOOK_ALLOW_PRIVATE is on: webhook endpoints may be http:// and on loopback, private and link-local addresses (this server, its network, cloud metadata). Any API key holder can point them there. For development only.",
+    );
+  }
+  return warnings;
+}
+
+export function warnUnsafeSettings(
+  config: Pick<Config, "webhookAllowPrivate">,
+  logger: Pick<Logger, "warn">,
+): void {
+  for (const warning of unsafeSettings(config)) logger.warn({ unsafe_setting: true }, warning);
+}
+
+/**
+ * The process's logger: JSON lines on stdout (or `destination`), with secrets redacted from
+ * requests, errors, fields and messages before anything is written (src/http/redact.ts).
+ */
+export function createLogger(config: Pick<Config, "logLevel">, destination?: DestinationStream): Logger {
+  const options = loggerOptions({ level: config.logLevel, base: { service: "backline" } });
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -13,6 +13,7 @@ import { openStorage } from "../storage/open.ts";
 import { type DevTenantFile, ensureDevTenant } from "../tenancy/dev-tenant.ts";
 import { WebhookDispatcher } from "../webhooks/dispatcher.ts";
 import { loadSecretBox } from "../webhooks/secrets.ts";
+import { warnUnsafeSettings } from "./process.ts";
 
 export interface RunningServer {
   url: string;
@@ -25,6 +26,7 @@ const IDLE_GRACE_MS = 1000;
 
 /** Opens the database (migrating it), prepares the development tenant, and listens. */
 export async function serve(config: Config, logger: Logger): Promise<RunningServer> {
+  warnUnsafeSettings(config, logger);
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   try {
     let devTenant: DevTenantFile | undefined;
@@ -101,6 +103,7 @@ function printDevTenant(file: DevTenantFile, dataDir: string) {
 
 /** `backline worker`: only the operator backend's worker, until SIGTERM or SIGINT (then it finishes the jobs in flight). */
 export async function workUntilSignalled(config: Config, logger: Logger): Promise<void> {
+  warnUnsafeSettings(config, logger);
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   const background = startBackground(config, db, logger);
   logger.info({ worker: background.workerId, concurrency: config.worker.concurrency }, "worker started");

@@ -77,5 +77,15 @@ export interface ObjectStore {
   /** Removes the object; no error when it is already gone. */
   remove(key: string): Promise<void>;
   /** A short-lived URL that downloads the object (S3: presigned GET; local: Backline's signed route). */
-  downloadUrl?(key: string, expiresAt: Date): Promise<string>;
+  downloadUrl?(key: string, expiresAt: Date, options?: DownloadOptions): Promise<string>;
+}
+
+/** How a download is answered (docs/uploads.md, "Downloads"). */
+export interface DownloadOptions {
+  /** The asset the URL is for: the local driver binds its token to it (a replacement is another asset). */
+  assetId?: string;
+  /** The answer's Content-Type (S3: `response-content-type`, signed into the URL). */
+  contentType?: string;
+  /** The answer's Content-Disposition (S3: `response-content-disposition`, signed into the URL). */
+  contentDisposition?: string;
 }

@@ -4,7 +4,7 @@ import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { type Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { ObjectInfo, ObjectStore, UploadRequest, UploadTarget } from "./driver.ts";
+import type { DownloadOptions, ObjectInfo, ObjectStore, UploadRequest, UploadTarget } from "./driver.ts";
 import { storagePathOf } from "./keys.ts";
 import type { TokenSigner } from "./tokens.ts";
 
@@ -74,9 +74,16 @@ export class LocalStore implements ObjectStore {
     };
   }
 
-  async downloadUrl(key: string, expiresAt: Date): Promise<string> {
+  /** Backline's signed route; the token names the asset, so the URL serves that version only. */
+  async downloadUrl(key: string, expiresAt: Date, options: DownloadOptions = {}): Promise<string> {
     this.file(key);
-    const token = this.signer.sign({ use: "download", key, exp: Math.floor(expiresAt.getTime() / 1000) });
+    if (!options.assetId) throw new Error("a local download URL is signed for one asset");
+    const token = this.signer.sign({
+      use: "download",
+      key,
+      asset: options.assetId,
+      exp: Math.floor(expiresAt.getTime() / 1000),
+    });
     return `${this.storageUrl}/object/sign/${storagePathOf(key)}?token=${token}`;
   }
 

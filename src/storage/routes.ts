@@ -5,6 +5,7 @@ import type { Db } from "../db/db.ts";
 import { asDbError, mapDbError } from "../db/errors.ts";
 import { identify, postgrestGatewayError } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
+import { downloadHeaders } from "./download.ts";
 import type { ObjectStore } from "./driver.ts";
 import { BUCKETS, type Bucket, SLOT_PATHS, type Slot, slotOf, storagePathOf } from "./keys.ts";
 import { LocalStore, TooLargeError } from "./local.ts";
@@ -57,6 +58,7 @@ const ERROR_NAMES: Record<number, string> = {
   403: "Forbidden",
   404: "not_found",
   409: "Conflict",
+  410: "Gone",
   413: "Payload too large",
   415: "Unsupported Media Type",
   500: "Internal",
@@ -115,6 +117,11 @@ function slotFrom(request: FastifyRequest): { bucket: Bucket; path: string; slot
 export async function storageRoutes(app: FastifyInstance, options: StorageRoutesOptions): Promise<void> {
   const { db, directory, store, signer, limits } = options;
 
+  // No answer of /storage/v1 is ever sniffed into another type than it says (a file, an error, a redirect).
+  app.addHook("onSend", async (_request, reply) => {
+    reply.header("x-content-type-options", "nosniff");
+  });
+
   async function caller(request: FastifyRequest, reply: FastifyReply) {
     let who: Awaited<ReturnType<typeof identify>>;
     try {
@@ -140,7 +147,7 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
       async (tx) =>
         (
           await tx.query<AssetRow>(
-            `select id, object_key, content_type, bytes, status from public.media_assets
+            `select id, kind, object_key, content_type, bytes, status, superseded_at from public.media_assets
              where release_id = $1 and kind = $2 and track_id is not distinct from $3
                and status <> 'pending' and superseded_at is null`,
             [slot.releaseId, slot.kind, slot.trackId ?? null],
@@ -153,12 +160,21 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
     return asset;
   }
 
-  async function sendObject(reply: FastifyReply, key: string, contentType: string) {
-    const info = await store.stat(key);
+  /**
+   * The asset's bytes, with the headers its inspection allows (./download.ts). Bytes whose size is
+   * not the asset's are another version being put in place: refused, never served in its name.
+   */
+  async function sendAsset(reply: FastifyReply, asset: AssetRow) {
+    const info = await store.stat(asset.object_key);
     if (!info) throw new StorageError(404, "not_found", "Object not found");
-    const body = await store.read(key);
+    if (asset.bytes !== null && Number(asset.bytes) !== info.bytes) {
+      throw replaced("The file is being replaced at this moment: ask again.");
+    }
+    const { contentType, contentDisposition } = downloadHeaders(asset);
+    const body = await store.read(asset.object_key);
     return reply
       .header("content-type", contentType)
+      .header("content-disposition", contentDisposition)
       .header("content-length", String(info.bytes))
       .header("cache-control", "private, max-age=0")
       .send(body);
@@ -214,9 +230,11 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
           );
         }
         const asset = await currentAsset(who.claims, slot);
+        // Bound to this asset: once the file is replaced (another asset), the URL answers 410.
         const token = signer.sign({
           use: "download",
           key: asset.object_key,
+          asset: asset.id,
           exp: Math.floor(Date.now() / 1000) + expiresIn,
         });
         return reply.send({ signedURL: `/object/sign/${bucket}/${path}?token=${token}` });
@@ -231,7 +249,7 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
       try {
         const { slot } = slotFrom(request);
         const asset = await currentAsset(who.claims, slot);
-        return await sendObject(reply, asset.object_key, asset.content_type);
+        return await sendAsset(reply, asset);
       } catch (error) {
         return sendError(request, reply, error);
       }
@@ -247,14 +265,29 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
         if (grant.use !== "download" || storagePathOf(grant.key) !== `${bucket}/${path}`) {
           throw new TokenError("token_invalid", "This token is not for downloading this object.");
         }
-        const ext = grant.key.split(".").pop() ?? "";
-        const type =
-          { jpg: "image/jpeg", png: "image/png", wav: "audio/wav", flac: "audio/flac" }[ext] ??
-          "application/octet-stream";
-        if (!(store instanceof LocalStore) && store.downloadUrl) {
-          return reply.redirect(await store.downloadUrl(grant.key, new Date(grant.exp * 1000)), 302);
+        if (typeof grant.asset !== "string") {
+          throw new TokenError(
+            "token_invalid",
+            "This URL was signed before downloads were bound to a file's version: ask for a new one.",
+          );
         }
-        return await sendObject(reply, grant.key, type);
+        // The token is the permission; the asset it names must still be the slot's file.
+        const asset = await assetById(db, grant.asset);
+        if (!asset)
+          throw new StorageError(404, "not_found", "The file this URL was signed for no longer exists.");
+        if (asset.object_key !== grant.key || asset.superseded_at !== null || asset.status === "pending") {
+          throw replaced();
+        }
+        if (!(store instanceof LocalStore) && store.downloadUrl) {
+          // A presigned GET that lives minutes, not the token's days: it is made for this version only.
+          const expiresAt = new Date(Math.min(grant.exp * 1000, Date.now() + PRESIGNED_GET_SECONDS * 1000));
+          const { contentType, contentDisposition } = downloadHeaders(asset);
+          return reply.redirect(
+            await store.downloadUrl(grant.key, expiresAt, { contentType, contentDisposition }),
+            302,
+          );
+        }
+        return await sendAsset(reply, asset);
       } catch (error) {
         return sendError(request, reply, error);
       }
@@ -331,6 +364,15 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
     };
     raw.put("/object/upload/sign/:bucket/*", upload);
   });
+}
+
+/** How long the S3 URL a signed download redirects to lives: long enough to follow, too short to keep. */
+const PRESIGNED_GET_SECONDS = 300;
+
+function replaced(
+  message = "The file was replaced after this URL was signed: ask for a new signed URL.",
+): StorageError {
+  return new StorageError(410, "object_replaced", message);
 }
 
 function objectBase(slot: Slot): string {

@@ -18,7 +18,14 @@ import {
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
-import type { MultipartTarget, ObjectInfo, ObjectStore, UploadRequest, UploadTarget } from "./driver.ts";
+import type {
+  DownloadOptions,
+  MultipartTarget,
+  ObjectInfo,
+  ObjectStore,
+  UploadRequest,
+  UploadTarget,
+} from "./driver.ts";
 
 /**
  * S3-compatible object storage (AWS S3, MinIO, R2, …): uploads go straight to the bucket through
@@ -332,8 +339,18 @@ export class S3Store implements ObjectStore {
     await this.remove(from);
   }
 
-  async downloadUrl(key: string, expiresAt: Date): Promise<string> {
-    const command = new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.checkKey(key) });
+  /**
+   * A presigned GET. The answer's Content-Type and Content-Disposition are signed into it
+   * (`response-content-type`, `response-content-disposition`), so the bucket serves the file as
+   * Backline decides (an uninspected file as an attachment), whatever type it was uploaded with.
+   */
+  async downloadUrl(key: string, expiresAt: Date, options: DownloadOptions = {}): Promise<string> {
+    const command = new GetObjectCommand({
+      Bucket: this.settings.bucket,
+      Key: this.checkKey(key),
+      ...(options.contentType ? { ResponseContentType: options.contentType } : {}),
+      ...(options.contentDisposition ? { ResponseContentDisposition: options.contentDisposition } : {}),
+    });
     return getSignedUrl(this.client, command, { expiresIn: expiresIn(expiresAt) });
   }
 

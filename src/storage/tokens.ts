@@ -5,7 +5,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
  * carry instead of a login. `<payload>.<signature>`, both base64url: the payload is JSON, the
  * signature HMAC-SHA256 of the payload's text under a key derived from ENCRYPTION_KEY. Whoever holds
  * the token may do exactly what it says until it expires: upload one object of at most `max`
- * bytes for one asset, or download one object.
+ * bytes for one asset, or download one version of one object (the asset it was signed for).
  */
 export interface UploadGrant {
   use: "upload";
@@ -24,6 +24,11 @@ export interface UploadGrant {
 export interface DownloadGrant {
   use: "download";
   key: string;
+  /**
+   * The media_assets row whose bytes the URL was signed for: a replacement is a new asset, so a URL
+   * signed before it answers 410 object_replaced instead of serving the new file.
+   */
+  asset: string;
   exp: number;
 }
 

@@ -7,7 +7,7 @@ import { BlockedAddressError, bareHostname, classifyAddress, guardedLookup, type
 /**
  * One webhook POST (docs/webhooks.md, "What is sent"): the signed body to the endpoint, through
  * the SSRF guard (every connection's addresses checked and pinned), with a time limit, never
- * following a redirect, reading at most 2 KiB of the answer. Sending never throws: every way it
+ * following a redirect, reading at most 1 KiB of the answer. Sending never throws: every way it
  * can end is an outcome, recorded in the delivery log.
  *
  * node:http/https rather than fetch: a socket's `lookup` is the simplest place to check and pin
@@ -32,7 +32,7 @@ export interface SendResult {
   durationMs: number;
   /** What went wrong, for the log (not set for ok). */
   error?: string;
-  /** The first 2 KiB of the answer's body. */
+  /** The first 1 KiB of the answer's body (an excerpt for the delivery log, never more). */
   responseBody?: string;
   /** From Retry-After on a 429 or 503 (seconds or an HTTP date), at most 24 h. */
   retryAfterMs?: number;
@@ -50,7 +50,11 @@ export interface SenderOptions {
 }
 
 export const USER_AGENT = "Backline-Webhooks/1";
-export const RESPONSE_BODY_LIMIT = 2048;
+/**
+ * How much of an answer is read and kept in the delivery log: enough to see why a receiver
+ * refused, too little to make the log a way to read what a URL serves.
+ */
+export const RESPONSE_BODY_LIMIT = 1024;
 export const DEFAULT_TIMEOUT_MS = 15_000;
 export const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
 

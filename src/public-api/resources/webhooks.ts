@@ -97,7 +97,7 @@ const Attempt = z
       .enum(["ok", "http_status", "timeout", "connection", "dns", "blocked_address", "redirect", "tls"])
       .meta({ description: "ok, or why the attempt failed." }),
     error: z.string().nullable(),
-    response_body: z.string().nullable().meta({ description: "The first 2 KiB of the answer." }),
+    response_body: z.string().nullable().meta({ description: "The first 1 KiB of the answer." }),
   })
   .meta({ id: "WebhookAttempt" });
 
