@@ -7,10 +7,10 @@
 //                           for the connection, as Backline ran before (PGLITE_THREAD=main and
 //                           DATABASE_QUEUE_* set out of reach)
 //   embedded                the default: PGlite in a worker thread, bounded wait (503 past it)
-//   postgres                DATABASE_URL on the local server, pool of 10 (skipped with BENCH_ENGINES=pglite)
+//   postgres                DATABASE_URL on the local server, pool of 10
 //
 //   npm run bench:load                                  # 100 connections, 15 s each
-//   BENCH_DURATION=5 BENCH_ENGINES=pglite npm run bench:load -- --check   # what CI runs
+//   BENCH_DURATION=5 BENCH_TARGETS=embedded,postgres npm run bench:load -- --check   # what CI runs
 //
 // --check exits 1 if any answer was a reset, a timeout or a 5xx other than 503.
 // The workload: 4 of 5 requests read a page of releases (GET /rest/v1/releases), 1 in 5 inserts
@@ -31,7 +31,7 @@ import { ADMIN_URL, ROOT, withDatabase } from "../support.ts";
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
 const USERS = 20;
-const ENGINES = (process.env.BENCH_ENGINES ?? "pglite,postgres").split(",");
+const TARGETS = (process.env.BENCH_TARGETS ?? "baseline,embedded,postgres").split(",");
 const CHECK = process.argv.includes("--check");
 
 interface Target {
@@ -264,7 +264,7 @@ const share = (r: Result, code: string) =>
 
 fs.mkdirSync(path.join(ROOT, ".backline"), { recursive: true });
 const targets: (() => Promise<Target>)[] = [];
-if (ENGINES.includes("pglite")) {
+if (TARGETS.includes("baseline")) {
   targets.push(async () =>
     embedded("embedded, main thread (baseline)", {
       PGLITE_THREAD: "main",
@@ -272,9 +272,9 @@ if (ENGINES.includes("pglite")) {
       DATABASE_QUEUE_TIMEOUT_MS: "600000",
     }),
   );
-  targets.push(async () => embedded("embedded", {}));
 }
-if (ENGINES.includes("postgres")) targets.push(postgres);
+if (TARGETS.includes("embedded")) targets.push(async () => embedded("embedded", {}));
+if (TARGETS.includes("postgres")) targets.push(postgres);
 
 const results: Result[] = [];
 for (const make of targets) results.push(await measure(await make()));
