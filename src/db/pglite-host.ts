@@ -1,5 +1,6 @@
 import type { Transferable } from "node:worker_threads";
 import { PGlite, type Transaction } from "@electric-sql/pglite";
+import { toPostgresText } from "./params.ts";
 
 /**
  * The side of the embedded database that owns the PGlite instance. It runs in a worker thread
@@ -58,6 +59,11 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
     parsers: SAME_AS_NODE_POSTGRES,
     ...(options.loadDataDir ? { loadDataDir: new Blob([options.loadDataDir]) } : {}),
   });
+  // Every parameter goes to PostgreSQL as text, as node-postgres sends it: the server parses it
+  // and a malformed value fails with its SQLSTATE, never with a client-side Error (src/db/params.ts).
+  const textForEveryType = new Proxy({}, { get: () => toPostgresText });
+  (pg as unknown as { serializers: Record<number, (v: unknown) => string | null> }).serializers =
+    textForEveryType;
   const txs = new Map<number, OpenTx>();
   const listeners = new Map<number, () => Promise<void>>();
   let nextTx = 1;
