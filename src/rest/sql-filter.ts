@@ -62,12 +62,14 @@ function filterSql(alias: string, table: Table, f: Filter, params: Params): stri
   const compare = COMPARE[f.op];
   if (compare && f.quantifier) {
     const values = list(f).map((v) => (f.op === "like" || f.op === "ilike" ? likePattern(v) : v));
-    sql = `${lhs} ${compare} ${f.quantifier}(${params.add(arrayLiteral(values))}::text[]::${castTo}[])`;
+    sql = `${lhs} ${compare} ${f.quantifier}(${params.add(arrayLiteral(values))}::${castTo}[])`;
   } else if (compare) {
     const v = f.op === "like" || f.op === "ilike" ? likePattern(single(f)) : single(f);
     sql = `${lhs} ${compare} ${params.add(v)}::${castTo}`;
   } else if (f.op === "in") {
-    sql = `${field} = any(${params.add(arrayLiteral(list(f)))}::text[]::${type}[])`;
+    // The list is parsed as an array of the column's type when the statement is bound, so a
+    // malformed element is refused (22P02...) whether or not any row is looked at.
+    sql = `${field} = any(${params.add(arrayLiteral(list(f)))}::${type}[])`;
   } else if (f.op === "is") {
     const v = single(f).toLowerCase();
     const IS: Record<string, string> = {
