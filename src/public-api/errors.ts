@@ -65,6 +65,18 @@ const DB_CODES: Record<string, string> = {
   insufficient_privilege: "forbidden",
 };
 
+function scopeDetail(detail: string | undefined): { scope?: string; param?: string } {
+  try {
+    const parsed = JSON.parse(detail ?? "{}") as { scope?: unknown; param?: unknown };
+    const scope =
+      typeof parsed.scope === "string" && /^[a-z]+:[a-z]+$/.test(parsed.scope) ? parsed.scope : undefined;
+    const param = typeof parsed.param === "string" ? parsed.param : undefined;
+    return { ...(scope ? { scope } : {}), ...(param ? { param } : {}) };
+  } catch {
+    return {};
+  }
+}
+
 export interface Rendered {
   status: number;
   headers: Record<string, string>;
@@ -95,6 +107,18 @@ export function renderError(error: unknown, request: FastifyRequest): Rendered {
     const mapped = mapDbError(db);
     // This API sends only its own SQL: an undefined column or a syntax error (class 42) is a bug, not the caller's.
     const ours = db.sqlstate.startsWith("42") && db.sqlstate !== "42501";
+    if (db.sqlstate === "BL014") {
+      // The database refused what the key's scopes do not cover (migration 0014): its detail
+      // names the scope, and the field at fault where there is one.
+      const { scope, param } = scopeDetail(db.detail);
+      return {
+        status: 403,
+        headers: {
+          "WWW-Authenticate": `Bearer realm="backline", error="insufficient_scope"${scope ? `, scope="${scope}"` : ""}`,
+        },
+        body: base(403, "insufficient_scope", db.message, param),
+      };
+    }
     if (mapped.status < 500 && !ours) {
       const code = DB_CODES[mapped.code] ?? mapped.code;
       return { status: mapped.status, headers: {}, body: base(mapped.status, code, db.message, db.column) };

@@ -9,6 +9,8 @@ import { ApiError } from "./errors.ts";
  * `Idempotent-Replayed: true`; a retry while the first still runs gets 409; the same key with a
  * different body gets 422. Responses of 5xx are not kept, so a retry after a server failure runs
  * again. A request that never finished (its process died) frees its key after LOCK_SECONDS.
+ * A response holding a secret shown once is kept only encrypted with `seal` (response_ciphertext,
+ * migration 0014), never as plain JSON.
  */
 export interface StoredResponse {
   status: number;
@@ -23,15 +25,21 @@ export type Claimed =
 const LOCK_SECONDS = 120;
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
-export function requestHash(method: string, path: string, body: unknown): string {
+export function requestHash(method: string, path: string, body: unknown, caller?: string): string {
   return createHash("sha256")
-    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}${caller === undefined ? "" : `\n${caller}`}`)
     .digest("hex");
+}
+
+/** What encrypts a kept response that holds a secret (the server's SecretBox). */
+export interface Sealer {
+  encrypt(plain: string): string;
+  decrypt(sealed: string): string;
 }
 
 export async function claimIdempotencyKey(
   db: Db,
-  input: { owner: string; method: string; path: string; key: string; hash: string },
+  input: { owner: string; method: string; path: string; key: string; hash: string; seal?: Sealer },
 ): Promise<Claimed> {
   if (!KEY.test(input.key)) {
     throw new ApiError(
@@ -68,10 +76,11 @@ export async function claimIdempotencyKey(
         lock_expired: boolean;
         response_status: number | null;
         response_body: unknown;
+        response_ciphertext: string | null;
         response_headers: Record<string, string> | null;
       }>(
         `select request_hash, status, locked_until <= now() as lock_expired, response_status, response_body,
-                response_headers
+                response_ciphertext, response_headers
          from internal.idempotency_keys where owner = $1 and method = $2 and path = $3 and key = $4 for update`,
         ids,
       )
@@ -83,7 +92,10 @@ export async function claimIdempotencyKey(
         kind: "replay" as const,
         response: {
           status: row.response_status ?? 200,
-          body: row.response_body,
+          body:
+            row.response_ciphertext !== null && input.seal
+              ? JSON.parse(input.seal.decrypt(row.response_ciphertext))
+              : row.response_body,
           headers: row.response_headers ?? {},
         },
       };
@@ -128,12 +140,14 @@ export async function claimIdempotencyKey(
                 )
               : tx.query(
                   `update internal.idempotency_keys
-                   set status = 'done', response_status = $5, response_body = $6, response_headers = $7
+                   set status = 'done', response_status = $5, response_body = $6, response_ciphertext = $7,
+                       response_headers = $8
                    where owner = $1 and method = $2 and path = $3 and key = $4`,
                   [
                     ...ids,
                     response.status,
-                    JSON.stringify(response.body ?? null),
+                    input.seal ? null : JSON.stringify(response.body ?? null),
+                    input.seal ? input.seal.encrypt(JSON.stringify(response.body ?? null)) : null,
                     JSON.stringify(response.headers),
                   ],
                 ),
