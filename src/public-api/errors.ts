@@ -69,7 +69,9 @@ function scopeDetail(detail: string | undefined): { scope?: string; param?: stri
   try {
     const parsed = JSON.parse(detail ?? "{}") as { scope?: unknown; param?: unknown };
     const scope =
-      typeof parsed.scope === "string" && /^[a-z]+:[a-z]+$/.test(parsed.scope) ? parsed.scope : undefined;
+      typeof parsed.scope === "string" && /^[a-z]+:[a-z]+( [a-z]+:[a-z]+)*$/.test(parsed.scope)
+        ? parsed.scope
+        : undefined;
     const param = typeof parsed.param === "string" ? parsed.param : undefined;
     return { ...(scope ? { scope } : {}), ...(param ? { param } : {}) };
   } catch {

@@ -73,7 +73,9 @@ as $$
 declare
   held text[] := auth.key_scopes();
   carried text[];
-  missing record;
+  scopes text;
+  events text;
+  asked boolean;
 begin
   if held is null or coalesce(auth.role(), '') not in ('anon', 'authenticated', 'tenant_service') then
     return case when tg_op = 'DELETE' then old else new end;
@@ -85,16 +87,17 @@ begin
   end if;
   carried := case tg_op when 'INSERT' then new.events when 'DELETE' then old.events
     else old.events || new.events end;
-  select e as event, internal.event_read_scope(e) as scope into missing
-    from unnest(carried) e where internal.event_read_scope(e) <> all (held) order by e limit 1;
-  if found then
+  select string_agg(distinct internal.event_read_scope(e), ' '), string_agg(distinct e, ', '),
+         coalesce(bool_or(tg_op = 'INSERT' or (tg_op = 'UPDATE' and e <> all (old.events))), false)
+    into scopes, events, asked
+    from unnest(carried) e where internal.event_read_scope(e) <> all (held);
+  if scopes is not null then
     perform internal.refuse('BL014',
-      format('the endpoint carries %s, whose data needs the %s scope, which this API key lacks; '
+      format('the endpoint carries %s, whose data needs %s, which this API key lacks; '
         'a key changes an endpoint only if it may read every event the endpoint carries',
-        missing.event, missing.scope),
-      jsonb_build_object('scope', missing.scope, 'event', missing.event,
-        'param', case when tg_op = 'INSERT' or (tg_op = 'UPDATE' and missing.event <> all (old.events))
-          then 'events' end)::text,
+        events, replace(scopes, ' ', ' and ')),
+      -- param: the events asked for, when they are what the key may not read.
+      jsonb_build_object('scope', scopes, 'param', case when asked then 'events' end)::text,
       'Use a key with that scope, or an owner or admin of the account.');
   end if;
   return case when tg_op = 'DELETE' then old else new end;
