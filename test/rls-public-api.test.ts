@@ -900,6 +900,47 @@ describeEachEngine("RLS of the public API's tables and functions (migration 0007
   });
 
   // -------------------------------------------------------------------------------------------
+  describe("internal.api_key_reveal_failures (migration 0014): the server's own path only", () => {
+    before(async () => {
+      await asService(
+        db(),
+        "insert into internal.api_key_reveal_failures (account_id, key_id) values ($1, $2)",
+        [world().accounts.A.id, world().keysOfA.pending_reveal],
+      );
+    });
+    const STATEMENTS = {
+      select: "select account_id, failed_at from internal.api_key_reveal_failures",
+      insert: "insert into internal.api_key_reveal_failures (account_id) values ($1)",
+      update: "update internal.api_key_reveal_failures set failed_at = now() - interval '2 days'",
+      delete: "delete from internal.api_key_reveal_failures",
+    } as const;
+    for (const op of ["select", "insert", "update", "delete"] as const) {
+      const params = (w: World) => (op === "insert" ? [w.accounts.A.id] : []);
+      for (const caller of CLIENTS) {
+        test(`${op} as ${caller} fails ${DENIED}`, async () => {
+          assert.deepEqual(await affected(db(), as(caller), STATEMENTS[op], params(world())), {
+            error: DENIED,
+          });
+        });
+      }
+      test(`${op} as service: 1 row`, async () => {
+        assert.deepEqual(await affected(db(), as("service"), STATEMENTS[op], params(world())), { ok: 1 });
+      });
+    }
+    test("no client reads or writes the reveal counters of a key", async () => {
+      for (const caller of ["ownerA", "adminKeyA"] as const) {
+        for (const sql of [
+          "select reveal_failures from internal.api_keys",
+          "select reveal_attempts from internal.api_keys",
+          "update internal.api_keys set reveal_failures = 0",
+        ]) {
+          assert.deepEqual(await affected(db(), as(caller), sql), { error: DENIED }, `${caller}: ${sql}`);
+        }
+      }
+    });
+  });
+
+  // -------------------------------------------------------------------------------------------
   describe("internal.release_deliveries", () => {
     const OF_A = ["A.apple_music", "A.spotify"];
     const VISIBILITY: [Caller, readonly string[] | SqlState][] = [
