@@ -57,7 +57,10 @@ const Url = z.string().max(2048).meta({
 const EndpointCreate = z
   .object({
     url: Url,
-    events: z.array(EventType).min(1).max(20).meta({ description: "The event types to receive." }),
+    events: z.array(EventType).min(1).max(20).meta({
+      description:
+        "The event types to receive. Each needs the scope that reads what it carries: release events catalog:read, royalties.imported royalties:read.",
+    }),
     description: z.string().trim().max(500).optional(),
   })
   .strict()
