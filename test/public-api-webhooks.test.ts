@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { after, before, test } from "node:test";
 import { Webhook } from "standardwebhooks";
-import { loadSecretBox } from "../src/webhooks/secrets.ts";
+import { loadSecretBox, SecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
@@ -258,6 +259,15 @@ describeEachEngine("public api: webhooks", (t) => {
     const other = await publicApi(app.url, sibling.secret)("POST", "/webhooks", body, headers);
     assertProblem(other, 422, "idempotency_key_reused");
     assert.equal(JSON.stringify(other.body).includes(first.body.secret), false);
+    // Sealed under a master key the server no longer has: a clear 409, never a 500 or a second endpoint.
+    await rows("update internal.idempotency_keys set response_ciphertext = $1 where key = 'register-once'", [
+      new SecretBox(randomBytes(32)).encrypt(JSON.stringify(first.body)),
+    ]);
+    assertProblem(await api("POST", "/webhooks", body, headers), 409, "idempotency_response_unavailable");
+    assert.equal(
+      (await rows("select id from internal.webhook_endpoints where account_id = $1", [account.id])).length,
+      1,
+    );
     // The same key with another body is refused as for every POST.
     assertProblem(
       await api("POST", "/webhooks", { ...body, url: "https://hooks.example.com/twice" }, headers),

@@ -37,6 +37,14 @@ export interface Sealer {
   decrypt(sealed: string): string;
 }
 
+function open(seal: Sealer, sealed: string): unknown {
+  try {
+    return JSON.parse(seal.decrypt(sealed));
+  } catch {
+    return undefined;
+  }
+}
+
 export async function claimIdempotencyKey(
   db: Db,
   input: { owner: string; method: string; path: string; key: string; hash: string; seal?: Sealer },
@@ -88,16 +96,16 @@ export async function claimIdempotencyKey(
     if (!row) return { kind: "retry" as const };
     if (row.request_hash !== input.hash) return { kind: "mismatch" as const };
     if (row.status === "done") {
+      let body = row.response_body;
+      if (row.response_ciphertext !== null) {
+        const opened = input.seal ? open(input.seal, row.response_ciphertext) : undefined;
+        // Sealed under a master key the server no longer has: the answer is lost, not replayable.
+        if (opened === undefined) return { kind: "unreadable" as const };
+        body = opened;
+      }
       return {
         kind: "replay" as const,
-        response: {
-          status: row.response_status ?? 200,
-          body:
-            row.response_ciphertext !== null && input.seal
-              ? JSON.parse(input.seal.decrypt(row.response_ciphertext))
-              : row.response_body,
-          headers: row.response_headers ?? {},
-        },
+        response: { status: row.response_status ?? 200, body, headers: row.response_headers ?? {} },
       };
     }
     if (!row.lock_expired) return { kind: "busy" as const };
@@ -125,6 +133,14 @@ export async function claimIdempotencyKey(
         "idempotency_request_in_progress",
         "A request with this Idempotency-Key is still being processed; retry shortly.",
         { param: "Idempotency-Key", headers: { "Retry-After": "1" } },
+      );
+    case "unreadable":
+      throw new ApiError(
+        409,
+        "idempotency_response_unavailable",
+        "The answer kept for this Idempotency-Key can no longer be read (the server's encryption key changed); " +
+          "check whether the first request took effect, then use a new key.",
+        { param: "Idempotency-Key" },
       );
     case "replay":
       return outcome;
