@@ -38,10 +38,11 @@ begin
   if not (new.account_id = any (auth.manageable_account_ids())) then
     return new;
   end if;
-  select s into missing from unnest(new.scopes) s where s <> all (maker) order by s limit 1;
+  select string_agg(distinct s, ' ' order by s) into missing from unnest(new.scopes) s where s <> all (maker);
   if missing is not null then
     perform internal.refuse('BL014',
-      format('a key can give a new key only scopes it has itself, and this key lacks %s', missing),
+      format('a key can give a new key only scopes it has itself, and this key lacks %s',
+        replace(missing, ' ', ' and ')),
       jsonb_build_object('scope', missing, 'param', 'scopes')::text,
       'Ask for fewer scopes, or have an owner or admin of the account create the key.');
   end if;
@@ -87,7 +88,7 @@ begin
   end if;
   carried := case tg_op when 'INSERT' then new.events when 'DELETE' then old.events
     else old.events || new.events end;
-  select string_agg(distinct internal.event_read_scope(e), ' '), string_agg(distinct e, ', '),
+  select string_agg(distinct internal.event_read_scope(e), ' ' order by internal.event_read_scope(e)), string_agg(distinct e, ', ' order by e),
          coalesce(bool_or(tg_op = 'INSERT' or (tg_op = 'UPDATE' and e <> all (old.events))), false)
     into scopes, events, asked
     from unnest(carried) e where internal.event_read_scope(e) <> all (held);
