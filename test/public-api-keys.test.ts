@@ -60,6 +60,10 @@ interface List<T> {
   total: number;
 }
 
+function expectCreated(res: ApiResponse<unknown>): void {
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+}
+
 /** A problem-details answer with this status and code; 401s carry WWW-Authenticate. */
 function assertProblem(res: ApiResponse<unknown>, status: number, code: string): Problem {
   const body = res.body as Problem;
@@ -442,6 +446,7 @@ describeEachEngine("public API: API-key lifecycle", (t) => {
     const created = await asManager<Key>("POST", "/api-keys", { name: "made by a key" });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     assert.equal(created.body.account_id, label.id);
+    assert.deepEqual(created.body.scopes, ["catalog:read"], "the defaults it has itself");
     assert.deepEqual(created.body.verification?.sent_to, [masked(owner.email)]);
     const code = await codeFor(env, owner.email, "made by a key");
     const revealed = await asManager<Key>("POST", `/api-keys/${created.body.id}/reveal`, { code });
@@ -460,6 +465,162 @@ describeEachEngine("public API: API-key lifecycle", (t) => {
       assertProblem(await asManager(method, path), 404, "resource_missing");
     }
     assert.equal((await api(foreign.secret)("GET", "/releases")).status, 200, "the foreign key is untouched");
+  });
+
+  // Issue 26: a key that may only manage keys made a key with the default scopes.
+  test("a key gives a new key at most its own scopes, asked for or by default", async (ctx) => {
+    const env = await tenantEnv();
+    const label = await account(env);
+    await seedUser(db(), env.tenant, [{ account: label, role: "owner" }]);
+    const ALL = [...DEFAULT_SCOPES, "keys:manage"];
+    const cases: [maker: string[], asked: string[] | undefined, want: string[] | string][] = [
+      [["keys:manage"], undefined, ["keys:manage"]],
+      [["keys:manage", "catalog:read"], undefined, ["catalog:read"]],
+      [ALL, undefined, DEFAULT_SCOPES],
+      [["keys:manage"], ["catalog:read"], "catalog:read"],
+      [["keys:manage"], DEFAULT_SCOPES, "catalog:read catalog:write royalties:read webhooks:manage"],
+      [["keys:manage", "catalog:read"], ["catalog:read", "royalties:read"], "royalties:read"],
+      [
+        ["keys:manage", "catalog:read"],
+        ["catalog:read", "keys:manage"],
+        ["catalog:read", "keys:manage"],
+      ],
+    ];
+    for (const [maker, asked, want] of cases) {
+      await ctx.test(
+        `[${maker.join(", ")}] asking ${asked ? `[${asked.join(", ")}]` : "nothing"}`,
+        async () => {
+          const key = await issueTestKey(db(), label, { scopes: maker });
+          const before = await rows("select id from internal.api_keys where account_id = $1", [label.id]);
+          const res = await api(key.secret)<Key>("POST", "/api-keys", asked ? { scopes: asked } : {});
+          if (Array.isArray(want)) {
+            assert.equal(res.status, 201, JSON.stringify(res.body));
+            assert.deepEqual(res.body.scopes, want);
+            const [stored] = await rows<{ scopes: string[] }>(
+              "select scopes from internal.api_keys where id = $1",
+              [res.body.id],
+            );
+            assert.deepEqual(stored?.scopes, want, "stored as answered");
+            return;
+          }
+          const problem = assertProblem(res, 403, "insufficient_scope");
+          assert.equal(problem.param, "scopes");
+          assert.equal(
+            res.headers.get("www-authenticate"),
+            `Bearer realm="backline", error="insufficient_scope", scope="${want}"`,
+          );
+          for (const scope of want.split(" ")) assert.ok(problem.detail.includes(scope), problem.detail);
+          const after = await rows("select id from internal.api_keys where account_id = $1", [label.id]);
+          assert.equal(after.length, before.length, "nothing stored");
+        },
+      );
+    }
+    // /rest/v1 serves only the public schema: keys cannot be inserted there at all.
+    const key = await issueTestKey(db(), label, { scopes: ["keys:manage"] });
+    for (const profile of [undefined, "internal"]) {
+      const res = await fetch(`${app.url}/rest/v1/api_keys`, {
+        method: "POST",
+        headers: {
+          apikey: env.keys.anon_key,
+          authorization: `Bearer ${key.secret}`,
+          "content-type": "application/json",
+          ...(profile ? { "content-profile": profile } : {}),
+        },
+        body: JSON.stringify({ account_id: label.id, scopes: DEFAULT_SCOPES }),
+      });
+      assert.ok(res.status >= 400 && res.status < 500, `${profile}: ${res.status}`);
+    }
+  });
+
+  // Issue 26: asking for a new code reset the count of wrong ones, so codes could be guessed for ever.
+  test("wrong codes count against the key for good: ten lock it, a new code gives no new tries, owners are told", async () => {
+    const env = await tenantEnv();
+    const label = await account(env);
+    const owner = await signUp(env, [{ account: label, role: "owner" }]);
+    const admin = await signUp(env, [{ account: label, role: "admin" }]);
+    const key = await createKey(admin);
+    for (let round = 0; round < 2; round++) {
+      const code = await codeFor(env, owner.email, key.name);
+      const wrong = code === "999999" ? "999998" : "999999";
+      for (let i = 0; i < 5; i++) {
+        assertProblem(await reveal(admin, key.id, wrong), 422, "verification_code_invalid");
+      }
+      if (round === 0) {
+        assertProblem(await reveal(admin, key.id, code), 409, "verification_code_required");
+        expectCreated(await admin.api("POST", `/api-keys/${key.id}/verification`));
+      }
+    }
+    // Locked: the right code of a fresh request works no more, and no new code is sent.
+    const mailsBefore = (await listMail(db(), { tenantId: env.tenant.id, to: owner.email })).length;
+    assertProblem(await admin.api("POST", `/api-keys/${key.id}/verification`), 409, "api_key_reveal_locked");
+    assert.equal((await listMail(db(), { tenantId: env.tenant.id, to: owner.email })).length, mailsBefore);
+    assertProblem(
+      await reveal(admin, key.id, await codeFor(env, owner.email, key.name)),
+      409,
+      "api_key_reveal_locked",
+    );
+    const got = await admin.api<Key & { reveal_locked_at: string | null }>("GET", `/api-keys/${key.id}`);
+    assert.deepEqual([got.body.status, typeof got.body.reveal_locked_at], ["pending_reveal", "string"]);
+    // Only an operator-side update could clear it; the key can still be revoked.
+    const alerts = (await listMail(db(), { tenantId: env.tenant.id, to: owner.email })).filter(
+      (m) => m.kind === "api_key.reveal_locked",
+    );
+    assert.equal(alerts.length, 1);
+    assert.match(alerts[0]?.text_body ?? "", new RegExp(key.name));
+    assert.doesNotMatch(alerts[0]?.text_body ?? "", /\b\d{6}\b/, "no code in the alert");
+    assert.equal(
+      (await listMail(db(), { tenantId: env.tenant.id, to: admin.email })).some((m) =>
+        m.kind.startsWith("api_key"),
+      ),
+      false,
+      "the admin who guessed is not told anything by mail",
+    );
+    const revoked = await admin.api<Key>("DELETE", `/api-keys/${key.id}`);
+    assert.deepEqual([revoked.status, revoked.body.status], [200, "revoked"]);
+  });
+
+  test("wrong codes count against the account over 24 hours: twenty pause every reveal, new keys too", async () => {
+    const env = await tenantEnv();
+    const label = await account(env);
+    const owner = await signUp(env, [{ account: label, role: "owner" }]);
+    const admin = await signUp(env, [{ account: label, role: "admin" }]);
+    // Two keys, ten wrong codes each (two codes each): each locks, and the account reaches twenty.
+    for (let k = 0; k < 2; k++) {
+      const key = await createKey(admin);
+      for (let round = 0; round < 2; round++) {
+        if (round > 0) expectCreated(await admin.api("POST", `/api-keys/${key.id}/verification`));
+        const code = await codeFor(env, owner.email, key.name);
+        const wrong = code === "999999" ? "999998" : "999999";
+        for (let i = 0; i < 5; i++) {
+          assertProblem(await reveal(admin, key.id, wrong), 422, "verification_code_invalid");
+        }
+      }
+    }
+    const fresh = await createKey(admin);
+    const code = await codeFor(env, owner.email, fresh.name);
+    const paused = await reveal(admin, fresh.id, code);
+    assertProblem(paused, 429, "reveal_attempts_exceeded");
+    const retryAfter = Number(paused.headers.get("retry-after"));
+    assert.ok(retryAfter > 23 * 3600 && retryAfter <= 24 * 3600, `Retry-After ${retryAfter}`);
+    const mail = await listMail(db(), { tenantId: env.tenant.id, to: owner.email });
+    assert.deepEqual(
+      [
+        mail.filter((m) => m.kind === "api_key.reveal_locked").length,
+        mail.filter((m) => m.kind === "api_key.reveal_limited").length,
+      ],
+      [2, 1],
+      "each lock and the account's limit told once",
+    );
+    // Another account of the tenant is not affected.
+    const elsewhere = await signUp(env);
+    await revealedKey(env, elsewhere);
+    // Once the wrong codes are older than the window, the waiting key is revealed with its code.
+    await rows(
+      "update internal.api_key_reveal_failures set failed_at = failed_at - interval '25 hours' where account_id = $1",
+      [label.id],
+    );
+    const revealed = await reveal(admin, fresh.id, code);
+    assert.equal(revealed.status, 200, JSON.stringify(revealed.body));
   });
 
   // ---------------------------------------------------------------------------------------------

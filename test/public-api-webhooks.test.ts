@@ -1,13 +1,15 @@
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { after, before, test } from "node:test";
 import { Webhook } from "standardwebhooks";
-import { loadSecretBox } from "../src/webhooks/secrets.ts";
+import { loadSecretBox, SecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
   assertFieldErrors,
   assertProblem,
   expectStatus,
+  issueTestKey,
   keyedAccount,
   publicApi,
 } from "./support/public-api.ts";
@@ -221,6 +223,95 @@ describeEachEngine("public api: webhooks", (t) => {
     assertProblem(await api("POST", `/webhooks/${A_UUID}/rotate-secret`), 404, "resource_missing");
   });
 
+  // Issue 26: a retried create made two endpoints; a retried rotation lost the secret.
+  test("Idempotency-Key: a retried registration makes one endpoint and answers the same secret again", async () => {
+    const { api, account } = await keyed();
+    const body = { url: "https://hooks.example.com/once", events: ["release.live"] };
+    const headers = { "idempotency-key": "register-once" };
+    const first = await api<Obj & { id: string; secret: string }>("POST", "/webhooks", body, headers);
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    assert.equal(first.headers.get("idempotent-replayed"), null);
+    const again = await api<Obj & { id: string; secret: string }>("POST", "/webhooks", body, headers);
+    assert.equal(again.status, 201);
+    assert.equal(again.headers.get("idempotent-replayed"), "true");
+    assert.deepEqual(again.body, first.body, "the same answer, the secret shown once included");
+    assert.deepEqual(
+      (await rows("select id from internal.webhook_endpoints where account_id = $1", [account.id])).map(
+        (r) => r.id,
+      ),
+      [first.body.id],
+    );
+
+    // Kept only encrypted: no column of the record holds the secret.
+    const kept = await rows(
+      "select response_body, response_ciphertext from internal.idempotency_keys where key = 'register-once'",
+    );
+    assert.equal(kept.length, 1);
+    assert.equal(kept[0]?.response_body, null);
+    assert.ok(!JSON.stringify(kept).includes(first.body.secret.slice(6)), "no plain secret in the table");
+    assert.deepEqual(
+      JSON.parse(loadSecretBox(app.config).decrypt(String(kept[0]?.response_ciphertext))),
+      first.body,
+    );
+
+    // Another key of the account reusing the Idempotency-Key never gets the secret.
+    const sibling = await issueTestKey(t().db, account);
+    const other = await publicApi(app.url, sibling.secret)("POST", "/webhooks", body, headers);
+    assertProblem(other, 422, "idempotency_key_reused");
+    assert.equal(JSON.stringify(other.body).includes(first.body.secret), false);
+    // Sealed under a master key the server no longer has: a clear 409, never a 500 or a second endpoint.
+    await rows("update internal.idempotency_keys set response_ciphertext = $1 where key = 'register-once'", [
+      new SecretBox(randomBytes(32)).encrypt(JSON.stringify(first.body)),
+    ]);
+    assertProblem(await api("POST", "/webhooks", body, headers), 409, "idempotency_response_unavailable");
+    assert.equal(
+      (await rows("select id from internal.webhook_endpoints where account_id = $1", [account.id])).length,
+      1,
+    );
+    // The same key with another body is refused as for every POST.
+    assertProblem(
+      await api("POST", "/webhooks", { ...body, url: "https://hooks.example.com/twice" }, headers),
+      422,
+      "idempotency_key_reused",
+    );
+  });
+
+  test("Idempotency-Key: a retried rotation rotates once and answers the same new secret again", async () => {
+    const { api } = await keyed();
+    const created = await register(api);
+    const path = `/webhooks/${created.id}/rotate-secret`;
+    const headers = { "idempotency-key": `rotate-${created.id}` };
+    const first = await api<Obj & { secret: string }>("POST", path, { previous_secret_hours: 1 }, headers);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const again = await api<Obj & { secret: string }>("POST", path, { previous_secret_hours: 1 }, headers);
+    assert.deepEqual([again.status, again.headers.get("idempotent-replayed")], [200, "true"]);
+    assert.deepEqual(again.body, first.body);
+    const [row] = await rows(
+      "select secret_ciphertext, previous_secret_ciphertext from internal.webhook_endpoints where id = $1",
+      [created.id],
+    );
+    const box = loadSecretBox(app.config);
+    assert.equal(
+      box.decrypt(String(row?.secret_ciphertext)),
+      first.body.secret,
+      "the secret the client holds",
+    );
+    assert.equal(
+      box.decrypt(String(row?.previous_secret_ciphertext)),
+      created.secret,
+      "rotated once, not twice",
+    );
+    const [kept] = await rows(
+      "select response_body, response_ciphertext from internal.idempotency_keys where key = $1",
+      [headers["idempotency-key"]],
+    );
+    assert.equal(kept?.response_body, null);
+    assert.ok(!JSON.stringify(kept).includes(first.body.secret.slice(6)));
+    // Without the header, each call rotates.
+    const fresh = expectStatus(await api("POST", path, {}), 200) as Obj;
+    assert.notEqual(fresh.secret, first.body.secret);
+  });
+
   test("test event and the delivery log; retry of a delivery", async () => {
     const { api, account } = await keyed();
     const created = await register(api, { url: "http://127.0.0.1:9/unreachable" });
@@ -312,9 +403,9 @@ describeEachEngine("public api: webhooks", (t) => {
   });
 
   test("royalties.imported needs royalties:read as well: it carries the account's revenue", async () => {
-    const webhooksOnly = await keyed(["webhooks:manage"]);
+    const hooks = await keyed(["webhooks:manage", "catalog:read"]);
     const refused = assertProblem(
-      await webhooksOnly.api("POST", "/webhooks", {
+      await hooks.api("POST", "/webhooks", {
         url: "https://hooks.example.com/backline",
         events: ["release.live", "royalties.imported"],
       }),
@@ -322,16 +413,78 @@ describeEachEngine("public api: webhooks", (t) => {
       "insufficient_scope",
     );
     assert.equal(refused.param, "events");
-    const endpoint = await register(webhooksOnly.api, { events: ["release.live"] });
-    assertProblem(
-      await webhooksOnly.api("PATCH", `/webhooks/${endpoint.id}`, { events: ["royalties.imported"] }),
-      403,
-      "insufficient_scope",
-    );
+    const endpoint = await register(hooks.api, { events: ["release.live"] });
+    const patched = await hooks.api("PATCH", `/webhooks/${endpoint.id}`, { events: ["royalties.imported"] });
+    assert.equal(assertProblem(patched, 403, "insufficient_scope").param, "events");
+    assert.match(patched.headers.get("www-authenticate") ?? "", /scope="royalties:read"/);
     const [row] = await rows("select events from internal.webhook_endpoints where id = $1", [endpoint.id]);
     assert.deepEqual(row?.events, ["release.live"], "nothing changed");
     const both = await keyed(["webhooks:manage", "royalties:read"]);
     await register(both.api, { events: ["royalties.imported"] });
+  });
+
+  test("release events need catalog:read: a key without it registers none", async () => {
+    const royaltiesOnly = await keyed(["webhooks:manage", "royalties:read"]);
+    const res = await royaltiesOnly.api("POST", "/webhooks", {
+      url: "https://hooks.example.com/backline",
+      events: ["release.live"],
+    });
+    assert.equal(assertProblem(res, 403, "insufficient_scope").param, "events");
+    assert.match(
+      res.headers.get("www-authenticate") ?? "",
+      /error="insufficient_scope", scope="catalog:read"/,
+    );
+    assert.deepEqual(
+      await rows("select id from internal.webhook_endpoints where account_id = $1", [
+        royaltiesOnly.account.id,
+      ]),
+      [],
+    );
+  });
+
+  // Issue 26: a key with webhooks:manage alone pointed the account's royalties endpoint at itself.
+  test("a key that may not read royalties cannot change, rotate or remove an endpoint that carries them", async (ctx) => {
+    const owner = await keyed(); // every scope but keys:manage
+    const revenue = await register(owner.api, {
+      url: "https://erp.example.com/royalties",
+      events: ["royalties.imported", "release.live"],
+    });
+    const weak = await issueTestKey(t().db, owner.account, { scopes: ["webhooks:manage"] });
+    const catalogHooks = await issueTestKey(t().db, owner.account, {
+      scopes: ["webhooks:manage", "catalog:read"],
+    });
+    const [before] = await rows("select * from internal.webhook_endpoints where id = $1", [revenue.id]);
+    const attacks: [name: string, method: string, path: string, body?: Obj][] = [
+      ["redirect its URL", "PATCH", `/webhooks/${revenue.id}`, { url: "https://attacker.example.net/steal" }],
+      ["change its description", "PATCH", `/webhooks/${revenue.id}`, { description: "mine now" }],
+      ["disable it", "PATCH", `/webhooks/${revenue.id}`, { enabled: false }],
+      ["drop royalties from it", "PATCH", `/webhooks/${revenue.id}`, { events: ["release.live"] }],
+      ["rotate its secret", "POST", `/webhooks/${revenue.id}/rotate-secret`, {}],
+      ["delete it", "DELETE", `/webhooks/${revenue.id}`],
+    ];
+    for (const [secretName, secret] of [
+      ["webhooks:manage", weak.secret],
+      ["webhooks:manage + catalog:read", catalogHooks.secret],
+    ] as const) {
+      for (const [name, method, path, body] of attacks) {
+        await ctx.test(`${secretName}: ${name}`, async () => {
+          const res = await publicApi(app.url, secret)(method, path, body);
+          const problem = assertProblem(res, 403, "insufficient_scope");
+          assert.match(problem.detail, /royalties\.imported/);
+          assert.match(res.headers.get("www-authenticate") ?? "", /scope="(catalog:read )?royalties:read"/);
+          assert.equal("secret" in (res.body as Obj), false);
+        });
+      }
+    }
+    const [after] = await rows("select * from internal.webhook_endpoints where id = $1", [revenue.id]);
+    assert.deepEqual(after, before, "the endpoint is exactly as it was");
+    // It may still see the endpoint (webhooks:manage), and a key that may read royalties changes it.
+    expectStatus(await publicApi(app.url, weak.secret)("GET", `/webhooks/${revenue.id}`), 200);
+    const moved = expectStatus(
+      await owner.api("PATCH", `/webhooks/${revenue.id}`, { url: "https://erp.example.com/v2" }),
+      200,
+    ) as Obj;
+    assert.equal(moved.url, "https://erp.example.com/v2");
   });
 
   test("security: another account's endpoints are 404; keys without webhooks:manage are 403", async () => {

@@ -52,7 +52,7 @@ const CALLERS = [
   "ownerS", // owner of the sandbox account S, same tenant
   "ownerC", // owner of account C in tenant 2
   "tamperedOwnerA", // ownerA's token with tenant_id naming tenant 2
-  "adminKeyA", // a public-API key of A with keys:manage (account_role admin)
+  "adminKeyA", // A's active public-API key, with every scope (account_role admin)
   "keyA", // a public-API key of A with catalog:write (account_role member)
   "viewerKeyA", // a public-API key of A with account_role viewer
   "memberO1", // member of account O (owner-only tenant 3)
@@ -79,6 +79,8 @@ const NOT_EDITABLE = "BL001";
 const BAD_TRANSITION = "BL002";
 const NOT_DELIVERED = "BL005";
 const OAC_NOT_ELIGIBLE = "BL007";
+/** An API key asked for more than its scopes (migration 0013). */
+const NO_SCOPE = "BL014";
 type SqlState =
   | typeof DENIED
   | typeof NO_PARENT
@@ -87,7 +89,8 @@ type SqlState =
   | typeof NOT_EDITABLE
   | typeof BAD_TRANSITION
   | typeof NOT_DELIVERED
-  | typeof OAC_NOT_ELIGIBLE;
+  | typeof OAC_NOT_ELIGIBLE
+  | typeof NO_SCOPE;
 
 const STATUSES = [
   "draft",
@@ -217,6 +220,7 @@ type ReleaseName =
 type ArtistName = "A" | "oac" | "B" | "C" | "O1" | "O2";
 
 const KEY_STATUSES = ["pending_reveal", "active", "frozen", "revoked"] as const;
+const ALL_SCOPES = ["catalog:read", "catalog:write", "royalties:read", "webhooks:manage", "keys:manage"];
 type KeyStatus = (typeof KEY_STATUSES)[number];
 
 interface World {
@@ -264,13 +268,18 @@ async function deliveredReleaseAs(db: Db, user: SeedUser, artist: string, title:
 }
 
 /** A key inserted on the operator's path (which keeps the status and hash it is given). */
-async function seedKey(db: Db, account: Account, status: KeyStatus): Promise<string> {
+async function seedKey(
+  db: Db,
+  account: Account,
+  status: KeyStatus,
+  scopes: string[] = ["catalog:read"],
+): Promise<string> {
   const hash = status === "pending_reveal" || status === "revoked" ? null : randomBytes(32).toString("hex");
   const [row] = await asService<{ id: string }>(
     db,
     `insert into internal.api_keys (account_id, name, scopes, key_hash, status)
      values ($1, $2, $3, $4, $5) returning id`,
-    [account.id, `${status} key`, ["catalog:read"], hash, status],
+    [account.id, `${status} key`, scopes, hash, status],
   );
   if (!row) throw new Error("no key");
   return row.id;
@@ -368,7 +377,8 @@ async function seedWorld(db: Db): Promise<World> {
   const labels = new Map<string, string>();
   const keysOfA = {} as Record<KeyStatus, string>;
   for (const status of KEY_STATUSES) {
-    keysOfA[status] = await seedKey(db, accounts.A, status);
+    // A's active key is adminKeyA's: the database reads a key's scopes from its row (migration 0013).
+    keysOfA[status] = await seedKey(db, accounts.A, status, status === "active" ? ALL_SCOPES : undefined);
     labels.set(keysOfA[status], `A.${status}`);
   }
   for (const account of ["B", "S", "C"] as const) {
@@ -397,7 +407,7 @@ async function seedWorld(db: Db): Promise<World> {
     ownerS: userClaims(people.ownerS),
     ownerC: userClaims(people.ownerC),
     tamperedOwnerA: { ...userClaims(people.ownerA), tenant_id: tenants.t2.id },
-    adminKeyA: keyClaims(accounts.A, "admin"),
+    adminKeyA: { ...keyClaims(accounts.A, "admin"), api_key_id: keysOfA.active },
     keyA: keyClaims(accounts.A, "member"),
     viewerKeyA: keyClaims(accounts.A, "viewer"),
     memberO1: userClaims(people.memberO1),
@@ -612,6 +622,62 @@ describeEachEngine("RLS of the public API's tables and functions (migration 0007
       });
     }
 
+    // Issue 26: a key gives a new key at most its own scopes, whatever the interface (migration
+    // 0013). The maker is a real key of A (the database reads its scopes from its row); an owner,
+    // signed in, gives any scope.
+    const SCOPE_LIMITS: [maker: string[] | "ownerA", asked: string[], expected: "ok" | typeof NO_SCOPE][] = [
+      [["keys:manage"], ["keys:manage"], "ok"],
+      [["keys:manage"], ["catalog:read"], NO_SCOPE],
+      [["keys:manage"], ["catalog:read", "catalog:write", "royalties:read", "webhooks:manage"], NO_SCOPE],
+      [["keys:manage", "catalog:read"], ["catalog:read"], "ok"],
+      [["keys:manage", "catalog:read"], ["catalog:read", "royalties:read"], NO_SCOPE],
+      [["keys:manage", "catalog:read"], ["catalog:read", "keys:manage"], "ok"],
+      [ALL_SCOPES, ALL_SCOPES, "ok"],
+      ["ownerA", ALL_SCOPES, "ok"],
+    ];
+    for (const [maker, asked, expected] of SCOPE_LIMITS) {
+      const who = maker === "ownerA" ? "ownerA" : `a key with [${maker.join(", ")}]`;
+      test(`${who} creates a key with [${asked.join(", ")}]: ${expected === "ok" ? "ok" : `fails ${expected}`}`, async () => {
+        const w = world();
+        const keyId = maker === "ownerA" ? undefined : await seedKey(db(), w.accounts.A, "active", maker);
+        try {
+          const claims = keyId ? { ...keyClaims(w.accounts.A, "admin"), api_key_id: keyId } : as("ownerA");
+          const r = await rows(
+            db(),
+            claims,
+            "insert into internal.api_keys (account_id, scopes) values ($1, $2) returning scopes",
+            [w.accounts.A.id, asked],
+          );
+          assert.deepEqual(r, expected === "ok" ? { ok: [{ scopes: asked }] } : { error: NO_SCOPE });
+        } finally {
+          if (keyId) await asService(db(), "delete from internal.api_keys where id = $1", [keyId]);
+        }
+      });
+    }
+    test("a key's claims naming a key that is not active, or another account's, give no scope", async () => {
+      const w = world();
+      for (const [status, account] of [
+        ["frozen", "A"],
+        ["revoked", "A"],
+        ["active", "B"],
+      ] as const) {
+        const keyId = await seedKey(db(), w.accounts[account], status, ALL_SCOPES);
+        try {
+          const claims = { ...keyClaims(w.accounts.A, "admin"), api_key_id: keyId };
+          assert.deepEqual(
+            await rows(db(), claims, "insert into internal.api_keys (account_id, scopes) values ($1, $2)", [
+              w.accounts.A.id,
+              ["catalog:read"],
+            ]),
+            { error: NO_SCOPE },
+            `${status} key of ${account}`,
+          );
+        } finally {
+          await asService(db(), "delete from internal.api_keys where id = $1", [keyId]);
+        }
+      }
+    });
+
     // Columns outside the insert grant: the operator's (secret, status, identity of the key).
     const INSERT_FORBIDDEN: [column: string, value: (w: World) => unknown][] = [
       ["key_hash", () => randomBytes(32).toString("hex")],
@@ -624,6 +690,8 @@ describeEachEngine("RLS of the public API's tables and functions (migration 0007
       ["created_by", (w) => w.people.memberB.id],
       ["revealed_at", () => "2026-01-01T00:00:00Z"],
       ["last_used_at", () => "2026-01-01T00:00:00Z"],
+      ["reveal_failures", () => 0],
+      ["reveal_locked_at", () => "2026-01-01T00:00:00Z"],
     ];
     for (const [column, value] of INSERT_FORBIDDEN) {
       for (const caller of ["ownerA", "adminKeyA"] as const) {
@@ -767,6 +835,8 @@ describeEachEngine("RLS of the public API's tables and functions (migration 0007
       ["revealed_at", () => "2026-01-01T00:00:00Z"],
       ["reveal_code_hash", () => randomBytes(32).toString("hex")],
       ["reveal_attempts", () => 0],
+      ["reveal_failures", () => 0],
+      ["reveal_locked_at", () => null],
       ["expires_at", () => "2099-01-01T00:00:00Z"],
       ["revoked_at", () => null],
     ];
@@ -827,6 +897,47 @@ describeEachEngine("RLS of the public API's tables and functions (migration 0007
         assert.deepEqual(await affected(db(), as("service"), STATEMENTS[op], params(world())), { ok: 1 });
       });
     }
+  });
+
+  // -------------------------------------------------------------------------------------------
+  describe("internal.api_key_reveal_failures (migration 0013): the server's own path only", () => {
+    before(async () => {
+      await asService(
+        db(),
+        "insert into internal.api_key_reveal_failures (account_id, key_id) values ($1, $2)",
+        [world().accounts.A.id, world().keysOfA.pending_reveal],
+      );
+    });
+    const STATEMENTS = {
+      select: "select account_id, failed_at from internal.api_key_reveal_failures",
+      insert: "insert into internal.api_key_reveal_failures (account_id) values ($1)",
+      update: "update internal.api_key_reveal_failures set failed_at = now() - interval '2 days'",
+      delete: "delete from internal.api_key_reveal_failures",
+    } as const;
+    for (const op of ["select", "insert", "update", "delete"] as const) {
+      const params = (w: World) => (op === "insert" ? [w.accounts.A.id] : []);
+      for (const caller of CLIENTS) {
+        test(`${op} as ${caller} fails ${DENIED}`, async () => {
+          assert.deepEqual(await affected(db(), as(caller), STATEMENTS[op], params(world())), {
+            error: DENIED,
+          });
+        });
+      }
+      test(`${op} as service: 1 row`, async () => {
+        assert.deepEqual(await affected(db(), as("service"), STATEMENTS[op], params(world())), { ok: 1 });
+      });
+    }
+    test("no client reads or writes the reveal counters of a key", async () => {
+      for (const caller of ["ownerA", "adminKeyA"] as const) {
+        for (const sql of [
+          "select reveal_failures from internal.api_keys",
+          "select reveal_attempts from internal.api_keys",
+          "update internal.api_keys set reveal_failures = 0",
+        ]) {
+          assert.deepEqual(await affected(db(), as(caller), sql), { error: DENIED }, `${caller}: ${sql}`);
+        }
+      }
+    });
   });
 
   // -------------------------------------------------------------------------------------------

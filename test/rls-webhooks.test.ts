@@ -23,7 +23,7 @@ type Outcome = number | "denied";
 
 describeEachEngine("rls: webhooks (migration 0009)", (t) => {
   const callers = new Map<string, Claims>();
-  const ids = { endpointA: "", endpointB: "", accountA: "", accountB: "" };
+  const ids = { endpointA: "", endpointB: "", royaltiesA: "", accountA: "", accountB: "" };
 
   before(async () => {
     const db = t().db;
@@ -49,7 +49,11 @@ describeEachEngine("rls: webhooks (migration 0009)", (t) => {
     callers.set("memberA", userClaims(await seedUser(db, tenant, [{ account: a, role: "member" }])));
     callers.set("ownerB", userClaims(await seedUser(db, tenant, [{ account: b, role: "owner" }])));
     callers.set("ownerC", userClaims(await seedUser(db, other, [{ account: c, role: "owner" }])));
-    callers.set("hookKeyA", await keyOf(["webhooks:manage"]));
+    // Release events need catalog:read to be managed, royalty events royalties:read (migration 0013).
+    callers.set("hookKeyA", await keyOf(["webhooks:manage", "catalog:read"]));
+    callers.set("hookOnlyKeyA", await keyOf(["webhooks:manage"]));
+    callers.set("royaltyHookKeyA", await keyOf(["webhooks:manage", "royalties:read"]));
+    callers.set("fullHookKeyA", await keyOf(["webhooks:manage", "catalog:read", "royalties:read"]));
     callers.set("catalogKeyA", await keyOf(["catalog:read", "catalog:write"]));
     callers.set("anon", anonClaims(tenant));
     callers.set("tenantService", tenantServiceClaims(tenant));
@@ -70,6 +74,12 @@ describeEachEngine("rls: webhooks (migration 0009)", (t) => {
           [tenant.id, account.id],
         );
       }
+      const r = await tx.query<{ id: string }>(
+        `insert into internal.webhook_endpoints (account_id, url, events, secret_ciphertext)
+         values ($1, 'https://hooks.example.com/revenue', '{royalties.imported}', 'v1.r.s.t') returning id`,
+        [a.id],
+      );
+      ids.royaltiesA = (r.rows[0] as { id: string }).id;
       await tx.query(
         `insert into internal.webhook_attempts (delivery_id, endpoint_id, attempt, started_at, duration_ms, outcome)
          select id, endpoint_id, 1, now(), 5, 'timeout' from internal.webhook_deliveries`,
@@ -242,5 +252,142 @@ describeEachEngine("rls: webhooks (migration 0009)", (t) => {
         "denied",
       );
     }
+  });
+  /** Runs `sql` as `caller` and rolls back: the first row's first value or the row count, or the SQLSTATE. */
+  async function attempt(caller: string, sql: string, params: unknown[] = []): Promise<unknown> {
+    const claims = callers.get(caller);
+    assert.ok(claims, caller);
+    let value: unknown;
+    try {
+      await t().db.withRequestContext(claims, async (tx: Tx) => {
+        const r = await tx.query<Record<string, unknown>>(sql, params);
+        value = r.rows[0] ? Object.values(r.rows[0])[0] : r.rowCount;
+        throw new Error("rollback");
+      });
+    } catch (error) {
+      if (error instanceof Error && error.message === "rollback") return value;
+      const db = asDbError(error);
+      if (db) return db.sqlstate;
+      throw error;
+    }
+    return value;
+  }
+
+  // Issue 26: a key that may only manage webhooks must not point an endpoint carrying the
+  // account's revenue (or its catalog) at itself. Every change needs the read scopes of every
+  // event the endpoint carries, before and after the change.
+  const NO_SCOPE = "BL014";
+  const KEYS = ["hookOnlyKeyA", "hookKeyA", "royaltyHookKeyA", "fullHookKeyA", "ownerA"] as const;
+  const scopeCases: { what: string; sql: string; params: () => unknown[]; want: unknown[] }[] = [
+    {
+      what: "change the URL of the royalties endpoint",
+      sql: "update internal.webhook_endpoints set url = 'https://attacker.example.net/' where id = $1",
+      params: () => [ids.royaltiesA],
+      want: [NO_SCOPE, NO_SCOPE, 1, 1, 1],
+    },
+    {
+      what: "disable the royalties endpoint",
+      sql: "update internal.webhook_endpoints set enabled = false where id = $1",
+      params: () => [ids.royaltiesA],
+      want: [NO_SCOPE, NO_SCOPE, 1, 1, 1],
+    },
+    {
+      what: "delete the royalties endpoint",
+      sql: "delete from internal.webhook_endpoints where id = $1",
+      params: () => [ids.royaltiesA],
+      want: [NO_SCOPE, NO_SCOPE, 1, 1, 1],
+    },
+    {
+      what: "rotate the royalties endpoint's secret",
+      sql: "select internal.rotate_webhook_secret($1, 'v1.n.e.w', 0)",
+      params: () => [ids.royaltiesA],
+      want: [NO_SCOPE, NO_SCOPE, true, true, true],
+    },
+    {
+      what: "change the URL of a release endpoint",
+      sql: "update internal.webhook_endpoints set url = 'https://attacker.example.net/' where id = $1",
+      params: () => [ids.endpointA],
+      want: [NO_SCOPE, 1, NO_SCOPE, 1, 1],
+    },
+    {
+      what: "add royalties.imported to a release endpoint",
+      sql: "update internal.webhook_endpoints set events = '{release.live,royalties.imported}' where id = $1",
+      params: () => [ids.endpointA],
+      want: [NO_SCOPE, NO_SCOPE, NO_SCOPE, 1, 1],
+    },
+    {
+      what: "drop royalties.imported from the royalties endpoint for a release event",
+      sql: "update internal.webhook_endpoints set events = '{release.live}' where id = $1",
+      params: () => [ids.royaltiesA],
+      want: [NO_SCOPE, NO_SCOPE, NO_SCOPE, 1, 1],
+    },
+    {
+      what: "register a royalties endpoint",
+      sql: `insert into internal.webhook_endpoints (account_id, url, events, secret_ciphertext)
+            values ($1, 'https://attacker.example.net/', '{royalties.imported}', 'v1.a.b.c')`,
+      params: () => [ids.accountA],
+      want: [NO_SCOPE, NO_SCOPE, 1, 1, 1],
+    },
+    {
+      what: "register a release endpoint",
+      sql: `insert into internal.webhook_endpoints (account_id, url, events, secret_ciphertext)
+            values ($1, 'https://attacker.example.net/', '{release.live}', 'v1.a.b.c')`,
+      params: () => [ids.accountA],
+      want: [NO_SCOPE, 1, NO_SCOPE, 1, 1],
+    },
+    {
+      what: "rotate B's endpoint's secret",
+      sql: "select internal.rotate_webhook_secret($1, 'v1.n.e.w', 0)",
+      params: () => [ids.endpointB],
+      want: [false, false, false, false, false],
+    },
+  ];
+  for (const c of scopeCases) {
+    test(`${c.what}: needs the read scope of every event carried`, async () => {
+      const got: Record<string, unknown> = {};
+      const want: Record<string, unknown> = {};
+      for (const [i, caller] of KEYS.entries()) {
+        got[caller] = await attempt(caller, c.sql, c.params());
+        want[caller] = c.want[i];
+      }
+      assert.deepEqual(got, want);
+    });
+  }
+
+  test("rotate_webhook_secret: only the endpoint's managers; anon and the tenant's service key have no grant", async () => {
+    const sql = "select internal.rotate_webhook_secret($1, 'v1.n.e.w', 24)";
+    const got: Record<string, unknown> = {};
+    for (const caller of [
+      "ownerA",
+      "adminA",
+      "memberA",
+      "ownerB",
+      "ownerC",
+      "catalogKeyA",
+      "anon",
+      "tenantService",
+    ]) {
+      got[caller] = await attempt(caller, sql, [ids.endpointA]);
+    }
+    assert.deepEqual(got, {
+      ownerA: true,
+      adminA: true,
+      memberA: false,
+      ownerB: false,
+      ownerC: false,
+      catalogKeyA: false,
+      anon: "42501",
+      tenantService: "42501",
+    });
+    const [row] = await t().db.asService(
+      async (tx) =>
+        (
+          await tx.query<{ secret_ciphertext: string }>(
+            "select secret_ciphertext from internal.webhook_endpoints where id = $1",
+            [ids.endpointA],
+          )
+        ).rows,
+    );
+    assert.equal(row?.secret_ciphertext, "v1.x.y.z", "every attempt rolled back");
   });
 });

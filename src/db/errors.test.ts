@@ -43,6 +43,7 @@ describe("mapDbError", () => {
     ["BL002", "authenticated", 409, "invalid_status_transition"],
     ["BL003", "authenticated", 409, "takedown_not_allowed"],
     ["BL004", "authenticated", 403, "operator_only"],
+    ["BL014", "authenticated", 403, "insufficient_scope"],
     ["23505", "authenticated", 409, "unique_violation"],
     ["23503", "authenticated", 409, "foreign_key_violation"],
     ["23001", "authenticated", 409, "restrict_violation"],

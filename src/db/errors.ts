@@ -43,6 +43,8 @@ export const RULE_VIOLATIONS = {
   BL005: { code: "release_not_delivered", status: 409 },
   BL006: { code: "isrc_in_use", status: 409 },
   BL007: { code: "oac_not_eligible", status: 409 },
+  // Migration 0013: an API key asked for more than its scopes allow (its detail names the scope).
+  BL014: { code: "insufficient_scope", status: 403 },
 } as const satisfies Record<string, { code: string; status: number }>;
 
 export interface ErrorMapping {

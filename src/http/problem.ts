@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { asDbError, isRetryable, mapDbError } from "../db/errors.ts";
+import { asDbError, mapDbError } from "../db/errors.ts";
 
 /**
  * Errors of Backline's own endpoints (health, admin, and the default for anything without a
@@ -98,7 +98,7 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
   const db = asDbError(error);
   if (db) {
     const mapped = mapDbError(db);
-    if (mapped.status < 500 || isRetryable(mapped)) {
+    if (mapped.status < 500 || mapped.status === 503) {
       return sendProblem(reply, request, { ...mapped, detail: db.message, param: db.column });
     }
     if (mapped.code === "statement_timeout") {

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from "fastify";
-import { asDbError, isRetryable, mapDbError } from "../db/errors.ts";
+import { asDbError, mapDbError } from "../db/errors.ts";
 import { JsonLimitError } from "../http/body-limits.ts";
 import type { FieldError } from "../http/field-errors.ts";
 import { TITLES } from "../http/problem.ts";
@@ -69,6 +69,20 @@ const DB_CODES: Record<string, string> = {
 const TIMEOUT_DETAIL =
   "The request ran longer than its statement timeout and was cancelled; narrow it (filters, a smaller page) or retry later.";
 
+function scopeDetail(detail: string | undefined): { scope?: string; param?: string } {
+  try {
+    const parsed = JSON.parse(detail ?? "{}") as { scope?: unknown; param?: unknown };
+    const scope =
+      typeof parsed.scope === "string" && /^[a-z]+:[a-z]+( [a-z]+:[a-z]+)*$/.test(parsed.scope)
+        ? parsed.scope
+        : undefined;
+    const param = typeof parsed.param === "string" ? parsed.param : undefined;
+    return { ...(scope ? { scope } : {}), ...(param ? { param } : {}) };
+  } catch {
+    return {};
+  }
+}
+
 export interface Rendered {
   status: number;
   headers: Record<string, string>;
@@ -99,7 +113,19 @@ export function renderError(error: unknown, request: FastifyRequest): Rendered {
     const mapped = mapDbError(db);
     // This API sends only its own SQL: an undefined column or a syntax error (class 42) is a bug, not the caller's.
     const ours = db.sqlstate.startsWith("42") && db.sqlstate !== "42501";
-    if ((mapped.status < 500 || isRetryable(mapped)) && !ours) {
+    if (db.sqlstate === "BL014") {
+      // The database refused what the key's scopes do not cover (migration 0013): its detail
+      // names the scope, and the field at fault where there is one.
+      const { scope, param } = scopeDetail(db.detail);
+      return {
+        status: 403,
+        headers: {
+          "WWW-Authenticate": `Bearer realm="backline", error="insufficient_scope"${scope ? `, scope="${scope}"` : ""}`,
+        },
+        body: base(403, "insufficient_scope", db.message, param),
+      };
+    }
+    if ((mapped.status < 500 || mapped.status === 503) && !ours) {
       const code = DB_CODES[mapped.code] ?? mapped.code;
       return { status: mapped.status, headers: {}, body: base(mapped.status, code, db.message, db.column) };
     }

@@ -9,6 +9,8 @@ import { ApiError } from "./errors.ts";
  * `Idempotent-Replayed: true`; a retry while the first still runs gets 409; the same key with a
  * different body gets 422. Responses of 5xx are not kept, so a retry after a server failure runs
  * again. A request that never finished (its process died) frees its key after LOCK_SECONDS.
+ * A response holding a secret shown once is kept only encrypted with `seal` (response_ciphertext,
+ * migration 0013), never as plain JSON.
  */
 export interface StoredResponse {
   status: number;
@@ -23,15 +25,29 @@ export type Claimed =
 const LOCK_SECONDS = 120;
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
-export function requestHash(method: string, path: string, body: unknown): string {
+export function requestHash(method: string, path: string, body: unknown, caller?: string): string {
   return createHash("sha256")
-    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}`)
+    .update(`${method} ${path}\n${JSON.stringify(body ?? null)}${caller === undefined ? "" : `\n${caller}`}`)
     .digest("hex");
+}
+
+/** What encrypts a kept response that holds a secret (the server's SecretBox). */
+export interface Sealer {
+  encrypt(plain: string): string;
+  decrypt(sealed: string): string;
+}
+
+function open(seal: Sealer, sealed: string): unknown {
+  try {
+    return JSON.parse(seal.decrypt(sealed));
+  } catch {
+    return undefined;
+  }
 }
 
 export async function claimIdempotencyKey(
   db: Db,
-  input: { owner: string; method: string; path: string; key: string; hash: string },
+  input: { owner: string; method: string; path: string; key: string; hash: string; seal?: Sealer },
 ): Promise<Claimed> {
   if (!KEY.test(input.key)) {
     throw new ApiError(
@@ -68,10 +84,11 @@ export async function claimIdempotencyKey(
         lock_expired: boolean;
         response_status: number | null;
         response_body: unknown;
+        response_ciphertext: string | null;
         response_headers: Record<string, string> | null;
       }>(
         `select request_hash, status, locked_until <= now() as lock_expired, response_status, response_body,
-                response_headers
+                response_ciphertext, response_headers
          from internal.idempotency_keys where owner = $1 and method = $2 and path = $3 and key = $4 for update`,
         ids,
       )
@@ -79,13 +96,16 @@ export async function claimIdempotencyKey(
     if (!row) return { kind: "retry" as const };
     if (row.request_hash !== input.hash) return { kind: "mismatch" as const };
     if (row.status === "done") {
+      let body = row.response_body;
+      if (row.response_ciphertext !== null) {
+        const opened = input.seal ? open(input.seal, row.response_ciphertext) : undefined;
+        // Sealed under a master key the server no longer has: the answer is lost, not replayable.
+        if (opened === undefined) return { kind: "unreadable" as const };
+        body = opened;
+      }
       return {
         kind: "replay" as const,
-        response: {
-          status: row.response_status ?? 200,
-          body: row.response_body,
-          headers: row.response_headers ?? {},
-        },
+        response: { status: row.response_status ?? 200, body, headers: row.response_headers ?? {} },
       };
     }
     if (!row.lock_expired) return { kind: "busy" as const };
@@ -114,6 +134,14 @@ export async function claimIdempotencyKey(
         "A request with this Idempotency-Key is still being processed; retry shortly.",
         { param: "Idempotency-Key", headers: { "Retry-After": "1" } },
       );
+    case "unreadable":
+      throw new ApiError(
+        409,
+        "idempotency_response_unavailable",
+        "The answer kept for this Idempotency-Key can no longer be read (the server's encryption key changed); " +
+          "check whether the first request took effect, then use a new key.",
+        { param: "Idempotency-Key" },
+      );
     case "replay":
       return outcome;
     case "run":
@@ -128,12 +156,14 @@ export async function claimIdempotencyKey(
                 )
               : tx.query(
                   `update internal.idempotency_keys
-                   set status = 'done', response_status = $5, response_body = $6, response_headers = $7
+                   set status = 'done', response_status = $5, response_body = $6, response_ciphertext = $7,
+                       response_headers = $8
                    where owner = $1 and method = $2 and path = $3 and key = $4`,
                   [
                     ...ids,
                     response.status,
-                    JSON.stringify(response.body ?? null),
+                    input.seal ? null : JSON.stringify(response.body ?? null),
+                    input.seal ? input.seal.encrypt(JSON.stringify(response.body ?? null)) : null,
                     JSON.stringify(response.headers),
                   ],
                 ),

@@ -240,7 +240,15 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
           method: spec.method,
           path: request.url.split("?")[0] ?? "",
           key: Array.isArray(key) ? (key[0] ?? "") : key,
-          hash: requestHash(spec.method, request.url, request.body),
+          // An answer with a secret is bound to who asked: another key of the account reusing the
+          // Idempotency-Key gets 422, never the secret.
+          hash: requestHash(
+            spec.method,
+            request.url,
+            request.body,
+            spec.secretInResponse ? (caller.keyId ?? caller.userId) : undefined,
+          ),
+          ...(spec.secretInResponse ? { seal: options.secrets } : {}),
         });
         if (claimed.kind === "replay") {
           return send(reply, {

@@ -67,6 +67,11 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
    * secret, which a stored response would keep in the database.
    */
   idempotent?: boolean;
+  /**
+   * The response holds a secret shown once (a webhook signing secret): an Idempotency-Key answer is
+   * then kept only encrypted (Services.secrets) and replayed only to the same key or user.
+   */
+  secretInResponse?: boolean;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;

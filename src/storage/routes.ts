@@ -84,9 +84,18 @@ function sendError(request: FastifyRequest, reply: FastifyReply, error: unknown)
   const dbError = asDbError(error);
   if (dbError) {
     const mapped = mapDbError(dbError);
-    // A refusal (4xx), a busy database (503) or a timeout (504) is the caller's to read.
-    if (mapped.status < 500 || mapped.status === 503 || mapped.status === 504)
+    // A refusal (4xx) or a busy database (503) is the caller's to read.
+    if (mapped.status < 500 || mapped.status === 503)
       return send(reply, mapped.status, mapped.code, dbError.message);
+    if (mapped.code === "statement_timeout") {
+      request.log.warn({ sqlstate: dbError.sqlstate }, "storage statement cancelled (statement timeout)");
+      return send(
+        reply,
+        504,
+        mapped.code,
+        "The request ran longer than its statement timeout and was cancelled.",
+      );
+    }
   }
   request.log.error({ err: error }, "storage request failed");
   return send(reply, 500, "internal_error", "The request could not be completed; it has been logged.");

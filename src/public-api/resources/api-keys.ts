@@ -1,7 +1,14 @@
 import { z } from "zod";
-import { SCOPES, type Scope } from "../auth.ts";
+import { SCOPES } from "../auth.ts";
 import { ApiError, notFound } from "../errors.ts";
-import { DEFAULT_SCOPES, KEY_COLUMNS, revealKey, sendRevealCode } from "../keys/service.ts";
+import {
+  DEFAULT_SCOPES,
+  KEY_COLUMNS,
+  newKeyScopes,
+  REVEAL_LIMITS,
+  revealKey,
+  sendRevealCode,
+} from "../keys/service.ts";
 import { type Context, Id, listOf, Pagination, page, route } from "../route.ts";
 import { columns, countAndPage, insertRow, updateRow } from "./sql.ts";
 
@@ -29,6 +36,9 @@ const ApiKey = z
     expires_at: Timestamp.nullable(),
     last_used_at: Timestamp.nullable().meta({ description: "Updated at most once a minute." }),
     revealed_at: Timestamp.nullable(),
+    reveal_locked_at: Timestamp.nullable().meta({
+      description: "When too many wrong codes locked the key's reveal: it can then only be revoked.",
+    }),
     frozen_at: Timestamp.nullable(),
     revoked_at: Timestamp.nullable(),
     created_at: Timestamp,
@@ -54,7 +64,11 @@ const KeyCreate = z
       .array(z.enum(SCOPES))
       .min(1)
       .optional()
-      .meta({ description: `Default: ${DEFAULT_SCOPES.join(", ")}.` }),
+      .meta({
+        description:
+          `Default: ${DEFAULT_SCOPES.join(", ")} (for a key made by a key: those of them it has, or else all of its own). ` +
+          "A key never gives a new key a scope it lacks itself: 403 insufficient_scope.",
+      }),
     expires_at: z.iso
       .datetime({ offset: true })
       .refine((v) => Date.parse(v) > Date.now(), "must be in the future")
@@ -165,20 +179,9 @@ export const keyRoutes = [
     response: { status: 201, description: "The key, waiting to be revealed.", schema: ApiKeyCreated },
     errors: [404, 409, 413, 415, 422],
     handler: async ({ caller, body, write, services }) => {
-      // A key gives a new key at most its own scopes (by default the usual ones it has).
-      const ownDefaults = DEFAULT_SCOPES.filter((scope) => caller.scopes.includes(scope as Scope));
-      const scopes =
-        body.scopes ??
-        (caller.kind === "api_key"
-          ? ownDefaults.length
-            ? ownDefaults
-            : [...caller.scopes]
-          : DEFAULT_SCOPES);
-      if (caller.kind === "api_key" && scopes.some((scope) => !caller.scopes.includes(scope as Scope))) {
-        throw new ApiError(403, "insufficient_scope", "A key can give a new key only scopes it has itself.", {
-          param: "scopes",
-        });
-      }
+      // The scopes are settled here, once, and the insert uses them; the database refuses a key
+      // more than its maker holds (migration 0013), answered 403 insufficient_scope.
+      const scopes = newKeyScopes(caller, body.scopes);
       const row = await write(async (tx) => {
         const ids = (
           await tx.query<{ all: string[]; live: string[] }>(
@@ -204,7 +207,7 @@ export const keyRoutes = [
           {
             account_id: accountId,
             name: body.name,
-            scopes: body.scopes ?? DEFAULT_SCOPES,
+            scopes,
             expires_at: body.expires_at,
           },
           KEY_COLUMNS,
@@ -241,7 +244,9 @@ export const keyRoutes = [
     path: "/api-keys/{id}/verification",
     operationId: "resendApiKeyVerification",
     summary: "Send a new reveal code",
-    description: "E-mails a new code to the account's owners; earlier codes stop working.",
+    description:
+      "E-mails a new code to the account's owners; earlier codes stop working. A new code gives no new tries " +
+      "against the key's and the account's limits (see the reveal); a locked key gets none (409 api_key_reveal_locked).",
     params: withId,
     response: { status: 201, description: "Where the code went.", schema: Verification },
     errors: [404, 409],
@@ -259,8 +264,11 @@ export const keyRoutes = [
     summary: "Reveal a key's secret, once",
     description:
       "With the e-mailed code: activates the key and returns its secret. The secret is not stored and cannot " +
-      "be shown again (so Idempotency-Key is ignored here: a kept response would store it). Five wrong codes " +
-      "use the code up.",
+      "be shown again (so Idempotency-Key is ignored here: a kept response would store it). Wrong codes are " +
+      `limited: ${REVEAL_LIMITS.CODE_ATTEMPTS} use a code up; ${REVEAL_LIMITS.KEY_FAILURES} in all lock the key for good ` +
+      `(409 api_key_reveal_locked), whatever new codes were asked for; ${REVEAL_LIMITS.ACCOUNT_FAILURES} over the ` +
+      `account's keys in ${REVEAL_LIMITS.ACCOUNT_WINDOW_HOURS} hours pause every reveal of the account ` +
+      "(429 reveal_attempts_exceeded, with Retry-After). The account's owners are e-mailed when a limit is reached.",
     params: withId,
     idempotent: false,
     body: RevealBody,
@@ -270,6 +278,7 @@ export const keyRoutes = [
       await visibleKey(ctx);
       const { row, secret } = await revealKey(
         ctx.services.db,
+        ctx.services.mailer,
         ctx.params.id,
         (ctx.body as { code: string }).code,
       );

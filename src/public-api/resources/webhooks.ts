@@ -4,7 +4,6 @@ import { retryDeliveryNow } from "../../webhooks/dispatcher.ts";
 import { WEBHOOK_EVENT_TYPES } from "../../webhooks/events.ts";
 import { newSigningSecret } from "../../webhooks/secrets.ts";
 import { checkWebhookUrl } from "../../webhooks/ssrf.ts";
-import type { Caller } from "../auth.ts";
 import { ApiError, notFound, validationFailed } from "../errors.ts";
 import { type Context, Id, listOf, Pagination, page, route } from "../route.ts";
 import { columns, countAndPage } from "./sql.ts";
@@ -58,7 +57,10 @@ const Url = z.string().max(2048).meta({
 const EndpointCreate = z
   .object({
     url: Url,
-    events: z.array(EventType).min(1).max(20).meta({ description: "The event types to receive." }),
+    events: z.array(EventType).min(1).max(20).meta({
+      description:
+        "The event types to receive. Each needs the scope that reads what it carries: release events catalog:read, royalties.imported royalties:read.",
+    }),
     description: z.string().trim().max(500).optional(),
   })
   .strict()
@@ -202,25 +204,14 @@ async function deliveriesOf(
 
 const common = { tag: "Webhooks", scope: "webhooks:manage" } as const;
 
-/**
- * royalties.imported carries the account's revenue: a key subscribes to it only if it may read
- * royalties itself (royalties:read), as GET /royalties requires.
- */
-function eventsAllowed(caller: Caller, events: readonly string[]): void {
-  if (events.includes("royalties.imported") && !caller.scopes.includes("royalties:read")) {
-    throw new ApiError(
-      403,
-      "insufficient_scope",
-      "The royalties.imported event needs the royalties:read scope, which this API key lacks.",
-      {
-        param: "events",
-        headers: {
-          "WWW-Authenticate": 'Bearer realm="backline", error="insufficient_scope", scope="royalties:read"',
-        },
-      },
-    );
-  }
-}
+/** Decided by the database (migration 0013; docs/security.md). */
+const SCOPE_RULE =
+  "A key changes an endpoint (registers, updates, deletes it, rotates its secret) only if it may read every event " +
+  "the endpoint carries, before and after the change: royalties.imported needs royalties:read, release events " +
+  "catalog:read; else 403 insufficient_scope.";
+const SEALED_REPLAY =
+  "With Idempotency-Key, a retry gets the same answer, secret included (Idempotent-Replayed: true): that answer " +
+  "is kept 24 hours, encrypted, and replayed only to the same key or user.";
 
 export const webhookRoutes = [
   route({
@@ -261,14 +252,16 @@ export const webhookRoutes = [
     operationId: "createWebhook",
     summary: "Register a webhook endpoint",
     description:
-      "Registers the URL for the given event types and returns the endpoint with its signing secret — the only time the secret is shown. Deliveries follow Standard Webhooks (docs/webhooks.md).",
-    idempotent: false,
+      "Registers the URL for the given event types and returns the endpoint with its signing secret — the only time the secret is shown. Deliveries follow Standard Webhooks (docs/webhooks.md). " +
+      SCOPE_RULE +
+      " " +
+      SEALED_REPLAY,
+    secretInResponse: true,
     body: EndpointCreate,
     response: { status: 201, description: "The endpoint and its secret.", schema: EndpointWithSecret },
     errors: [422],
     handler: async (ctx) => {
       const { body, caller, services } = ctx;
-      eventsAllowed(caller, body.events);
       await checkUrl(ctx, body.url);
       const secret = newSigningSecret();
       const row = await ctx.write(async (tx) => {
@@ -307,7 +300,7 @@ export const webhookRoutes = [
     path: "/webhooks/{id}",
     operationId: "updateWebhook",
     summary: "Update a webhook endpoint",
-    description: "Change its URL, events or description, or disable and enable it.",
+    description: `Change its URL, events or description, or disable and enable it. ${SCOPE_RULE}`,
     params: withId,
     body: EndpointUpdate,
     response: { status: 200, description: "The endpoint as it is now.", schema: Endpoint },
@@ -315,7 +308,6 @@ export const webhookRoutes = [
     handler: async (ctx) => {
       const { params, body } = ctx;
       if (body.url !== undefined) await checkUrl(ctx, body.url);
-      if (body.events !== undefined) eventsAllowed(ctx.caller, body.events);
       const row = await ctx.write(async (tx) => {
         await visibleEndpoint(tx, params.id);
         const sets: string[] = [];
@@ -346,7 +338,7 @@ export const webhookRoutes = [
     path: "/webhooks/{id}",
     operationId: "deleteWebhook",
     summary: "Remove a webhook endpoint",
-    description: "The endpoint goes, with its pending deliveries and its delivery log.",
+    description: `The endpoint goes, with its pending deliveries and its delivery log. ${SCOPE_RULE}`,
     params: withId,
     response: {
       status: 200,
@@ -372,29 +364,28 @@ export const webhookRoutes = [
     operationId: "rotateWebhookSecret",
     summary: "Rotate an endpoint's signing secret",
     description:
-      "Makes a new secret and returns it (the only time it is shown). The previous secret keeps signing beside it — every message carries both signatures — for previous_secret_hours, so receivers can switch without losing a message.",
-    idempotent: false,
+      "Makes a new secret and returns it (the only time it is shown). The previous secret keeps signing beside it — every message carries both signatures — for previous_secret_hours, so receivers can switch without losing a message. " +
+      SCOPE_RULE +
+      " " +
+      SEALED_REPLAY,
+    secretInResponse: true,
     params: withId,
     body: RotateBody,
     bodyOptional: true,
     response: { status: 200, description: "The endpoint and its new secret.", schema: EndpointWithSecret },
     errors: [404, 422],
-    handler: async ({ params, body, read, services }) => {
-      await read((tx) => visibleEndpoint(tx, params.id));
+    handler: async ({ params, body, write, services }) => {
       const secret = newSigningSecret();
-      // The caller may see the endpoint; the service moves the secrets (clients never read them).
-      // The current secret becomes the previous one; a previous one still in force is dropped.
-      await services.db.asService((tx) =>
-        tx.query(
-          `update internal.webhook_endpoints
-           set previous_secret_ciphertext = case when $3::int > 0 then secret_ciphertext end,
-               previous_secret_expires_at = case when $3::int > 0 then now() + make_interval(hours => $3::int) end,
-               secret_ciphertext = $2
-           where id = $1`,
+      // As the caller: the database function moves the secrets (which clients never read) and the
+      // scope check of migration 0013 applies as to any change of the endpoint.
+      const row = await write(async (tx) => {
+        const rotated = await tx.query<{ ok: boolean }>(
+          "select internal.rotate_webhook_secret($1, $2, $3) as ok",
           [params.id, services.secrets.encrypt(secret), body.previous_secret_hours],
-        ),
-      );
-      const row = await read((tx) => visibleEndpoint(tx, params.id));
+        );
+        if (!rotated.rows[0]?.ok) throw notFound("webhook endpoint", params.id);
+        return visibleEndpoint(tx, params.id);
+      });
       return { body: { ...endpointOut(row), secret } };
     },
   }),
