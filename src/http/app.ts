@@ -107,6 +107,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logger: deps.logger,
   });
   const auth = new AuthService({ db: deps.db, mailer, publicUrl: deps.config.publicUrl });
+  // Queued mail (a reveal code, a sign-up's confirmation) is sent as soon as its transaction commits.
+  app.addHook("onReady", () => mailer.start());
   app.addHook("onClose", () => mailer.close());
 
   app.register(healthRoutes, { db: deps.db });
