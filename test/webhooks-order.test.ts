@@ -16,7 +16,7 @@ import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/
 import { describeEachEngine } from "./support/db.ts";
 import { tempDir } from "./support/process.ts";
 import { assertFieldErrors, expectStatus, keyedAccount, publicApi } from "./support/public-api.ts";
-import { seedAccount, seedTenant } from "./support/seed.ts";
+import { anonClaims, seedAccount, seedTenant, seedUser, userClaims } from "./support/seed.ts";
 import { type Received, type Route, WebhookReceiver } from "./support/webhook-receiver.ts";
 import { startWorkerProcess, type WorkerProcess } from "./support/worker-process.ts";
 
@@ -355,6 +355,58 @@ describeEachEngine("webhook order", (t) => {
     assert.deepEqual(
       await sql(db(), "select id from internal.webhook_dispatchers where id = any($1)", [claimers]),
       [],
+    );
+  });
+
+  test("no client reads or writes the dispatchers, the sequence counters or an event's number", async () => {
+    const owner = await seedUser(db(), world.tenant, [{ account: world.account, role: "owner" }]);
+    const route = receiver.route("rls");
+    const e = await endpoint(db(), box, world, route, "best_effort");
+    const event = await emit(db(), world, "release.live", randomUUID());
+    await sql(
+      db(),
+      `insert into internal.webhook_dispatchers (id, host, host_key, pid, proc_start, dead_after_ms)
+       values ('someone', 'h', null, 1, null, 10000)`,
+    );
+    const attempts: [string, unknown[]][] = [
+      ["select * from internal.webhook_dispatchers", []],
+      ["delete from internal.webhook_dispatchers", []],
+      ["insert into internal.webhook_dispatchers (id, host, pid, dead_after_ms) values ('x', 'h', 1, 1)", []],
+      ["select * from internal.event_sequences", []],
+      ["update internal.event_sequences set last_seq = 0", []],
+      ["update internal.events set seq = 1 where id = $1", [event.id]],
+      [
+        "update internal.webhook_deliveries set position = 0, locked_by = null where endpoint_id = $1",
+        [e.id],
+      ],
+    ];
+    for (const claims of [userClaims(owner), anonClaims(world.tenant)]) {
+      for (const [text, params] of attempts) {
+        await assert.rejects(
+          db().withRequestContext(claims, (tx) => tx.query(text, params)),
+          /permission denied/,
+          `${claims.role}: ${text}`,
+        );
+      }
+    }
+    // The owner reads the event's number and sets the endpoint's ordering (its own endpoint only).
+    const seen = await db().withRequestContext(userClaims(owner), async (tx) => {
+      const ev = await tx.query<{ seq: string }>("select seq from internal.events where id = $1", [event.id]);
+      await tx.query("update internal.webhook_endpoints set ordering = 'strict' where id = $1", [e.id]);
+      return ev.rows[0]?.seq;
+    });
+    assert.equal(seen, event.seq);
+    const [row] = await sql<{ ordering: string }>(
+      db(),
+      "select ordering from internal.webhook_endpoints where id = $1",
+      [e.id],
+    );
+    assert.equal(row?.ordering, "strict");
+    await assert.rejects(
+      db().withRequestContext(userClaims(owner), (tx) =>
+        tx.query("update internal.webhook_endpoints set ordering = 'fifo' where id = $1", [e.id]),
+      ),
+      /check constraint/,
     );
   });
 
