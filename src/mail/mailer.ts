@@ -54,6 +54,7 @@ export class Mailer {
   private unlisten: (() => Promise<void>) | undefined;
   private poll: NodeJS.Timeout | undefined;
   private closed = false;
+  private started = false;
 
   constructor(
     db: Db,
@@ -103,11 +104,18 @@ export class Mailer {
    * `backline_mail`) and every `pollMs`. Without SMTP there is nothing to send: it does nothing.
    */
   async start(pollMs = MAIL_POLL_MS): Promise<void> {
-    if (!this.transport || this.unlisten || this.closed) return;
+    if (!this.transport || this.started || this.closed) return;
+    this.started = true;
     try {
       this.unlisten = await this.db.listen(MAIL_CHANNEL, () => void this.deliver());
     } catch (error) {
       this.logger?.warn({ err: error }, "mail: cannot listen for queued mail; polling");
+    }
+    if (this.closed) {
+      // Closed while the listener was opening.
+      await this.unlisten?.().catch(() => {});
+      this.unlisten = undefined;
+      return;
     }
     this.poll = setInterval(() => void this.deliver(), pollMs);
     this.poll.unref();

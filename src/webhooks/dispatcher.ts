@@ -241,8 +241,10 @@ export class WebhookDispatcher {
     } catch (error) {
       this.logger?.warn({ err: error, dispatcher: this.id }, "webhooks: cannot register the dispatcher");
     }
+    // Stopped while registering: no heartbeat may outlive stop().
+    if (!this.running) return;
     this.heartbeat = setInterval(() => {
-      if (this.beating) return;
+      if (this.beating || !this.running) return;
       this.beating = this.beat()
         .catch((error: unknown) => {
           this.logger?.warn({ err: error, dispatcher: this.id }, "webhooks: heartbeat failed");
