@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { SMTPServer } from "smtp-server";
-import { listMail } from "../src/mail/mailer.ts";
+import { listMail, Mailer } from "../src/mail/mailer.ts";
 import { addMember } from "../src/tenancy/memberships.ts";
 import { createAccount } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
@@ -147,6 +147,25 @@ describeEachEngine("mail over SMTP", (t) => {
     assert.ok(second, "a new code, within a second");
     const reveal = await call(`/api-keys/${key.id}/reveal`, { code: second });
     assert.equal(reveal.status, 200, await reveal.clone().text());
+  });
+
+  test("mail queued by any code, in any process, wakes the server's mailer: sent within a second", async () => {
+    const { tenant } = await tenantWithKeys(t());
+    // Another process's mailer: it queues (with SMTP configured) but is never started nor asked to deliver.
+    const elsewhere = new Mailer(t().db, { smtpUrl: smtp.url, from: "desk@example.com" });
+    const to = `queued-${Math.random().toString(36).slice(2, 8)}@example.com`;
+    await t().db.asService((tx) =>
+      elsewhere.enqueue(tx, {
+        tenantId: tenant.id,
+        to,
+        subject: "Queued elsewhere",
+        text: "hello",
+        kind: "test.queued",
+      }),
+    );
+    const mail = await waitFor(async () => smtp.received.find((m) => m.to.includes(to)), 1000);
+    assert.match(mail.data, /Subject: Queued elsewhere/);
+    await elsewhere.close();
   });
 
   test("a mail server that refuses leaves the mail failed with the reason, and the request still succeeds", async () => {

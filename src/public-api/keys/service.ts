@@ -57,7 +57,7 @@ export async function sendRevealCode(
   keyId: string,
 ): Promise<{ sent_to: string[]; expires_at: string }> {
   const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
-  return db.asService(async (tx) => {
+  const sent = await db.asService(async (tx) => {
     const key = (
       await tx.query<{ tenant_id: string; account_id: string; name: string; prefix: string; status: string }>(
         "select tenant_id, account_id, name, prefix, status from internal.api_keys where id = $1 for update",
@@ -107,6 +107,9 @@ export async function sendRevealCode(
       expires_at: (r.rows[0]?.expires_at ?? new Date()).toISOString(),
     };
   });
+  // Committed: send it now from this process too (the notice of migration 0018 wakes every started mailer).
+  void mailer.deliver();
+  return sent;
 }
 
 /** Checks the code and, if it holds, makes the key's secret: returned here once, stored only as a hash. */
