@@ -754,7 +754,10 @@ describeEachEngine("webhook delivery", (t) => {
       rescuer.start();
       await receiver.waitFor(e.route, 2, 10_000);
       const [, second] = e.route.received;
-      assert.ok((second?.at ?? 0) - killedAt < 3000, `taken over ${(second?.at ?? 0) - killedAt} ms after the kill`);
+      assert.ok(
+        (second?.at ?? 0) - killedAt < 3000,
+        `taken over ${(second?.at ?? 0) - killedAt} ms after the kill`,
+      );
       assert.deepEqual(ids(e.route.received), [event.id, event.id]);
       assert.ok(e.route.received.every((r) => r.verifiedBy[0]));
       await until("recorded", async () => (await deliveryOf(e)).status === "succeeded", 5000);
