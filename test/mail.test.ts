@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { SMTPServer } from "smtp-server";
-import { listMail } from "../src/mail/mailer.ts";
+import { listMail, Mailer } from "../src/mail/mailer.ts";
+import { addMember } from "../src/tenancy/memberships.ts";
+import { createAccount } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { freePort } from "./support/process.ts";
@@ -93,6 +95,77 @@ describeEachEngine("mail over SMTP", (t) => {
     );
     assert.equal(row.to_address, "mira@example.com");
     assert.equal(row.kind, "auth.signup");
+  });
+
+  test("an API key's reveal code reaches the mail server within a second, with no other mail to flush the queue", async () => {
+    const { tenant, keys } = await tenantWithKeys(t(), { auth: { email_confirmation: false } });
+    const label = await createAccount(t().db, { tenantId: tenant.id, name: "Reveal Records" });
+    const email = `owner-${Math.random().toString(36).slice(2, 8)}@example.com`;
+    await addMember(t().db, { accountId: label.id, email, role: "owner" });
+    const signup = await fetch(`${running.url}/auth/v1/signup`, {
+      method: "POST",
+      headers: { apikey: keys.anon_key, "content-type": "application/json" },
+      body: JSON.stringify({ email, password: "long enough" }),
+    });
+    assert.equal(signup.status, 200);
+    const { access_token: token } = (await signup.json()) as { access_token: string };
+    assert.ok(token, "no confirmation asked: a session at once");
+    // Nothing else is sent meanwhile: whatever arrives, the reveal code's own notice sent it.
+    await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual(
+      (await listMail(t().db, { tenantId: tenant.id })).filter((m) => m.status === "queued"),
+      [],
+    );
+
+    const call = (path: string, body: unknown) =>
+      fetch(`${running.url}/api/public/v1${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const codes = async (since: number) => {
+      const mail = await waitFor(async () => {
+        const found = smtp.received
+          .slice(since)
+          .find((m) => m.to.includes(email) && /Verification code: \d{6}/.test(m.data));
+        return found;
+      }, 1000);
+      return /Verification code: (\d{6})/.exec(mail.data)?.[1];
+    };
+
+    let seen = smtp.received.length;
+    const created = await call("/api-keys", { name: "CI deploys" });
+    assert.equal(created.status, 201, await created.clone().text());
+    const key = (await created.json()) as { id: string };
+    const first = await codes(seen);
+    assert.ok(first, "the code of the new key, within a second");
+
+    seen = smtp.received.length;
+    const again = await call(`/api-keys/${key.id}/verification`, {});
+    assert.equal(again.status, 201, await again.clone().text());
+    const second = await codes(seen);
+    assert.ok(second, "a new code, within a second");
+    const reveal = await call(`/api-keys/${key.id}/reveal`, { code: second });
+    assert.equal(reveal.status, 200, await reveal.clone().text());
+  });
+
+  test("mail queued by any code, in any process, wakes the server's mailer: sent within a second", async () => {
+    const { tenant } = await tenantWithKeys(t());
+    // Another process's mailer: it queues (with SMTP configured) but is never started nor asked to deliver.
+    const elsewhere = new Mailer(t().db, { smtpUrl: smtp.url, from: "desk@example.com" });
+    const to = `queued-${Math.random().toString(36).slice(2, 8)}@example.com`;
+    await t().db.asService((tx) =>
+      elsewhere.enqueue(tx, {
+        tenantId: tenant.id,
+        to,
+        subject: "Queued elsewhere",
+        text: "hello",
+        kind: "test.queued",
+      }),
+    );
+    const mail = await waitFor(async () => smtp.received.find((m) => m.to.includes(to)), 1000);
+    assert.match(mail.data, /Subject: Queued elsewhere/);
+    await elsewhere.close();
   });
 
   test("a mail server that refuses leaves the mail failed with the reason, and the request still succeeds", async () => {

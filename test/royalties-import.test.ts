@@ -178,6 +178,7 @@ describeEachEngine("royalties: import", (t) => {
       id: event.id,
       type: "royalties.imported",
       created: new Date().toISOString(),
+      sequence: 1,
       account_id: account.id,
       data: event.data,
     });

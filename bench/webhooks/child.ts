@@ -81,6 +81,7 @@ if (task.kind === "dispatcher") {
     account_id: task.accountId,
     data: releaseData(task.accountId, n),
     created_at: new Date(),
+    seq: 1,
   }));
   const total = events.length * endpoints.length;
 

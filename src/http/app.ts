@@ -130,6 +130,8 @@ export function buildApp(given: AppDeps): FastifyInstance {
     logger,
   });
   const auth = new AuthService({ db: deps.db, mailer, publicUrl: deps.config.publicUrl });
+  // Queued mail (a reveal code, a sign-up's confirmation) is sent as soon as its transaction commits.
+  app.addHook("onReady", () => mailer.start());
   app.addHook("onClose", () => mailer.close());
 
   app.register(healthRoutes, { db: deps.db });

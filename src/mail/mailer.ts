@@ -9,7 +9,17 @@ import type { Tx } from "../db/types.ts";
  * With SMTP_URL set, `deliver()` then sends the queued rows and marks them sent or failed; without
  * it the rows stay as the local mailbox, read with `backline mail list`, so every flow can be
  * completed on a machine with no mail server.
+ *
+ * A started mailer (`start()`, the API server's) sends at once whatever is queued, by any code in
+ * any process: queuing a message sends a notice on `backline_mail` when its transaction commits
+ * (migration 0014's trigger), which wakes every started mailer (Db.listen, on both engines). It
+ * also looks every minute, for a lost notice or a message a dead sender left 'sending'.
  */
+
+export const MAIL_CHANNEL = "backline_mail";
+
+/** How often a started mailer looks for queued mail without a notice. */
+export const MAIL_POLL_MS = 60_000;
 export interface MailMessage {
   tenantId: string | null;
   to: string;
@@ -39,6 +49,12 @@ export class Mailer {
   private readonly from: string;
   private readonly logger: Pick<Logger, "warn" | "error"> | undefined;
   private delivering: Promise<void> = Promise.resolve();
+  /** A run that has not begun yet: it will see anything queued before it does. */
+  private waiting: Promise<void> | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+  private poll: NodeJS.Timeout | undefined;
+  private closed = false;
+  private started = false;
 
   constructor(
     db: Db,
@@ -84,17 +100,47 @@ export class Mailer {
   }
 
   /**
+   * With SMTP: sends what is queued now, then whenever mail is queued (the notice on
+   * `backline_mail`) and every `pollMs`. Without SMTP there is nothing to send: it does nothing.
+   */
+  async start(pollMs = MAIL_POLL_MS): Promise<void> {
+    if (!this.transport || this.started || this.closed) return;
+    this.started = true;
+    try {
+      this.unlisten = await this.db.listen(MAIL_CHANNEL, () => void this.deliver());
+    } catch (error) {
+      this.logger?.warn({ err: error }, "mail: cannot listen for queued mail; polling");
+    }
+    if (this.closed) {
+      // Closed while the listener was opening.
+      await this.unlisten?.().catch(() => {});
+      this.unlisten = undefined;
+      return;
+    }
+    this.poll = setInterval(() => void this.deliver(), pollMs);
+    this.poll.unref();
+    void this.deliver();
+  }
+
+  /**
    * Sends every queued message. Runs one batch at a time in this process; rows are claimed with
-   * FOR UPDATE SKIP LOCKED, so several processes never send the same message.
+   * FOR UPDATE SKIP LOCKED, so several processes never send the same message. Calls while a run
+   * waits to begin share it.
    */
   deliver(): Promise<void> {
     if (!this.transport) return Promise.resolve();
-    this.delivering = this.delivering
-      .then(() => this.deliverQueued())
+    if (this.waiting) return this.waiting;
+    const run = this.delivering
+      .then(() => {
+        this.waiting = undefined;
+        return this.deliverQueued();
+      })
       .catch((error) => {
         this.logger?.error({ err: error }, "mail delivery failed");
       });
-    return this.delivering;
+    this.waiting = run;
+    this.delivering = run;
+    return run;
   }
 
   private async deliverQueued(): Promise<void> {
@@ -145,8 +191,12 @@ export class Mailer {
     }
   }
 
-  /** Waits for sending in progress; closes the SMTP connection pool. */
+  /** Stops listening, waits for sending in progress; closes the SMTP connection pool. */
   async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.poll);
+    await this.unlisten?.().catch(() => {});
+    this.unlisten = undefined;
     await this.delivering;
     this.transport?.close();
   }

@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { type EventRow, envelopeBody } from "./envelope.ts";
+import { processEnded, thisProcess } from "./instances.ts";
 import { MAX_ATTEMPTS, nextDelayMs } from "./schedule.ts";
 import type { SecretBox } from "./secrets.ts";
 import { type SendResult, WebhookSender } from "./sender.ts";
@@ -15,9 +17,19 @@ import type { Resolve } from "./ssrf.ts";
  * written with its event, in the event's transaction (the fan-out trigger of migration 0009), so
  * nothing is lost however a process ends. Dispatchers — one in each server or worker process, as
  * many as run — claim due deliveries with FOR UPDATE SKIP LOCKED and a lease (locked_by,
- * locked_until): two dispatchers never send the same attempt at once, and a dispatcher killed in
- * the middle of a send leaves its deliveries to be claimed again once the lease has run out (at
- * least once: receivers drop duplicates by webhook-id, which is the event's id).
+ * locked_until): two dispatchers never send the same attempt at once. A started dispatcher is a
+ * row of internal.webhook_dispatchers (its host, pid and the process's start time) with a
+ * heartbeat every `heartbeatMs`; a dispatcher killed in the middle of a send leaves its
+ * deliveries to be claimed again as soon as it is known dead (instances.ts): at once by a
+ * dispatcher on the same host (its process is gone), after `deadAfterMs` without a heartbeat by
+ * any other, at once by the next process on PGlite (one process owns the database: at its start
+ * every claim is a dead one's), and at the latest when the lease runs out. At least once:
+ * receivers drop duplicates by webhook-id, which is the event's id.
+ *
+ * Order (docs/webhooks.md, "Order"): best effort by default, every payload carrying its event's
+ * time and its release's sequence number; an endpoint with ordering = 'strict' is sent one
+ * delivery at a time in the order they were made, and a failing one holds the later ones until it
+ * succeeds or fails for good.
  *
  * A dispatcher wakes on the `backline_webhooks` notice the fan-out sends (Db.listen), looks anyway
  * every `pollMs` (retries coming due, a lost notice), claims in batches and keeps up to
@@ -73,8 +85,19 @@ export interface DispatcherOptions {
   /** The resolver (tests inject one); the system's by default. */
   lookup?: Resolve;
   logger?: Pick<Logger, "info" | "warn" | "error">;
+  /** The claims' name; by default the host, pid and process start time with a random suffix. */
   id?: string;
+  /** How often a started dispatcher writes its heartbeat and looks for dead ones (2 s). */
+  heartbeatMs?: number;
+  /** A dispatcher whose heartbeat is older than this is dead and its claims released (10 s, at least 2 heartbeats). */
+  deadAfterMs?: number;
 }
+
+/** The dispatchers of this process that have not stopped: on PGlite, the only live claimers. */
+const inProcess = new Set<string>();
+
+export const HEARTBEAT_MS = 2000;
+export const DEAD_AFTER_MS = 10_000;
 
 interface Claimed {
   id: string;
@@ -85,6 +108,8 @@ interface Claimed {
   account_id: string | null;
   data: Record<string, unknown>;
   created_at: Date | string;
+  seq: number | string;
+  ordering: "best_effort" | "strict";
   url: string;
   secret_ciphertext: string;
   previous_secret_ciphertext: string | null;
@@ -119,6 +144,10 @@ export class WebhookDispatcher {
   private readonly clockInjected: boolean;
   private readonly random: () => number;
   private readonly logger: Pick<Logger, "info" | "warn" | "error"> | undefined;
+  private readonly heartbeatMs: number;
+  private readonly deadAfterMs: number;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private beating: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly plainSecrets = new Map<string, string>();
   private readonly unrecorded: Finished[] = [];
@@ -133,7 +162,19 @@ export class WebhookDispatcher {
   private backlog = false;
 
   constructor(options: DispatcherOptions) {
-    this.id = options.id ?? `webhooks-${randomUUID().slice(0, 8)}`;
+    const me = thisProcess();
+    this.id =
+      options.id ??
+      `webhooks-${me.host.slice(0, 60)}-${me.pid}-${Math.round(performance.timeOrigin).toString(36)}-${randomUUID().slice(0, 4)}`;
+    inProcess.add(this.id);
+    this.heartbeatMs = Math.max(10, options.heartbeatMs ?? HEARTBEAT_MS);
+    this.deadAfterMs = options.deadAfterMs ?? DEAD_AFTER_MS;
+    if (this.deadAfterMs < 2 * this.heartbeatMs) {
+      // One late heartbeat must not make a live dispatcher dead.
+      throw new RangeError(
+        `deadAfterMs (${this.deadAfterMs}) must be at least two heartbeats (${this.heartbeatMs})`,
+      );
+    }
     this.db = options.db;
     this.secrets = options.secrets;
     this.mailer = options.mailer;
@@ -166,11 +207,18 @@ export class WebhookDispatcher {
 
   /** Stops claiming, waits for the sends in flight (each ends within timeoutMs) and closes connections. */
   async stop(): Promise<void> {
+    const started = this.running;
     this.running = false;
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
     this.wakeUp?.("stop");
     await this.loop;
     await Promise.allSettled([...this.inFlight]);
+    await this.beating;
+    await this.flushing;
     this.sender.close();
+    inProcess.delete(this.id);
+    if (started) await this.unregister().catch(() => {});
   }
 
   /**
@@ -188,6 +236,24 @@ export class WebhookDispatcher {
   }
 
   private async run(): Promise<void> {
+    try {
+      await this.register();
+    } catch (error) {
+      this.logger?.warn({ err: error, dispatcher: this.id }, "webhooks: cannot register the dispatcher");
+    }
+    // Stopped while registering: no heartbeat may outlive stop().
+    if (!this.running) return;
+    this.heartbeat = setInterval(() => {
+      if (this.beating || !this.running) return;
+      this.beating = this.beat()
+        .catch((error: unknown) => {
+          this.logger?.warn({ err: error, dispatcher: this.id }, "webhooks: heartbeat failed");
+        })
+        .finally(() => {
+          this.beating = undefined;
+        });
+    }, this.heartbeatMs);
+    this.heartbeat.unref();
     try {
       this.unlisten = await this.db.listen(WEBHOOK_CHANNEL, () => this.wake("notice"));
     } catch (error) {
@@ -213,7 +279,9 @@ export class WebhookDispatcher {
           for (const delivery of claimed) {
             const p = this.deliver(delivery).finally(() => {
               this.inFlight.delete(p);
-              if (this.backlog || this.noticed) this.wake("capacity");
+              // A strict endpoint's next delivery may go now that this one is recorded.
+              if (delivery.ordering === "strict") this.wake("notice");
+              else if (this.backlog || this.noticed) this.wake("capacity");
             });
             this.inFlight.add(p);
           }
@@ -247,6 +315,109 @@ export class WebhookDispatcher {
     });
   }
 
+  /**
+   * Writes this dispatcher's row and releases the claims of dispatchers that are dead: on PGlite
+   * every claim but this process's (one process owns the database at a time, so the others'
+   * claimers have died), and everywhere those of dispatchers known dead (see beat()).
+   */
+  private async register(): Promise<void> {
+    const me = thisProcess();
+    const released = await this.db.asService(async (tx) => {
+      await tx.query(
+        `insert into internal.webhook_dispatchers (id, host, host_key, pid, proc_start, dead_after_ms)
+         values ($1, $2, $3, $4, $5, $6)
+         on conflict (id) do update set host = excluded.host, host_key = excluded.host_key, pid = excluded.pid,
+           proc_start = excluded.proc_start, started_at = now(), heartbeat_at = now(),
+           dead_after_ms = excluded.dead_after_ms`,
+        [this.id, me.host, me.hostKey, me.pid, me.procStart, this.deadAfterMs],
+      );
+      if (this.db.kind !== "pglite") return 0;
+      const alive = [...inProcess];
+      await tx.query("delete from internal.webhook_dispatchers where not (id = any ($1::text[]))", [alive]);
+      const r = await tx.query(
+        `update internal.webhook_deliveries set locked_by = null, locked_until = null
+         where locked_by is not null and status = 'pending' and not (locked_by = any ($1::text[]))`,
+        [alive],
+      );
+      return r.rowCount;
+    });
+    if (released > 0) {
+      this.logger?.info(
+        { dispatcher: this.id, released },
+        "webhooks: released the deliveries claimed before this process started",
+      );
+    }
+    await this.reap();
+  }
+
+  /** The heartbeat: this dispatcher's row is fresh (written again if it was taken for dead), then dead ones go. */
+  private async beat(): Promise<void> {
+    const me = thisProcess();
+    await this.db.asService((tx) =>
+      tx.query(
+        `insert into internal.webhook_dispatchers (id, host, host_key, pid, proc_start, dead_after_ms)
+         values ($1, $2, $3, $4, $5, $6)
+         on conflict (id) do update set heartbeat_at = now()`,
+        [this.id, me.host, me.hostKey, me.pid, me.procStart, this.deadAfterMs],
+      ),
+    );
+    await this.reap();
+  }
+
+  /**
+   * Releases the claims of dead dispatchers and deletes their rows: those whose heartbeat is older
+   * than their dead_after_ms (judged by the database's clock), and those this host sees ended.
+   * Their deliveries are due again at once; this dispatcher is woken to take them.
+   */
+  private async reap(): Promise<void> {
+    const rows = await this.db.asService(
+      async (tx) =>
+        (
+          await tx.query<{
+            id: string;
+            host_key: string | null;
+            pid: number;
+            proc_start: string | null;
+            stale: boolean;
+          }>(
+            `select id, host_key, pid, proc_start,
+                    heartbeat_at < now() - make_interval(secs => dead_after_ms::double precision / 1000) as stale
+             from internal.webhook_dispatchers where id <> $1`,
+            [this.id],
+          )
+        ).rows,
+      { readOnly: true },
+    );
+    const dead = rows.filter((r) => r.stale || processEnded(r)).map((r) => r.id);
+    if (dead.length === 0) return;
+    const released = await this.db.asService(async (tx) => {
+      await tx.query("delete from internal.webhook_dispatchers where id = any ($1::text[])", [dead]);
+      const r = await tx.query(
+        `update internal.webhook_deliveries set locked_by = null, locked_until = null
+         where locked_by = any ($1::text[]) and status = 'pending'`,
+        [dead],
+      );
+      return r.rowCount;
+    });
+    this.logger?.info(
+      { dispatcher: this.id, dead, released },
+      "webhooks: dispatchers found dead; their deliveries released",
+    );
+    if (released > 0) this.wake("notice");
+  }
+
+  /** Stopped: nothing of this dispatcher's is claimed any more, and its row goes. */
+  private async unregister(): Promise<void> {
+    await this.db.asService(async (tx) => {
+      await tx.query(
+        `update internal.webhook_deliveries set locked_by = null, locked_until = null
+         where locked_by = $1 and status = 'pending'`,
+        [this.id],
+      );
+      await tx.query("delete from internal.webhook_dispatchers where id = $1", [this.id]);
+    });
+  }
+
   /** Takes up to `limit` due deliveries of enabled endpoints for a lease, with what sending them needs. */
   private claim(limit: number): Promise<Claimed[]> {
     // Due dates are written by the database (the event's transaction): judged by its clock, a
@@ -267,6 +438,10 @@ export class WebhookDispatcher {
                where d.status = 'pending' and d.next_attempt_at <= coalesce($2::timestamptz, now())
                  and (d.locked_until is null or d.locked_until <= coalesce($2::timestamptz, now()))
                  and e.enabled
+                 -- A strict endpoint's delivery goes only when no earlier one of it is pending.
+                 and (e.ordering = 'best_effort' or not exists (
+                   select 1 from internal.webhook_deliveries p
+                   where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.position < d.position))
                order by d.next_attempt_at
                limit $3
                for update of d skip locked
@@ -278,7 +453,7 @@ export class WebhookDispatcher {
                returning d.id, d.endpoint_id, d.event_id, d.attempts
              )
              select c.id, c.endpoint_id, c.attempts, ev.id as event_id, ev.type, ev.account_id, ev.data, ev.created_at,
-                    e.url, e.secret_ciphertext,
+                    ev.seq, e.ordering, e.url, e.secret_ciphertext,
                     case when e.previous_secret_expires_at > coalesce($2::timestamptz, now())
                       then e.previous_secret_ciphertext end
                       as previous_secret_ciphertext
@@ -324,6 +499,7 @@ export class WebhookDispatcher {
       account_id: d.account_id,
       data: d.data,
       created_at: d.created_at,
+      seq: d.seq,
     };
     const body = envelopeBody(event);
     const startedAt = this.now();

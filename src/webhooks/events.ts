@@ -54,6 +54,10 @@ function envelope(type: string, object: z.ZodType, id: string) {
         .meta({ description: "The event id; also the webhook-id header, the same on every attempt." }),
       type: z.literal(type),
       created: Timestamp.meta({ description: "When the event happened." }),
+      sequence: z.number().int().min(1).meta({
+        description:
+          "The event's number among its release's events: 1, 2, 3… in the order they happened, given by the database when the event was written (1 for events that are not a release's). Deliveries are not sent in order unless the endpoint asks for strict ordering: order a release's events by this number.",
+      }),
       account_id: z.uuid(),
       data: z.object({ object }),
     })

@@ -106,7 +106,7 @@ export async function sendRevealCode(
   keyId: string,
 ): Promise<{ sent_to: string[]; expires_at: string }> {
   const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
-  return db.asService(async (tx) => {
+  const sent = await db.asService(async (tx) => {
     const key = (
       await tx.query<{
         tenant_id: string;
@@ -159,6 +159,9 @@ export async function sendRevealCode(
       expires_at: (r.rows[0]?.expires_at ?? new Date()).toISOString(),
     };
   });
+  // Committed: send it now from this process too (the notice of migration 0014 wakes every started mailer).
+  void mailer.deliver();
+  return sent;
 }
 
 interface RevealKeyRow {

@@ -18,6 +18,10 @@ import { columns, countAndPage } from "./sql.ts";
 const Timestamp = z.iso.datetime({ offset: true });
 const withId = z.object({ id: Id }).strict();
 const EventType = z.enum(WEBHOOK_EVENT_TYPES);
+const Ordering = z.enum(["best_effort", "strict"]).meta({
+  description:
+    'best_effort (the default): deliveries go in parallel and a failing one does not hold the others, so events may arrive out of order; order them by `sequence` and `created`. strict: one delivery at a time, in the order the events happened; a failing one holds the later ones until it succeeds or fails for good (docs/webhooks.md, "Order").',
+});
 
 const Endpoint = z
   .object({
@@ -26,6 +30,7 @@ const Endpoint = z
     url: z.string(),
     description: z.string().nullable(),
     events: z.array(EventType),
+    ordering: Ordering,
     enabled: z.boolean(),
     disabled_reason: z
       .string()
@@ -62,6 +67,7 @@ const EndpointCreate = z
         "The event types to receive. Each needs the scope that reads what it carries: release events catalog:read, royalties.imported royalties:read.",
     }),
     description: z.string().trim().max(500).optional(),
+    ordering: Ordering.optional(),
   })
   .strict()
   .meta({ id: "WebhookEndpointCreate" });
@@ -71,6 +77,7 @@ const EndpointUpdate = z
     url: Url.optional(),
     events: z.array(EventType).min(1).max(20).optional(),
     description: z.string().trim().max(500).nullable().optional(),
+    ordering: Ordering.optional(),
     enabled: z
       .boolean()
       .optional()
@@ -129,6 +136,7 @@ const ENDPOINT_COLUMNS = [
   "url",
   "description",
   "events",
+  "ordering",
   "enabled",
   "disabled_reason",
   "failing_since",
@@ -266,14 +274,15 @@ export const webhookRoutes = [
       const secret = newSigningSecret();
       const row = await ctx.write(async (tx) => {
         const inserted = await tx.query<Record<string, unknown>>(
-          `insert into internal.webhook_endpoints (account_id, url, description, events, secret_ciphertext)
-           values ($1, $2, $3, $4, $5) returning ${columns(ENDPOINT_COLUMNS)}`,
+          `insert into internal.webhook_endpoints (account_id, url, description, events, secret_ciphertext, ordering)
+           values ($1, $2, $3, $4, $5, $6) returning ${columns(ENDPOINT_COLUMNS)}`,
           [
             caller.accountId,
             body.url,
             body.description || null,
             [...new Set(body.events)],
             services.secrets.encrypt(secret),
+            body.ordering ?? "best_effort",
           ],
         );
         return inserted.rows[0] as Record<string, unknown>;
@@ -319,13 +328,16 @@ export const webhookRoutes = [
         if (body.url !== undefined) set("url", body.url);
         if (body.events !== undefined) set("events", [...new Set(body.events)]);
         if (body.description !== undefined) set("description", body.description || null);
+        if (body.ordering !== undefined) set("ordering", body.ordering);
         if (body.enabled !== undefined) {
           set("enabled", body.enabled);
           set("disabled_reason", body.enabled ? null : "Disabled by the account.");
         }
         if (sets.length > 0) {
           await tx.query(`update internal.webhook_endpoints set ${sets.join(", ")} where id = $1`, values);
-          if (body.enabled) await tx.query("select pg_notify('backline_webhooks', '')");
+          // Enabled, or no longer strict: what waited may go now.
+          if (body.enabled || body.ordering === "best_effort")
+            await tx.query("select pg_notify('backline_webhooks', '')");
         }
         return visibleEndpoint(tx, params.id);
       });
