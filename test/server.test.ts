@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { decodeJwt } from "jose";
@@ -94,6 +95,32 @@ describe("first start on the embedded database", () => {
     const slugs = (JSON.parse(list.stdout) as { slug: string }[]).map((t) => t.slug);
     assert.deepEqual(slugs, ["dev", "kept-across-restarts"]);
     server = undefined;
+  });
+});
+
+describe("a port in use", () => {
+  test("is found before anything else: one line naming the port and the setting, no database, no dev-tenant.json", async () => {
+    const dataDir = tempDir();
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const started = Date.now();
+      const r = await runToEnd([path.join(ROOT, "src/start/server.ts")], {
+        DATA_DIR: dataDir,
+        PORT: String(port),
+      });
+      assert.equal(r.code, 1);
+      assert.equal(
+        r.stderr.trim(),
+        `backline: Port ${port} on 127.0.0.1 is already in use: set PORT to another port.`,
+      );
+      assert.deepEqual(fs.readdirSync(dataDir), [], "nothing was written to DATA_DIR");
+      assert.ok(Date.now() - started < 10_000);
+    } finally {
+      taken.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,3 +1,4 @@
+import net from "node:net";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
@@ -24,8 +25,22 @@ export interface RunningServer {
 /** How long a stopping server leaves idle keep-alive connections open (src/http/graceful.ts). */
 const IDLE_GRACE_MS = 1000;
 
+/**
+ * Fails at once, before the database is opened or migrated and before dev-tenant.json is written
+ * with a URL no server would answer, when the port is taken (process.ts explains EADDRINUSE).
+ */
+async function checkPortFree(port: number, host: string): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
 /** Opens the database (migrating it), prepares the development tenant, and listens. */
 export async function serve(config: Config, logger: Logger): Promise<RunningServer> {
+  await checkPortFree(config.port, config.host);
   warnUnsafeSettings(config, logger);
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   try {
