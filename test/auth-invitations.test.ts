@@ -387,6 +387,48 @@ describeEachEngine("auth: invitations need proof of the address; sign-in throttl
     assert.equal((await invite(second.id, email, "member")).status, "added");
   });
 
+  test("the database decides: proving an address accepts its invitations; a changed address is unproven", async () => {
+    const env = await tenant({ email_confirmation: false });
+    const [first, second] = [newEmail(), newEmail()];
+    const label = await createAccount(t().db, { tenantId: env.tenant.id, name: "Night Owl Records" });
+    const { data } = await env.client().auth.signUp({ email: first, password: OWNER_PASSWORD });
+    const id = data.user?.id;
+    assert.ok(id);
+    for (const email of [first, second]) {
+      await rows(
+        "insert into internal.invitations (tenant_id, account_id, email, role) values ($1, $2, $3, 'member')",
+        [env.tenant.id, label.id, email],
+      );
+    }
+    const inLabel = async () =>
+      (
+        await rows("select 1 from internal.memberships where user_id = $1 and account_id = $2", [
+          id,
+          label.id,
+        ])
+      ).length === 1;
+    assert.equal(await inLabel(), false, "auto-confirmed is not proven");
+
+    // Whatever code path records the proof, the database accepts the open invitation.
+    await rows("update internal.users set email_proven_at = now() where id = $1", [id]);
+    assert.equal(await inLabel(), true);
+
+    // A new address without a new proof: unproven, and its invitation stays open.
+    await rows("delete from internal.memberships where user_id = $1 and account_id = $2", [id, label.id]);
+    await rows("update internal.users set email = $2 where id = $1", [id, second]);
+    const [user] = await rows<{ email_proven_at: Date | null }>(
+      "select email_proven_at from internal.users where id = $1",
+      [id],
+    );
+    assert.equal(user?.email_proven_at, null);
+    assert.equal(await inLabel(), false);
+    assert.equal(
+      (await rows("select 1 from internal.invitations where email = $1 and accepted_at is null", [second]))
+        .length,
+      1,
+    );
+  });
+
   // ---------------------------------------------------------------------------------------------
   // Sign-in throttling: nobody locks anybody else out
 
