@@ -217,6 +217,19 @@ describeEachEngine("auth: invitations need proof of the address; sign-in throttl
     assertAuthError(again.error, { status: 422, code: "email_exists" });
   });
 
+  test("a sign-up for an invited address learns nothing the inviter gave", async () => {
+    const env = await tenant();
+    const email = newEmail();
+    await env.admin().auth.admin.inviteUserByEmail(email, { data: { name: "Mira Vale", plan: "label" } });
+    const { data, error } = await env
+      .client("203.0.113.66")
+      .auth.signUp({ email, password: ATTACKER_PASSWORD, options: { data: { name: "Someone" } } });
+    assert.equal(error, null);
+    assert.equal(data.session, null);
+    assert.deepEqual(data.user?.user_metadata, { name: "Someone" });
+    assert.deepEqual(data.user?.identities, []);
+  });
+
   // ---------------------------------------------------------------------------------------------
   // Invitation takeover: the attacker signs up with an invited address first
 

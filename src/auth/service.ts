@@ -188,7 +188,16 @@ export class AuthService {
         }
         const updated = await updateUser(tx, user, changes);
         await sendEmailToken(tx, this.mailer, ctx, updated, "signup", email, redirectTo);
-        return { user: await userJson(tx, (await findUserById(tx, req.tenant.id, user.id)) ?? updated) };
+        // The answer shows nothing another person gave for this address: its metadata is this
+        // request's, and an invited user's identities are left out, as GoTrue does.
+        const shown = await userJson(tx, (await findUserById(tx, req.tenant.id, user.id)) ?? updated);
+        return {
+          user: {
+            ...shown,
+            user_metadata: data,
+            ...(updated.invited_at ? { identities: [] } : {}),
+          },
+        };
       }
       const user = await insertUser(tx, {
         tenantId: req.tenant.id,
