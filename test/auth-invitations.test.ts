@@ -295,7 +295,8 @@ describeEachEngine("auth: invitations need proof of the address; sign-in throttl
       else
         assertAuthError(early.error, {
           status: 400,
-          code: c.signUp === "user" ? "email_not_confirmed" : "invalid_credentials",
+          // A sign-up for an address already invited stores no password at all.
+          code: c.signUp === "user" && c.attackerFirst ? "email_not_confirmed" : "invalid_credentials",
         });
       assert.equal(await isMember(), false);
       assert.equal(
@@ -383,22 +384,53 @@ describeEachEngine("auth: invitations need proof of the address; sign-in throttl
     assert.equal((await signIn(env, email, CHOSEN_PASSWORD)).error, null);
   });
 
-  test("an invited address that signs up and confirms joins at confirmation, with the password it chose", async () => {
-    const env = await tenant();
-    const email = newEmail();
-    const label = await createAccount(t().db, { tenantId: env.tenant.id, name: "Night Owl Records" });
-    await invite(label.id, email, "viewer");
-    const signedUp = await env.client().auth.signUp({ email, password: OWNER_PASSWORD });
-    assert.equal(signedUp.error, null);
-    assert.deepEqual(await membershipsOf(env, email), [], "not before the address is confirmed");
-    const { code } = await newestMail(env, email, "auth.signup");
-    assert.equal((await env.client().auth.verifyOtp({ email, token: code, type: "signup" })).error, null);
-    assert.deepEqual(await membershipsOf(env, email), [{ account_id: label.id, role: "viewer" }]);
-    assert.equal((await signIn(env, email, OWNER_PASSWORD)).error, null);
-    // A proven address is added at once from now on.
-    const second = await createAccount(t().db, { tenantId: env.tenant.id, name: "Second" });
-    assert.equal((await invite(second.id, email, "member")).status, "added");
-  });
+  const confirmedByOwner: {
+    name: string;
+    record: (env: Env, accountId: string, email: string) => Promise<void>;
+  }[] = [
+    {
+      name: "invited with add-member",
+      record: async (_env, accountId, email) => {
+        await invite(accountId, email, "viewer");
+      },
+    },
+    {
+      name: "an invitation with no invited user yet",
+      record: async (env, accountId, email) => {
+        await rows(
+          "insert into internal.invitations (tenant_id, account_id, email, role) values ($1, $2, $3, 'viewer')",
+          [env.tenant.id, accountId, email],
+        );
+      },
+    },
+  ];
+  for (const c of confirmedByOwner) {
+    test(`the owner confirms the attacker's sign-up of an invited address (${c.name}): the owner joins, the attacker's password does not work`, async () => {
+      const env = await tenant();
+      const email = newEmail();
+      const label = await createAccount(t().db, { tenantId: env.tenant.id, name: "Night Owl Records" });
+      await c.record(env, label.id, email);
+      const signedUp = await env.client("203.0.113.66").auth.signUp({ email, password: ATTACKER_PASSWORD });
+      assert.equal(signedUp.error, null);
+      assert.deepEqual(await membershipsOf(env, email), [], "not before the address is confirmed");
+
+      // The owner gets "Confirm your sign-up" and confirms: they read the mail, so they join...
+      const { code } = await newestMail(env, email, "auth.signup");
+      const owner = env.client();
+      assert.equal((await owner.auth.verifyOtp({ email, token: code, type: "signup" })).error, null);
+      assert.deepEqual(await membershipsOf(env, email), [{ account_id: label.id, role: "viewer" }]);
+      // ...but the password of a sign-up for an invited address is not kept: the owner chooses one.
+      assertAuthError((await signIn(env, email, ATTACKER_PASSWORD, "203.0.113.66")).error, {
+        status: 400,
+        code: "invalid_credentials",
+      });
+      assert.equal((await owner.auth.updateUser({ password: CHOSEN_PASSWORD })).error, null);
+      assert.equal((await signIn(env, email, CHOSEN_PASSWORD)).error, null);
+      // A proven address is added at once from now on.
+      const second = await createAccount(t().db, { tenantId: env.tenant.id, name: "Second" });
+      assert.equal((await invite(second.id, email, "member")).status, "added");
+    });
+  }
 
   test("the database decides: proving an address accepts its invitations; a changed address is unproven", async () => {
     const env = await tenant({ email_confirmation: false });

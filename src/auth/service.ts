@@ -174,13 +174,16 @@ export class AuthService {
       if (existing) {
         // Signed up (or invited) before, never confirmed: send the confirmation again; the newer
         // mail's link and code replace the older ones. Nobody has proven the address yet, so a
-        // sign-up with another password means two people claim it: neither password is kept, and
-        // whoever proves the address chooses one (docs/auth.md, "Sign-up, confirmation and
-        // invitations"). The first sign-up's password never survives the owner's confirmation.
+        // sign-up with another password means two people claim it, as does a sign-up for an
+        // invited address (the inviter claimed it for its owner): no sign-up password is kept,
+        // and whoever proves the address chooses one (docs/auth.md, "Sign-up, confirmation and
+        // invitations"). A stranger's sign-up password never survives the owner's confirmation.
         const user = (await findUserById(tx, req.tenant.id, existing.id, true)) ?? existing;
         let changes: Record<string, unknown> = {};
         if (user.signup_contested_at) {
           changes = {};
+        } else if (user.invited_at) {
+          changes = { encrypted_password: null, signup_contested_at: new Date() };
         } else if (user.encrypted_password === null) {
           changes = { encrypted_password: passwordHash };
         } else if (!(samePassword && user.encrypted_password === prior?.encrypted_password)) {
@@ -211,12 +214,14 @@ export class AuthService {
           throw new AuthError(422, "user_already_exists", "User already registered");
         throw error;
       });
-      // A personal account, unless the address is invited: it joins those accounts once proven.
-      await provisionAccounts(
+      // A personal account, unless the address is invited: it joins those accounts once proven,
+      // and the proof (not this sign-up) decides its password.
+      const invited = await provisionAccounts(
         tx,
         { id: user.id, tenant_id: user.tenant_id, email },
         displayNameOf(data as Record<string, unknown>),
       );
+      if (invited) await updateUser(tx, user, { signup_contested_at: new Date() });
       if (ctx.settings.email_confirmation) {
         await sendEmailToken(tx, this.mailer, ctx, user, "signup", email, redirectTo);
         return { user: await userJson(tx, (await findUserById(tx, req.tenant.id, user.id)) ?? user) };

@@ -22,7 +22,7 @@ export interface UserRow {
   /** When a link or code mailed to `email` was last used; null while the address is unproven. */
   email_proven_at: Date | null;
   invited_at: Date | null;
-  /** A second sign-up for the unconfirmed address came with another password (docs/auth.md). */
+  /** Another claim on the unconfirmed address (a second sign-up, an invitation): docs/auth.md. */
   signup_contested_at: Date | null;
   created_at: Date;
   updated_at: Date;

@@ -20,21 +20,28 @@ export const MEMBERSHIP_ROLES: readonly MembershipRole[] = ["owner", "admin", "m
  * Gives a user their personal account (as its owner) unless they already belong to an account or
  * their address has open invitations (which they join when they prove the address). Called at
  * sign-up and again when an address is proven (a user invited by POST /auth/v1/invite, with no
- * account to join, gets theirs then).
+ * account to join, gets theirs then). Returns whether the address has open invitations.
  */
 export async function provisionAccounts(
   tx: Tx,
   user: { id: string; tenant_id: string; email: string },
   displayName: string | undefined,
-): Promise<void> {
-  const pending = await tx.query(
-    `select 1 from internal.memberships where user_id = $1 and tenant_id = $2
-     union all
-     select 1 from internal.invitations where tenant_id = $2 and email = $3 and accepted_at is null
-     limit 1`,
-    [user.id, user.tenant_id, user.email],
-  );
-  if (pending.rowCount > 0) return;
+): Promise<boolean> {
+  const invited =
+    (
+      await tx.query(
+        "select 1 from internal.invitations where tenant_id = $1 and email = $2 and accepted_at is null limit 1",
+        [user.tenant_id, user.email],
+      )
+    ).rowCount > 0;
+  const member =
+    (
+      await tx.query("select 1 from internal.memberships where user_id = $1 and tenant_id = $2 limit 1", [
+        user.id,
+        user.tenant_id,
+      ])
+    ).rowCount > 0;
+  if (invited || member) return invited;
   const name = (displayName?.trim() || user.email.split("@")[0] || "My account").slice(0, 200);
   const account = (
     await tx.query<{ id: string }>(
@@ -48,6 +55,7 @@ export async function provisionAccounts(
     [user.tenant_id, account.id, user.id],
   );
   await tx.query("update internal.users set default_account_id = $2 where id = $1", [user.id, account.id]);
+  return false;
 }
 
 /** The display name a user gave in their metadata, for their personal account. */

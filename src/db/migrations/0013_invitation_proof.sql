@@ -12,8 +12,9 @@ alter table internal.users
   add column email_proven_at timestamptz,
   -- When the address was invited (POST /auth/v1/invite, `backline accounts add-member`), as GoTrue reports it.
   add column invited_at timestamptz,
-  -- A second sign-up for the unconfirmed address came with another password: two people claim it.
-  -- Neither password is kept; whoever proves the address chooses one.
+  -- The address was claimed by someone else too: a second sign-up for the unconfirmed address came
+  -- with another password, or the address was invited when it signed up. No sign-up password is
+  -- kept when the address is proven; whoever proves it chooses one.
   add column signup_contested_at timestamptz;
 
 -- Addresses proven so far: confirmed on a tenant that requires confirmation (a malformed setting
