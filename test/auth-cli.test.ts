@@ -82,7 +82,26 @@ describe("backline CLI: keys, members and the mailbox", () => {
     );
   });
 
-  test("the invitee signs up on the server: the confirmation mail is in the mailbox", async () => {
+  test("add-member mails the invite link; the invitee's sign-up does not make them a member, the link does", async () => {
+    // The two add-member calls above each mailed an invite; the newer link replaces the older.
+    const invites = await json("mail", "list", "--to", invitee);
+    assert.deepEqual(
+      invites.map((m: { kind: string; subject: string; tenant_id: string }) => [
+        m.kind,
+        m.subject,
+        m.tenant_id,
+      ]),
+      [
+        ["auth.invite", "You have been invited", tenant.id],
+        ["auth.invite", "You have been invited", tenant.id],
+      ],
+    );
+    const [newest] = invites;
+    assert.match(newest.text_body, /invited to join Night Owl Records \(as member\)/);
+    assert.match(newest.text_body, /https:\/\/api\.example\.com\/auth\/v1\/verify\?token=\S+&type=invite/);
+    const code = /code: (\d{6})\b/.exec(newest.text_body)?.[1];
+    assert.ok(code);
+
     const userId = await withServer(async (url) => {
       const { data, error } = await client(url, tenant.anon_key).auth.signUp({
         email: invitee,
@@ -101,16 +120,20 @@ describe("backline CLI: keys, members and the mailbox", () => {
       return data.user?.id;
     });
 
+    // Signed up, not confirmed: add-member invites again rather than adding.
+    const again = await json("accounts", "add-member", "--account", account.id, "--email", invitee);
+    assert.equal(again.status, "invited");
+
     const mails = await json("mail", "list");
-    assert.equal(mails.length, 1);
-    const [mail] = mails;
+    assert.equal(mails.length, 4);
+    const signup = mails.find((m: { kind: string }) => m.kind === "auth.signup");
     assert.deepEqual(
       {
-        tenant_id: mail.tenant_id,
-        to: mail.to_address,
-        kind: mail.kind,
-        status: mail.status,
-        subject: mail.subject,
+        tenant_id: signup.tenant_id,
+        to: signup.to_address,
+        kind: signup.kind,
+        status: signup.status,
+        subject: signup.subject,
       },
       {
         tenant_id: tenant.id,
@@ -120,11 +143,11 @@ describe("backline CLI: keys, members and the mailbox", () => {
         subject: "Confirm your sign-up",
       },
     );
-    assert.match(mail.text_body, /https:\/\/api\.example\.com\/auth\/v1\/verify\?token=/);
-    assert.match(mail.text_body, /code: \d{6}\b/);
+    assert.match(signup.text_body, /https:\/\/api\.example\.com\/auth\/v1\/verify\?token=/);
+    assert.match(signup.text_body, /code: \d{6}\b/);
 
     const filters: { args: string[]; count: number }[] = [
-      { args: ["--to", invitee.toUpperCase()], count: 1 },
+      { args: ["--to", invitee.toUpperCase()], count: 4 },
       { args: ["--tenant", "dev"], count: 0 },
     ];
     for (const f of filters) {
@@ -134,7 +157,23 @@ describe("backline CLI: keys, members and the mailbox", () => {
     assert.match(human, new RegExp(`stored {2}to ${invitee.toLowerCase().replace(/[.]/g, "\\.")}`));
     assert.match(human, /^Subject: Confirm your sign-up$/m);
 
-    // Now the address has a user: add-member adds it (and changes its role) at once.
+    // The invitee uses the newest invite: a member, signed in.
+    const newestInvite = (await json("mail", "list", "--to", invitee)).find(
+      (m: { kind: string }) => m.kind === "auth.invite",
+    );
+    const inviteCode = /code: (\d{6})\b/.exec(newestInvite.text_body)?.[1];
+    assert.ok(inviteCode);
+    await withServer(async (url) => {
+      const { data, error } = await client(url, tenant.anon_key).auth.verifyOtp({
+        email: invitee,
+        token: inviteCode,
+        type: "invite",
+      });
+      assert.equal(error, null);
+      assert.equal(data.user?.id, userId);
+    });
+
+    // Now the address is proven: add-member adds it (and changes its role) at once.
     const added = await json(
       "accounts",
       "add-member",

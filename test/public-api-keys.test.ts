@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { createClient } from "@supabase/supabase-js";
-import { listMail } from "../src/mail/mailer.ts";
+import { listMail, Mailer } from "../src/mail/mailer.ts";
 import { generateApiKey, parseApiKey } from "../src/public-api/keys/format.ts";
 import { addMember, type MembershipRole } from "../src/tenancy/memberships.ts";
 import { type Account, createAccount } from "../src/tenancy/tenants.ts";
@@ -120,17 +120,24 @@ describeEachEngine("public API: API-key lifecycle", (t) => {
 
   /**
    * Signs a new user up with supabase-js. Invited first to `memberships`, they join those accounts
-   * (as those roles); with none, they get a personal account as its owner.
+   * (as those roles) once their address is proven, which this helper records as if they had
+   * confirmed it (the tenant asks no confirmation); with none, they get a personal account as its owner.
    */
   async function signUp(env: Env, memberships: { account: Account; role: MembershipRole }[] = []) {
     const email = newEmail();
-    for (const m of memberships) await addMember(db(), { accountId: m.account.id, email, role: m.role });
+    for (const m of memberships) {
+      await rows(
+        "insert into internal.invitations (tenant_id, account_id, email, role) values ($1, $2, $3, $4)",
+        [env.tenant.id, m.account.id, email, m.role],
+      );
+    }
     const client = createClient(app.url, env.keys.anon_key, {
       auth: { persistSession: false, autoRefreshToken: false },
     });
     const { data, error } = await client.auth.signUp({ email, password: PASSWORD });
     assert.equal(error, null);
     assert.ok(data.session && data.user, "sign-up without confirmation returns a session");
+    await rows("update internal.users set email_proven_at = now() where id = $1", [data.user.id]);
     const token = data.session.access_token;
     return { id: data.user.id, email, token, api: api(token) };
   }
@@ -700,7 +707,11 @@ describeEachEngine("public API: API-key lifecycle", (t) => {
     const env = await tenantEnv();
     const second = await account(env);
     const user = await signUp(env);
-    await addMember(db(), { accountId: second.id, email: user.email, role: "owner" });
+    await addMember(
+      db(),
+      { accountId: second.id, email: user.email, role: "owner" },
+      { mailer: new Mailer(db(), { smtpUrl: undefined, from: "backline@example.com" }), publicUrl: app.url },
+    );
     const res = assertProblem(
       await user.api("POST", "/api-keys", { name: "which" }),
       422,

@@ -1,7 +1,7 @@
 import type { Tx } from "../db/types.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { otpExpired } from "./errors.ts";
-import type { SessionContext } from "./sessions.ts";
+import type { AuthSettings } from "./settings.ts";
 import { newOpaqueToken, newOtp, otpHash, sha256 } from "./tokens.ts";
 import { findUserByEmail, type UserRow } from "./users.ts";
 
@@ -11,34 +11,46 @@ import { findUserByEmail, type UserRow } from "./users.ts";
  * as hashes and work once, until they expire. A newer one of the same kind replaces older ones.
  */
 
-export type EmailTokenKind = "signup" | "recovery" | "email_change";
+export type EmailTokenKind = "signup" | "recovery" | "email_change" | "invite";
 
 const SUBJECTS: Record<EmailTokenKind, string> = {
   signup: "Confirm your sign-up",
   recovery: "Reset your password",
   email_change: "Confirm your new e-mail address",
+  invite: "You have been invited",
 };
 
 const INTROS: Record<EmailTokenKind, string> = {
   signup: "Confirm your e-mail address to finish signing up.",
   recovery: "Someone asked to reset the password of this account. If it was you, continue below.",
   email_change: "Confirm this address as the new e-mail address of your account.",
+  invite: "You have been invited. Open the link to accept the invitation, then choose a password.",
 };
 
 const SENT_AT: Record<EmailTokenKind, string> = {
-  signup: "confirmation_sent_at",
-  recovery: "recovery_sent_at",
-  email_change: "email_change_sent_at",
+  signup: "confirmation_sent_at = now()",
+  recovery: "recovery_sent_at = now()",
+  email_change: "email_change_sent_at = now()",
+  // GoTrue reports an invitation as both.
+  invite: "invited_at = now(), confirmation_sent_at = now()",
 };
+
+/** What sending a link needs to know: the tenant, its auth settings, and where the server answers. */
+export interface MailContext {
+  tenant: { id: string };
+  settings: AuthSettings;
+  publicUrl: string;
+}
 
 export async function sendEmailToken(
   tx: Tx,
   mailer: Mailer,
-  ctx: SessionContext & { publicUrl: string },
+  ctx: MailContext,
   user: UserRow,
   kind: EmailTokenKind,
   to: string,
   redirectTo: string | undefined,
+  intro: string = INTROS[kind],
 ): Promise<void> {
   const token = newOpaqueToken();
   const otp = newOtp();
@@ -52,7 +64,7 @@ export async function sendEmailToken(
      values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
     [ctx.tenant.id, user.id, kind, to, sha256(token), otpHash(user.id, otp), ctx.settings.otp_expiry],
   );
-  await tx.query(`update internal.users set ${SENT_AT[kind]} = now() where id = $1`, [user.id]);
+  await tx.query(`update internal.users set ${SENT_AT[kind]} where id = $1`, [user.id]);
 
   const link = new URL(`${ctx.publicUrl}/auth/v1/verify`);
   link.searchParams.set("token", token);
@@ -66,7 +78,7 @@ export async function sendEmailToken(
     kind: `auth.${kind}`,
     subject: SUBJECTS[kind],
     text: [
-      INTROS[kind],
+      intro,
       "",
       `Open this link: ${link.toString()}`,
       "",

@@ -19,6 +19,7 @@ const VERIFY_TYPES: Record<string, EmailTokenKind> = {
   email: "signup",
   recovery: "recovery",
   email_change: "email_change",
+  invite: "invite",
 };
 
 declare module "fastify" {
@@ -185,10 +186,17 @@ export async function authRoutes(
     auth.recover(info(request), body(request), query(request, "redirect_to")),
   );
 
+  // auth.admin.inviteUserByEmail: the tenant's service-role key only, as GoTrue's admin endpoints.
+  app.post("/invite", async (request) => {
+    if (request.caller?.claims.role !== "tenant_service")
+      throw new AuthError(403, "not_admin", "User not allowed");
+    return auth.invite(info(request), body(request), query(request, "redirect_to"));
+  });
+
   app.post("/verify", async (request) => {
     const b = body(request);
     const type = typeof b.type === "string" ? VERIFY_TYPES[b.type] : undefined;
-    if (!type) throw validationFailed("type must be one of signup, email, recovery, email_change");
+    if (!type) throw validationFailed("type must be one of signup, email, recovery, email_change, invite");
     if (typeof b.token_hash === "string" && b.token_hash !== "")
       return auth.verify(info(request), { type, tokenHash: b.token_hash });
     if (typeof b.email === "string" && typeof b.token === "string" && b.token !== "") {

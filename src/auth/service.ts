@@ -4,9 +4,10 @@ import { asDbError } from "../db/errors.ts";
 import { consume } from "../http/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import type { TenantAuthInfo } from "../tenancy/directory.ts";
-import { provisionAccounts } from "../tenancy/memberships.ts";
+import { displayNameOf, provisionAccounts } from "../tenancy/memberships.ts";
 import { sendEmailToken, useEmailToken, type VerifyInput } from "./email-tokens.ts";
 import { AuthError, invalidCredentials, sessionNotFound, validationFailed } from "./errors.ts";
+import { inviteAddress } from "./invite.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH, verifyPassword, weakPasswordReasons } from "./passwords.ts";
 import {
   endSessions,
@@ -101,6 +102,23 @@ export class AuthService {
     }
   }
 
+  /** Whether the user with this address holds a session started from this client address. */
+  private async knownClient(tenantId: string, email: string, ip: string): Promise<boolean> {
+    return this.db.asService(
+      async (tx) =>
+        (
+          await tx.query(
+            `select 1 from internal.sessions s
+             join internal.users u on u.id = s.user_id and u.tenant_id = s.tenant_id
+             where u.tenant_id = $1 and u.email = $2 and u.deleted_at is null and s.ip = $3
+             limit 1`,
+            [tenantId, email, ip],
+          )
+        ).rowCount > 0,
+      { readOnly: true },
+    );
+  }
+
   private checkPassword(password: unknown, settings: ReturnType<typeof authSettings>): string {
     if (typeof password !== "string" || password === "") throw validationFailed("Password is required");
     if (password.length > MAX_PASSWORD_LENGTH)
@@ -133,6 +151,15 @@ export class AuthService {
     const data = body.data === undefined || body.data === null ? {} : body.data;
     if (typeof data !== "object" || Array.isArray(data)) throw validationFailed("data must be an object");
     const passwordHash = await hashPassword(password);
+    // A repeated sign-up for an unconfirmed address compares its password with the stored one
+    // before the transaction (scrypt is slow; a transaction is not held open for it).
+    const prior = await this.db.asService((tx) => findUserByEmail(tx, req.tenant.id, email), {
+      readOnly: true,
+    });
+    const samePassword =
+      prior?.encrypted_password && !prior.email_confirmed_at
+        ? await verifyPassword(password, prior.encrypted_password)
+        : false;
 
     const result = await this.db.asService(async (tx) => {
       const existing = await findUserByEmail(tx, req.tenant.id, email);
@@ -145,9 +172,35 @@ export class AuthService {
         return { user: obfuscatedUser(email, data as Record<string, unknown>) };
       }
       if (existing) {
-        // Signed up before but never confirmed: send the confirmation again.
-        await sendEmailToken(tx, this.mailer, ctx, existing, "signup", email, redirectTo);
-        return { user: await userJson(tx, (await findUserById(tx, req.tenant.id, existing.id)) ?? existing) };
+        // Signed up (or invited) before, never confirmed: send the confirmation again; the newer
+        // mail's link and code replace the older ones. Nobody has proven the address yet, so a
+        // sign-up with another password means two people claim it, as does a sign-up for an
+        // invited address (the inviter claimed it for its owner): no sign-up password is kept,
+        // and whoever proves the address chooses one (docs/auth.md, "Sign-up, confirmation and
+        // invitations"). A stranger's sign-up password never survives the owner's confirmation.
+        const user = (await findUserById(tx, req.tenant.id, existing.id, true)) ?? existing;
+        let changes: Record<string, unknown> = {};
+        if (user.signup_contested_at) {
+          changes = {};
+        } else if (user.invited_at) {
+          changes = { encrypted_password: null, signup_contested_at: new Date() };
+        } else if (user.encrypted_password === null) {
+          changes = { encrypted_password: passwordHash };
+        } else if (!(samePassword && user.encrypted_password === prior?.encrypted_password)) {
+          changes = { encrypted_password: null, signup_contested_at: new Date() };
+        }
+        const updated = await updateUser(tx, user, changes);
+        await sendEmailToken(tx, this.mailer, ctx, updated, "signup", email, redirectTo);
+        // The answer shows nothing another person gave for this address: its metadata is this
+        // request's, and an invited user's identities are left out, as GoTrue does.
+        const shown = await userJson(tx, (await findUserById(tx, req.tenant.id, user.id)) ?? updated);
+        return {
+          user: {
+            ...shown,
+            user_metadata: data,
+            ...(updated.invited_at ? { identities: [] } : {}),
+          },
+        };
       }
       const user = await insertUser(tx, {
         tenantId: req.tenant.id,
@@ -161,11 +214,14 @@ export class AuthService {
           throw new AuthError(422, "user_already_exists", "User already registered");
         throw error;
       });
-      const meta = data as Record<string, unknown>;
-      const displayName = [meta.name, meta.full_name, meta.display_name].find(
-        (v): v is string => typeof v === "string",
+      // A personal account, unless the address is invited: it joins those accounts once proven,
+      // and the proof (not this sign-up) decides its password.
+      const invited = await provisionAccounts(
+        tx,
+        { id: user.id, tenant_id: user.tenant_id, email },
+        displayNameOf(data as Record<string, unknown>),
       );
-      await provisionAccounts(tx, { id: user.id, tenant_id: user.tenant_id, email }, displayName);
+      if (invited) await updateUser(tx, user, { signup_contested_at: new Date() });
       if (ctx.settings.email_confirmation) {
         await sendEmailToken(tx, this.mailer, ctx, user, "signup", email, redirectTo);
         return { user: await userJson(tx, (await findUserById(tx, req.tenant.id, user.id)) ?? user) };
@@ -181,8 +237,13 @@ export class AuthService {
     const email = normaliseEmail(body.email);
     if (typeof body.password !== "string" || body.password === "")
       throw validationFailed("Password is required");
-    await this.limit(req, "signin_per_ip", req.ip ?? "unknown");
-    await this.limit(req, "signin_per_email", email);
+    // Throttled per client address, per address and client address together, and — for clients
+    // that hold no session of the user — per address over a longer window (docs/auth.md, "Rate
+    // limits"): a stranger's wrong guesses lock out their own client address, not the user.
+    const ip = req.ip ?? "unknown";
+    await this.limit(req, "signin_per_ip", ip);
+    await this.limit(req, "signin_per_email_ip", `${email}|${ip}`);
+    if (!(await this.knownClient(req.tenant.id, email, ip))) await this.limit(req, "signin_per_email", email);
     const password = body.password;
     return this.db.asService(async (tx) => {
       const user = await findUserByEmail(tx, req.tenant.id, email);
@@ -299,12 +360,20 @@ export class AuthService {
     return {};
   }
 
-  /** Uses a link token or a code from an e-mail and signs the user in. */
+  /**
+   * Uses a link token or a code from an e-mail and signs the user in. Using it proves the address
+   * (the database then accepts the address's open invitations, migration 0015). The first proof
+   * of an address also ends whatever was set up before it by someone who had not proven it:
+   * unless it confirms an uncontested sign-up (whose password is the one that sign-up chose), the
+   * password and every session are dropped, and the user chooses a password with the session
+   * this answer returns (as after GoTrue's invite link).
+   */
   async verify(req: RequestInfo, input: VerifyInput) {
     const ctx = this.context(req);
     await this.limit(req, "verify_per_ip", req.ip ?? "unknown");
     return this.db.asService(async (tx) => {
       const { user, email } = await useEmailToken(tx, req.tenant.id, input);
+      const now = new Date();
       let changes: Record<string, unknown>;
       if (input.type === "email_change") {
         const taken = await findUserByEmail(tx, req.tenant.id, email);
@@ -315,16 +384,56 @@ export class AuthService {
             "A user with this email address has already been registered",
           );
         }
-        changes = { email, email_change: null, email_confirmed_at: new Date() };
+        changes = { email, email_change: null, email_confirmed_at: now, email_proven_at: now };
       } else {
-        // Following a recovery link proves the address too.
-        changes = user.email_confirmed_at ? {} : { email_confirmed_at: new Date() };
+        changes = { email_proven_at: now };
+        if (!user.email_confirmed_at) changes.email_confirmed_at = now;
+      }
+      const firstProof = user.email_proven_at === null && input.type !== "email_change";
+      if (firstProof) {
+        const keepsPassword = input.type === "signup" && user.signup_contested_at === null;
+        if (!keepsPassword) {
+          changes.encrypted_password = null;
+          await tx.query("delete from internal.sessions where tenant_id = $1 and user_id = $2", [
+            user.tenant_id,
+            user.id,
+          ]);
+        }
+        changes.signup_contested_at = null;
       }
       const updated = await updateUser(tx, user, changes);
+      if (firstProof && updated.email) {
+        // Invited by POST /invite with no account to join: their personal account, now.
+        await provisionAccounts(
+          tx,
+          { id: updated.id, tenant_id: updated.tenant_id, email: updated.email },
+          displayNameOf(updated.raw_user_meta_data),
+        );
+      }
       const method =
         input.type === "recovery" ? "recovery" : input.type === "email_change" ? "email_change" : "otp";
       return startSession(tx, ctx, updated, method);
     });
+  }
+
+  /**
+   * POST /invite (service-role key only, as GoTrue): makes an invited user for the address if it
+   * has none and mails the invite link and code. Refused for an address already proven.
+   */
+  async invite(req: RequestInfo, body: { email?: unknown; data?: unknown }, redirectTo: string | undefined) {
+    const ctx = this.context(req);
+    const email = normaliseEmail(body.email);
+    const data = body.data === undefined || body.data === null ? {} : body.data;
+    if (typeof data !== "object" || Array.isArray(data)) throw validationFailed("data must be an object");
+    const result = await this.db.asService(async (tx) => {
+      const user = await inviteAddress(tx, this.mailer, ctx, email, {
+        data: data as Record<string, unknown>,
+        redirectTo,
+      });
+      return userJson(tx, user);
+    });
+    void this.mailer.deliver();
+    return result;
   }
 
   /** The tenant a link token was issued in (the link in an e-mail carries no apikey). */

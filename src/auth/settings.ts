@@ -29,8 +29,16 @@ const schema = z.object({
     .default(3600),
   rate_limits: z
     .object({
+      /** Password sign-ins from one client address, whatever the e-mail address. */
       signin_per_ip: limit.default({ max: 30, windowSeconds: 300 }),
-      signin_per_email: limit.default({ max: 10, windowSeconds: 300 }),
+      /** Password sign-ins for one e-mail address from one client address. */
+      signin_per_email_ip: limit.default({ max: 10, windowSeconds: 300 }),
+      /**
+       * Password sign-ins for one e-mail address from client addresses that hold no session of its
+       * user: the slower bound on distributed guessing. Above what one client address can reach
+       * under signin_per_email_ip (12 windows of 10 an hour), so no single client locks a user out.
+       */
+      signin_per_email: limit.default({ max: 150, windowSeconds: 3600 }),
       signup_per_ip: limit.default({ max: 30, windowSeconds: 3600 }),
       email_sent_per_address: limit.default({ max: 5, windowSeconds: 3600 }),
       verify_per_ip: limit.default({ max: 30, windowSeconds: 300 }),

@@ -19,6 +19,11 @@ export interface UserRow {
   raw_user_meta_data: Record<string, unknown>;
   is_anonymous: boolean;
   banned_until: Date | null;
+  /** When a link or code mailed to `email` was last used; null while the address is unproven. */
+  email_proven_at: Date | null;
+  invited_at: Date | null;
+  /** Another claim on the unconfirmed address (a second sign-up, an invitation): docs/auth.md. */
+  signup_contested_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -36,7 +41,8 @@ interface IdentityRow {
 
 const USER_COLUMNS = `id, tenant_id, email, phone, encrypted_password, email_confirmed_at, phone_confirmed_at,
   confirmation_sent_at, recovery_sent_at, email_change, email_change_sent_at, last_sign_in_at,
-  raw_app_meta_data, raw_user_meta_data, is_anonymous, banned_until, created_at, updated_at`;
+  raw_app_meta_data, raw_user_meta_data, is_anonymous, banned_until, email_proven_at, invited_at,
+  signup_contested_at, created_at, updated_at`;
 
 export async function findUserByEmail(tx: Tx, tenantId: string, email: string): Promise<UserRow | undefined> {
   const r = await tx.query<UserRow>(
@@ -64,14 +70,16 @@ export async function insertUser(
   input: {
     tenantId: string;
     email: string;
-    passwordHash: string;
+    /** Null for an invited user, who chooses a password after using the invite link. */
+    passwordHash: string | null;
     userMetadata: Record<string, unknown>;
     confirmed: boolean;
+    invited?: boolean;
   },
 ): Promise<UserRow> {
   const r = await tx.query<UserRow>(
-    `insert into internal.users (tenant_id, email, encrypted_password, raw_app_meta_data, raw_user_meta_data, email_confirmed_at)
-     values ($1, $2, $3, $4, $5, case when $6::boolean then now() end)
+    `insert into internal.users (tenant_id, email, encrypted_password, raw_app_meta_data, raw_user_meta_data, email_confirmed_at, invited_at)
+     values ($1, $2, $3, $4, $5, case when $6::boolean then now() end, case when $7::boolean then now() end)
      returning ${USER_COLUMNS}`,
     [
       input.tenantId,
@@ -80,6 +88,7 @@ export async function insertUser(
       JSON.stringify({ provider: "email", providers: ["email"] }),
       JSON.stringify(input.userMetadata),
       input.confirmed,
+      input.invited ?? false,
     ],
   );
   const user = r.rows[0];
@@ -141,6 +150,7 @@ export async function userJson(tx: Tx, user: UserRow): Promise<Record<string, un
     email_confirmed_at: iso(user.email_confirmed_at),
     phone: user.phone ?? "",
     confirmation_sent_at: iso(user.confirmation_sent_at),
+    invited_at: iso(user.invited_at),
     confirmed_at: iso(user.email_confirmed_at ?? user.phone_confirmed_at),
     recovery_sent_at: iso(user.recovery_sent_at),
     new_email: user.email_change ?? undefined,

@@ -11,7 +11,7 @@ import { PgliteEngine } from "../db/pglite.ts";
 import { PostgresEngine } from "../db/postgres.ts";
 import { rolesSetupSql } from "../db/roles.ts";
 import { JOB_STATUSES, listJobs, retryDeadJob } from "../jobs/queue.ts";
-import { listMail } from "../mail/mailer.ts";
+import { listMail, Mailer } from "../mail/mailer.ts";
 import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
 import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac, oacQueue } from "../pipeline/oac.ts";
@@ -327,27 +327,33 @@ accounts
 accounts
   .command("add-member")
   .description(
-    "add the user with this e-mail address to an account, or invite the address if it has no user yet",
+    "add the user with this (proven) e-mail address to an account, or mail the address an invite link",
   )
   .requiredOption("--account <id>", "account id")
   .requiredOption("--email <email>", "the member's e-mail address")
   .option("--role <role>", `one of ${MEMBERSHIP_ROLES.join(", ")}`, choice(MEMBERSHIP_ROLES), "member")
   .action(async (opts: { account: string; email: string; role: (typeof MEMBERSHIP_ROLES)[number] }) => {
-    await withDb(async (db) => {
-      const result = await addMember(db, {
-        accountId: opts.account,
-        email: opts.email,
-        role: opts.role,
-      }).catch((e: unknown) => {
-        throw e instanceof MembershipError ? new CliError(e.message) : e;
-      });
-      output(
-        program,
-        result.status === "added"
-          ? `Added ${opts.email} to ${opts.account} as ${opts.role}`
-          : `Invited ${result.email} to ${opts.account} as ${opts.role}: they join when they sign up`,
-        result,
-      );
+    await withDb(async (db, config) => {
+      // The invite link goes out by mail (or stays in the local mailbox without SMTP_URL).
+      const mailer = new Mailer(db, { smtpUrl: config.mail.smtpUrl, from: config.mail.from });
+      try {
+        const result = await addMember(
+          db,
+          { accountId: opts.account, email: opts.email, role: opts.role },
+          { mailer, publicUrl: config.publicUrl },
+        ).catch((e: unknown) => {
+          throw e instanceof MembershipError ? new CliError(e.message) : e;
+        });
+        output(
+          program,
+          result.status === "added"
+            ? `Added ${opts.email} to ${opts.account} as ${opts.role}`
+            : `Invited ${result.email} to ${opts.account} as ${opts.role}: the invite link is mailed to them; they join when they use it`,
+          result,
+        );
+      } finally {
+        await mailer.close();
+      }
     });
   });
 
