@@ -196,48 +196,40 @@ async function measure(target: Target): Promise<Result> {
       peakRss = Math.max(peakRss, rssOf(pid));
     }, 100);
     const status: Record<string, number> = {};
+    type SignedIn = (typeof users)[number];
+    // Each connection acts as one user, picked on its first request.
+    const as = (make: (u: SignedIn) => Partial<autocannon.Request>): autocannon.Request => ({
+      setupRequest: (req, context) => {
+        const ctx = context as { user?: SignedIn };
+        ctx.user ??= users[Math.floor(Math.random() * users.length)];
+        return { ...req, ...make(ctx.user as SignedIn) } as autocannon.Request;
+      },
+    });
     const r = await autocannon({
       url: server.url,
       connections: CONNECTIONS,
       duration: DURATION,
       timeout: 30,
       requests: [
-        {
-          setupRequest: (req: Record<string, unknown>, context: Record<string, unknown>) => {
-            context.user ??= users[Math.floor(Math.random() * users.length)];
-            const u = context.user as (typeof users)[number];
-            return {
-              ...req,
-              method: "GET",
-              path: "/rest/v1/releases?select=id,title,status&order=created_at.desc&limit=20",
-              headers: u.headers,
-            };
-          },
-        },
-        ...[1, 2, 3].map(() => ({
-          setupRequest: (req: Record<string, unknown>, context: Record<string, unknown>) => {
-            const u = context.user as (typeof users)[number];
-            return {
-              ...req,
-              method: "GET",
-              path: "/rest/v1/releases?select=id,title&limit=20",
-              headers: u.headers,
-            };
-          },
+        as((u) => ({
+          method: "GET",
+          path: "/rest/v1/releases?select=id,title,status&order=created_at.desc&limit=20",
+          headers: u.headers,
         })),
-        {
-          setupRequest: (req: Record<string, unknown>, context: Record<string, unknown>) => {
-            const u = context.user as (typeof users)[number];
-            return {
-              ...req,
-              method: "POST",
-              path: "/rest/v1/releases",
-              headers: { ...u.headers, "content-type": "application/json", prefer: "return=minimal" },
-              body: JSON.stringify({ account_id: u.accountId, artist_id: u.artistId, title: "Load test" }),
-            };
-          },
-        },
-      ] as autocannon.Request[],
+        ...[1, 2, 3].map(() =>
+          as((u) => ({
+            method: "GET",
+            path: "/rest/v1/releases?select=id,title&limit=20",
+            headers: u.headers,
+          })),
+        ),
+        as((u) => ({
+          method: "POST",
+          path: "/rest/v1/releases",
+          headers: { ...u.headers, "content-type": "application/json", prefer: "return=minimal" },
+          body: JSON.stringify({ account_id: u.accountId, artist_id: u.artistId, title: "Load test" }),
+        })),
+      ],
     });
     for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) status[code] = stat.count ?? 0;
     clearInterval(sampler);
