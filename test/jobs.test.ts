@@ -86,10 +86,11 @@ describeEachEngine("job queue", (t) => {
   test("a job whose worker died is claimed again when its lease runs out; the dead worker can no longer finish it", async () => {
     const k = kind("lease");
     const id = (await db().asService((tx) => enqueue(tx, k, {}))) as string;
-    const [mine] = await claim(db(), "a", [k], 1, 100);
+    // A lease long enough that a loaded machine still asks again inside it.
+    const [mine] = await claim(db(), "a", [k], 1, 1500);
     assert.ok(mine);
     assert.deepEqual(await claim(db(), "b", [k], 1, 100), [], "held while the lease lasts");
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 1700));
     const [theirs] = await claim(db(), "b", [k], 1, 60_000);
     assert.equal(theirs?.attempts, 2);
     await complete(db(), mine, "a");
