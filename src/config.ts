@@ -56,6 +56,12 @@ const schema = z.object({
       message: "must be 32 random bytes in base64 (openssl rand -base64 32)",
     })
     .optional(),
+  ENCRYPTION_KEY_PREVIOUS: z
+    .string()
+    .refine((v) => v.split(",").every((k) => Buffer.from(k.trim(), "base64").length === 32), {
+      message: "must be 32-byte keys in base64, separated by commas",
+    })
+    .optional(),
   WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   WORKER_LEASE_MS: z.coerce
     .number({ message: "must be a number" })
@@ -111,6 +117,8 @@ export interface Config {
   worker: { enabled: boolean; concurrency: number; leaseMs: number };
   /** The key that encrypts secrets at rest (webhook signing secrets); unset: DATA_DIR/encryption.key. */
   encryptionKey: string | undefined;
+  /** Keys that still open what they sealed while the master key is rotated (docs/security.md). */
+  encryptionKeyPrevious: string[];
   /** Webhooks may go to http:// and private addresses: for development and tests only. */
   webhookAllowPrivate: boolean;
   /** Where uploaded media goes (docs/uploads.md): DATA_DIR/storage, or an S3-compatible bucket. */
@@ -138,6 +146,7 @@ export class ConfigError extends Error {
 /** Settings that may hold credentials. */
 const SECRET_SETTINGS = new Set([
   "ENCRYPTION_KEY",
+  "ENCRYPTION_KEY_PREVIOUS",
   "DATABASE_URL",
   "MIGRATION_DATABASE_URL",
   "SMTP_URL",
@@ -205,6 +214,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     restMaxRows: e.REST_MAX_ROWS,
     worker: { enabled: e.WORKER === "on", concurrency: e.WORKER_CONCURRENCY, leaseMs: e.WORKER_LEASE_MS },
     encryptionKey: e.ENCRYPTION_KEY,
+    encryptionKeyPrevious: e.ENCRYPTION_KEY_PREVIOUS?.split(",").map((k) => k.trim()) ?? [],
     // The embedded database is for development: its webhooks may go to a local receiver.
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? database.engine === "pglite",
     storage,

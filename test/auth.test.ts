@@ -11,7 +11,7 @@ import {
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from "jose";
 import { listMail, type MailRow } from "../src/mail/mailer.ts";
 import { addMember, type MembershipRole } from "../src/tenancy/memberships.ts";
-import { createAccount } from "../src/tenancy/tenants.ts";
+import { createAccount, getTenantSigningSecret } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 
@@ -117,12 +117,9 @@ describeEachEngine("auth: /auth/v1 with supabase-js", (t) => {
   }
 
   async function jwtSecret(tenantId: string): Promise<string> {
-    const [row] = await rows<{ jwt_secret: string }>(
-      "select jwt_secret from internal.tenants where id = $1",
-      [tenantId],
-    );
-    assert.ok(row);
-    return row.jwt_secret;
+    const secret = await getTenantSigningSecret(t().db, tenantId);
+    assert.ok(secret);
+    return secret;
   }
 
   const mailTo = (env: Env, email: string) => listMail(t().db, { tenantId: env.tenant.id, to: email });

@@ -64,6 +64,7 @@ export async function sendEmailToken(
     tenantId: ctx.tenant.id,
     to,
     kind: `auth.${kind}`,
+    secretTtlSeconds: ctx.settings.otp_expiry,
     subject: SUBJECTS[kind],
     text: [
       INTROS[kind],

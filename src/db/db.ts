@@ -1,3 +1,4 @@
+import type { SecretBox } from "../secrets/box.ts";
 import { type Claims, DB_ROLES, type Engine, type EngineKind, type Tx } from "./types.ts";
 
 export interface ContextOptions {
@@ -17,10 +18,18 @@ export interface ContextOptions {
 export class Db {
   readonly kind: EngineKind;
   private readonly engine: Engine;
+  private readonly box: SecretBox | undefined;
 
-  constructor(engine: Engine) {
+  constructor(engine: Engine, options: { secrets?: SecretBox } = {}) {
     this.engine = engine;
     this.kind = engine.kind;
+    this.box = options.secrets;
+  }
+
+  /** Seals and opens the secrets the database keeps (docs/security.md): the server's master key. */
+  get secrets(): SecretBox {
+    if (!this.box) throw new Error("this database was opened without the server's encryption key");
+    return this.box;
   }
 
   async withRequestContext<T>(
