@@ -56,7 +56,10 @@ describe("loadConfig", () => {
     assert.equal(loadConfig({ ENCRYPTION_KEY: key }).encryptionKey, key);
     assert.equal(loadConfig({}).encryptionKey, undefined);
     const old = Buffer.alloc(32, 8).toString("base64");
-    assert.deepEqual(loadConfig({ ENCRYPTION_KEY_PREVIOUS: `${old}, ${key}` }).encryptionKeyPrevious, [old, key]);
+    assert.deepEqual(loadConfig({ ENCRYPTION_KEY_PREVIOUS: `${old}, ${key}` }).encryptionKeyPrevious, [
+      old,
+      key,
+    ]);
     assert.deepEqual(loadConfig({}).encryptionKeyPrevious, []);
   });
 
