@@ -304,7 +304,9 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
           encryptionKeyPrevious: [settings.encryptionKey],
           dataDir: "/nonexistent",
         }),
-        /webhook_endpoints .*previous_secret_ciphertext.*does not have/,
+        (error: unknown) =>
+          error instanceof SecretKeyError &&
+          /webhook_endpoints .*previous_secret_ciphertext.*does not have/.test(error.message),
       );
       assert.deepEqual(await sealedValues(), before, "all or nothing");
       await rows("update internal.webhook_endpoints set previous_secret_ciphertext = $2 where id = $1", [
@@ -512,5 +514,18 @@ describe("backline secrets rotate-master-key", () => {
     assert.equal(report.key_id, keyIdOf(Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64")));
     const keys = await json("tenants", "keys", created.slug);
     assert.equal(keys.anon_key, created.anon_key);
+
+    // With a key that sealed none of it: one line that says what to do, nothing changed.
+    const wrong = await runCli(["--json", "secrets", "rotate-master-key"], {
+      ...env,
+      ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+    });
+    assert.equal(wrong.code, 1);
+    assert.match(
+      wrong.stderr,
+      /^backline: internal\.tenants \S+ \(jwt_secret_sealed\): a secret is sealed with key [0-9a-f]{8}, which this server does not have \(set ENCRYPTION_KEY_PREVIOUS/,
+    );
+    assert.equal(wrong.stderr.trim().split("\n").length, 1, wrong.stderr);
+    assert.equal((await json("tenants", "keys", created.slug)).anon_key, created.anon_key);
   });
 });

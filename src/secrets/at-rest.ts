@@ -180,12 +180,9 @@ export async function resealAll(db: Db, box: SecretBox): Promise<ResealReport> {
         try {
           plain = box.decrypt(r.v);
         } catch (error) {
-          throw new Error(
-            `${c.table} ${r.id} (${c.column}): ${error instanceof Error ? error.message : error}`,
-            {
-              cause: error,
-            },
-          );
+          const where = `${c.table} ${r.id} (${c.column})`;
+          if (error instanceof SecretKeyError) throw new SecretKeyError(error.keyId, where);
+          throw new Error(`${where}: ${error instanceof Error ? error.message : error}`, { cause: error });
         }
         await tx.query(`update ${c.table} set ${c.column} = $2 where ${id} = $1::${type}`, [
           r.id,

@@ -87,11 +87,14 @@ export class SecretBox {
 export class SecretKeyError extends Error {
   readonly keyId: string | undefined;
 
-  constructor(keyId: string | undefined) {
+  /** `where`: the sealed value's table, row and column, when known. */
+  constructor(keyId: string | undefined, where?: string) {
     super(
-      keyId
-        ? `a secret is sealed with key ${keyId}, which this server does not have (set ENCRYPTION_KEY_PREVIOUS to it while rotating)`
-        : "a secret does not open with any of this server's keys (is ENCRYPTION_KEY the one it was sealed with?)",
+      `${where ? `${where}: ` : ""}${
+        keyId
+          ? `a secret is sealed with key ${keyId}, which this server does not have (set ENCRYPTION_KEY_PREVIOUS to it while rotating)`
+          : "a secret does not open with any of this server's keys (is ENCRYPTION_KEY the one it was sealed with?)"
+      }`,
     );
     this.name = "SecretKeyError";
     this.keyId = keyId;
