@@ -640,7 +640,7 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 /** Opens DATA_DIR's embedded database in this process (no `backline` process may hold it), runs `fn`, closes it. */
 async function withDataDir<T>(dataDir: string, fn: (db: Db) => Promise<T>): Promise<T> {
   const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
-  const db = new Db(engine);
+  const db = new Db(engine, { secrets: loadSecretBox({ encryptionKey: undefined, dataDir }) });
   try {
     return await fn(db);
   } finally {

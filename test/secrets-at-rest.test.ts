@@ -306,7 +306,7 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
         }),
         (error: unknown) =>
           error instanceof SecretKeyError &&
-          /webhook_endpoints .*previous_secret_ciphertext.*does not have/.test(error.message),
+          /webhook_endpoints.*previous_secret_ciphertext.*does not have/.test(error.message),
       );
       assert.deepEqual(await sealedValues(), before, "all or nothing");
       await rows("update internal.webhook_endpoints set previous_secret_ciphertext = $2 where id = $1", [
@@ -515,17 +515,21 @@ describe("backline secrets rotate-master-key", () => {
     const keys = await json("tenants", "keys", created.slug);
     assert.equal(keys.anon_key, created.anon_key);
 
-    // With a key that sealed none of it: one line that says what to do, nothing changed.
-    const wrong = await runCli(["--json", "secrets", "rotate-master-key"], {
-      ...env,
-      ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-    });
-    assert.equal(wrong.code, 1);
-    assert.match(
-      wrong.stderr,
-      /^backline: internal\.tenants \S+ \(jwt_secret_sealed\): a secret is sealed with key [0-9a-f]{8}, which this server does not have \(set ENCRYPTION_KEY_PREVIOUS/,
-    );
-    assert.equal(wrong.stderr.trim().split("\n").length, 1, wrong.stderr);
+    // With a key that sealed none of it: every command stops at once with one line saying what
+    // to do, and nothing changes.
+    const wrongEnv = { ...env, ENCRYPTION_KEY: randomBytes(32).toString("base64") };
+    for (const args of [
+      ["secrets", "rotate-master-key"],
+      ["tenants", "list"],
+    ]) {
+      const wrong = await runCli(["--json", ...args], wrongEnv);
+      assert.equal(wrong.code, 1);
+      assert.match(
+        wrong.stderr,
+        /^backline: internal\.tenants\.jwt_secret_sealed: a secret is sealed with key [0-9a-f]{8}, which this server does not have \(set ENCRYPTION_KEY_PREVIOUS/,
+      );
+      assert.equal(wrong.stderr.trim().split("\n").length, 1, wrong.stderr);
+    }
     assert.equal((await json("tenants", "keys", created.slug)).anon_key, created.anon_key);
   });
 });

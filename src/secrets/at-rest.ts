@@ -94,11 +94,17 @@ async function assertKeyFits(tx: Tx, box: SecretBox): Promise<void> {
       `select distinct split_part(${c.column}, '.', 2) as id from ${c.table} where ${c.column} like 'v2.%'`,
     );
     const unknown = ids.rows.find((r) => !box.keyIds.includes(r.id));
-    if (unknown) throw new SecretKeyError(unknown.id);
+    if (unknown) throw new SecretKeyError(unknown.id, `${c.table}.${c.column}`);
     const legacy = await tx.query<{ v: string }>(
       `select ${c.column} as v from ${c.table} where ${c.column} like 'v1.%' limit 3`,
     );
-    for (const r of legacy.rows) box.decrypt(r.v);
+    for (const r of legacy.rows) {
+      try {
+        box.decrypt(r.v);
+      } catch {
+        throw new SecretKeyError(undefined, `${c.table}.${c.column}`);
+      }
+    }
   }
 }
 
@@ -111,8 +117,8 @@ async function sealPlain(tx: Tx, box: SecretBox): Promise<SealedCounts> {
     `select code, settings, credentials_sealed from internal.stores
      where jsonb_path_exists(settings, '${CREDENTIAL_PATH}') order by code for update`,
   );
-  if (tenants.rows.length + stores.rows.length === 0) return counts;
   await assertKeyFits(tx, box);
+  if (tenants.rows.length + stores.rows.length === 0) return counts;
   for (const t of tenants.rows) {
     await tx.query("update internal.tenants set jwt_secret_sealed = $2, jwt_secret = null where id = $1", [
       t.id,
@@ -136,6 +142,8 @@ async function sealPlain(tx: Tx, box: SecretBox): Promise<SealedCounts> {
 /**
  * The upgrade step of the server's start (idempotent): secrets an older version kept in plain
  * text (tenants' signing secrets, credentials in store settings) are sealed, in one transaction.
+ * A key that does not open the secrets already sealed is refused first (SecretKeyError): a server
+ * started with the wrong ENCRYPTION_KEY or DATA_DIR stops at once instead of failing every request.
  */
 export async function sealPlainSecrets(
   db: Db,
