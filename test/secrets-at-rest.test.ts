@@ -503,12 +503,27 @@ describe("backline secrets rotate-master-key", () => {
 
   test("on the embedded default: a new key, every secret sealed with it, the tenant's keys unchanged", async () => {
     const created = await json("tenants", "create", "--name", "Rotate Me");
+    // A store's credentials: sealed by `stores configure`, named and never printed by `stores show`.
+    const configured = await json(
+      "stores",
+      "configure",
+      "tidal",
+      "--settings",
+      JSON.stringify(DDEX_SETTINGS),
+    );
+    const shown = await json("stores", "show", "tidal");
+    for (const out of [configured, shown]) {
+      assert.deepEqual(out.credentials, ["ddex.destination.secret_access_key"]);
+      assert.ok(!JSON.stringify(out).includes(S3_SECRET));
+    }
+    assert.equal(shown.settings.ddex.destination.access_key_id, "AKIDEXAMPLE");
     const file = path.join(dataDir, "encryption.key");
     assert.equal(fs.statSync(file).mode & 0o777, 0o600);
     const before = fs.readFileSync(file, "utf8");
     const report = await json("secrets", "rotate-master-key");
     assert.equal(report.key_source, file);
     assert.equal(report.resealed.tenant_signing_secrets, 1);
+    assert.equal(report.resealed.store_credentials, 1);
     assert.notEqual(fs.readFileSync(file, "utf8"), before);
     assert.equal(fs.statSync(file).mode & 0o777, 0o600);
     assert.equal(report.key_id, keyIdOf(Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64")));

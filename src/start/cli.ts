@@ -22,6 +22,7 @@ import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/servic
 import { FORMAT_NAMES } from "../royalties/formats/index.ts";
 import { findImport, ImportError, importRoyalties, listImports } from "../royalties/import.ts";
 import { progressBar, progressJson, reportText, resultJson, resultText } from "../royalties/operator.ts";
+import { rotateMasterKey } from "../secrets/at-rest.ts";
 import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
 import {
   ACCOUNT_KINDS,
@@ -932,7 +933,6 @@ program
   )
   .action(async () => {
     await withDb(async (db, config) => {
-      const { rotateMasterKey } = await import("../secrets/at-rest.ts");
       const report = await rotateMasterKey(db, config);
       const n = (counts: Record<string, number>) =>
         Object.entries(counts)
