@@ -60,6 +60,12 @@ describe("loadConfig", () => {
     const key = Buffer.alloc(32, 7).toString("base64");
     assert.equal(loadConfig({ ENCRYPTION_KEY: key }).encryptionKey, key);
     assert.equal(loadConfig({}).encryptionKey, undefined);
+    const old = Buffer.alloc(32, 8).toString("base64");
+    assert.deepEqual(loadConfig({ ENCRYPTION_KEY_PREVIOUS: `${old}, ${key}` }).encryptionKeyPrevious, [
+      old,
+      key,
+    ]);
+    assert.deepEqual(loadConfig({}).encryptionKeyPrevious, []);
   });
 
   test("uploads go to DATA_DIR/storage unless STORAGE_DRIVER=s3 names a bucket", () => {
@@ -145,6 +151,10 @@ describe("loadConfig", () => {
     [
       { ENCRYPTION_KEY: "c2hvcnQ=" },
       "Invalid configuration: ENCRYPTION_KEY must be 32 random bytes in base64 (openssl rand -base64 32)",
+    ],
+    [
+      { ENCRYPTION_KEY_PREVIOUS: `${Buffer.alloc(32).toString("base64")},c2hvcnQ=` },
+      "Invalid configuration: ENCRYPTION_KEY_PREVIOUS must be 32-byte keys in base64, separated by commas",
     ],
     [{ STORAGE_DRIVER: "ftp" }, 'Invalid configuration: STORAGE_DRIVER must be local or s3 (got "ftp")'],
     [

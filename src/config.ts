@@ -81,6 +81,12 @@ const schema = z.object({
       message: "must be 32 random bytes in base64 (openssl rand -base64 32)",
     })
     .optional(),
+  ENCRYPTION_KEY_PREVIOUS: z
+    .string()
+    .refine((v) => v.split(",").every((k) => Buffer.from(k.trim(), "base64").length === 32), {
+      message: "must be 32-byte keys in base64, separated by commas",
+    })
+    .optional(),
   WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   WORKER_LEASE_MS: z.coerce
     .number({ message: "must be a number" })
@@ -140,6 +146,8 @@ export interface Config {
   worker: { enabled: boolean; concurrency: number; leaseMs: number };
   /** The key that encrypts secrets at rest (webhook signing secrets); unset: DATA_DIR/encryption.key. */
   encryptionKey: string | undefined;
+  /** Keys that still open what they sealed while the master key is rotated (docs/security.md). */
+  encryptionKeyPrevious: string[];
   /**
    * Webhooks may go to http:// and loopback, private and link-local addresses: for development and
    * tests only, off unless WEBHOOK_ALLOW_PRIVATE=true (the server warns at start when it is on).
@@ -170,6 +178,7 @@ export class ConfigError extends Error {
 /** Settings that may hold credentials. */
 const SECRET_SETTINGS = new Set([
   "ENCRYPTION_KEY",
+  "ENCRYPTION_KEY_PREVIOUS",
   "DATABASE_URL",
   "MIGRATION_DATABASE_URL",
   "SMTP_URL",
@@ -243,6 +252,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     worker: { enabled: e.WORKER === "on", concurrency: e.WORKER_CONCURRENCY, leaseMs: e.WORKER_LEASE_MS },
     encryptionKey: e.ENCRYPTION_KEY,
+    encryptionKeyPrevious: e.ENCRYPTION_KEY_PREVIOUS?.split(",").map((k) => k.trim()) ?? [],
     // Off on every engine: any API key holder registers webhook URLs, and a local address would
     // point the server at itself or its network (docs/security.md, "Outbound calls").
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,

@@ -5,7 +5,7 @@ import { SignJWT } from "jose";
 import { Worker } from "../src/jobs/worker.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
-import type { Tenant } from "../src/tenancy/tenants.ts";
+import { getTenantSigningSecret, type Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
@@ -241,12 +241,7 @@ describeEachEngine("admin API /admin/v1", (t) => {
           [id],
         )
       ).map((j) => j.kind);
-    const secretOf = async (tenant: Tenant) =>
-      (
-        await rows<{ jwt_secret: string }>("select jwt_secret from internal.tenants where id = $1", [
-          tenant.id,
-        ])
-      )[0]?.jwt_secret as string;
+    const secretOf = async (tenant: Tenant) => (await getTenantSigningSecret(db(), tenant.id)) as string;
     /** A signed-in user's access token, as /auth/v1 issues it. */
     const userToken = async (tenant: Tenant, exp = now() + 3600) => {
       const account = await seedAccount(db(), tenant);

@@ -10,6 +10,7 @@ import {
 } from "@supabase/supabase-js";
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from "jose";
 import { listMail, type MailRow } from "../src/mail/mailer.ts";
+import { getTenantSigningSecret } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 
@@ -115,12 +116,9 @@ describeEachEngine("auth: /auth/v1 with supabase-js", (t) => {
   }
 
   async function jwtSecret(tenantId: string): Promise<string> {
-    const [row] = await rows<{ jwt_secret: string }>(
-      "select jwt_secret from internal.tenants where id = $1",
-      [tenantId],
-    );
-    assert.ok(row);
-    return row.jwt_secret;
+    const secret = await getTenantSigningSecret(t().db, tenantId);
+    assert.ok(secret);
+    return secret;
   }
 
   const mailTo = (env: Env, email: string) => listMail(t().db, { tenantId: env.tenant.id, to: email });

@@ -6,7 +6,7 @@ import { decodeJwt, SignJWT } from "jose";
 import { identify } from "../src/http/gateway.ts";
 import { TenantDirectory } from "../src/tenancy/directory.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
-import type { Tenant } from "../src/tenancy/tenants.ts";
+import { getTenantSigningSecret, type Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 
@@ -55,13 +55,7 @@ describeEachEngine("gateway: apikey and bearer", (t) => {
 
   async function side(): Promise<Side> {
     const { tenant, keys } = await tenantWithKeys(t(), { auth: { email_confirmation: false } });
-    const secret = (
-      await t().db.asService((tx) =>
-        tx.query<{ jwt_secret: string }>("select jwt_secret from internal.tenants where id = $1", [
-          tenant.id,
-        ]),
-      )
-    ).rows[0]?.jwt_secret;
+    const secret = await getTenantSigningSecret(t().db, tenant.id);
     assert.ok(secret);
     const res = await fetch(`${app.url}/auth/v1/signup`, {
       method: "POST",

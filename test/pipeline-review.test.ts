@@ -11,6 +11,7 @@ import type { Job } from "../src/jobs/queue.ts";
 import { Worker } from "../src/jobs/worker.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import { decideReview, ReviewError, reviewQueue, reviewRelease } from "../src/pipeline/review.ts";
+import { loadSecretBox } from "../src/secrets/box.ts";
 import { type Account, createAccount, createTenant, type Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
@@ -639,7 +640,7 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 /** Opens DATA_DIR's embedded database in this process (no `backline` process may hold it), runs `fn`, closes it. */
 async function withDataDir<T>(dataDir: string, fn: (db: Db) => Promise<T>): Promise<T> {
   const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
-  const db = new Db(engine);
+  const db = new Db(engine, { secrets: loadSecretBox({ encryptionKey: undefined, dataDir }) });
   try {
     return await fn(db);
   } finally {
@@ -873,7 +874,7 @@ describe("backline worker", () => {
     // Prepared in this process and closed before the worker starts: only one process may open it.
     const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
     await migrate(engine);
-    const db = new Db(engine);
+    const db = new Db(engine, { secrets: loadSecretBox({ encryptionKey: undefined, dataDir }) });
     let complete = "";
     let empty = "";
     try {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
 import { signAccessToken } from "../src/auth/tokens.ts";
-import { type Account, getTenantKeys, type Tenant } from "../src/tenancy/tenants.ts";
+import { type Account, getTenantKeys, getTenantSigningSecret, type Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
@@ -1206,13 +1206,10 @@ describeEachEngine("public api: releases", (t) => {
       tenant,
       accounts.map((account) => ({ account, role: "member" as const })),
     );
-    const [row] = await rows<{ jwt_secret: string }>(
-      "select jwt_secret from internal.tenants where id = $1",
-      [tenant.id],
-    );
-    assert.ok(row);
+    const secret = await getTenantSigningSecret(t().db, tenant.id);
+    assert.ok(secret);
     const { token } = await signAccessToken({
-      secret: row.jwt_secret,
+      secret,
       issuer: `${app.url}/auth/v1`,
       expiresIn: 3600,
       tenantId: tenant.id,

@@ -302,13 +302,14 @@ describeEachEngine("public api: tracks, artists and OAC requests", (t) => {
     const onAlbum = await addTrack(api, album.id, { title: " neon tide ", isrc: "us-bkl-26-77777" });
     assert.equal(onAlbum.isrc, "USBKL2677777");
 
-    // Another recording with that ISRC: refused, in the API's words.
-    const other = await api("POST", `/releases/${album.id}/tracks`, {
+    // Another recording with that ISRC (on a third release): refused, in the API's words.
+    const ep = await createRelease(api, { title: "The EP", release_type: "ep" });
+    const other = await api("POST", `/releases/${ep.id}/tracks`, {
       title: "Static Bloom",
       isrc: "USBKL2677777",
     });
     assert.equal(assertProblem(other, 409, "isrc_in_use").param, "isrc");
-    const remix = await api("POST", `/releases/${album.id}/tracks`, {
+    const remix = await api("POST", `/releases/${ep.id}/tracks`, {
       title: "Neon Tide",
       version: "Remix",
       isrc: "USBKL2677777",

@@ -4,6 +4,7 @@ import { after, before, test } from "node:test";
 import { createClient } from "@supabase/supabase-js";
 import { decodeJwt, SignJWT } from "jose";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
+import { getTenantSigningSecret } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 
@@ -1328,13 +1329,7 @@ describeEachEngine("rest grammar: /rest/v1 answers as PostgREST v12", (t) => {
 
     const claims = decodeJwt(tokens.user);
     const tenantId = String(claims.tenant_id);
-    const secret = await t().db.asService(async (tx) => {
-      const r = await tx.query<{ jwt_secret: string }>(
-        "select jwt_secret from internal.tenants where id = $1",
-        [tenantId],
-      );
-      return r.rows[0]?.jwt_secret;
-    });
+    const secret = await getTenantSigningSecret(t().db, tenantId);
     assert.ok(secret);
     const now = Math.floor(Date.now() / 1000);
     tokens.expired = await new SignJWT({ ...claims, iat: now - 7200, exp: now - 3600 })

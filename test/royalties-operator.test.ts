@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { Db } from "../src/db/db.ts";
 import { migrate } from "../src/db/migrate.ts";
 import { PgliteEngine } from "../src/db/pglite.ts";
+import { loadSecretBox } from "../src/secrets/box.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
@@ -205,7 +206,7 @@ describe("royalties: backline royalties import (CLI)", () => {
   before(async () => {
     const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
     await migrate(engine);
-    const db = new Db(engine);
+    const db = new Db(engine, { secrets: loadSecretBox({ encryptionKey: undefined, dataDir }) });
     tenant = await seedTenant(db);
     await seedSampleCatalog(db, await seedAccount(db, tenant, "A"));
     await db.close();

@@ -4,7 +4,7 @@ import net from "node:net";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { decodeJwt } from "jose";
-import { createTestDb, TEST_DATABASE_URL, type TestDb } from "./support/db.ts";
+import { createTestDb, TEST_DATABASE_URL, TEST_ENCRYPTION_KEY, type TestDb } from "./support/db.ts";
 import { ROOT, type RunningServer, runCli, runToEnd, startServer, tempDir } from "./support/process.ts";
 
 /** `npm start` as a user runs it: a real process, a real socket, a real data directory. */
@@ -183,7 +183,13 @@ describe("on PostgreSQL", { skip: TEST_DATABASE_URL ? false : "TEST_DATABASE_URL
     t = await createTestDb("postgres");
     assert.ok(t.url);
     const dataDir = tempDir();
-    const server = await startServer({ DATA_DIR: dataDir, DATABASE_URL: t.url, DEV_TENANT: "true" });
+    const server = await startServer({
+      DATA_DIR: dataDir,
+      DATABASE_URL: t.url,
+      DEV_TENANT: "true",
+      // One key for every process on one database (each DATA_DIR would make its own).
+      ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    });
     try {
       const ready = await fetch(`${server.url}/ready`);
       assert.equal(ready.status, 200);
@@ -198,7 +204,11 @@ describe("on PostgreSQL", { skip: TEST_DATABASE_URL ? false : "TEST_DATABASE_URL
   test("without DEV_TENANT no development tenant is created on PostgreSQL", async () => {
     assert.ok(t?.url);
     const dataDir = tempDir();
-    const server = await startServer({ DATA_DIR: dataDir, DATABASE_URL: t.url });
+    const server = await startServer({
+      DATA_DIR: dataDir,
+      DATABASE_URL: t.url,
+      ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    });
     try {
       assert.equal(fs.existsSync(path.join(dataDir, "dev-tenant.json")), false);
     } finally {

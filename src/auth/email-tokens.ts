@@ -76,6 +76,7 @@ export async function sendEmailToken(
     tenantId: ctx.tenant.id,
     to,
     kind: `auth.${kind}`,
+    secretTtlSeconds: ctx.settings.otp_expiry,
     subject: SUBJECTS[kind],
     text: [
       intro,

@@ -1,3 +1,4 @@
+import type { SecretBox } from "../secrets/box.ts";
 import { type Claims, DB_ROLES, type DbRole, type Engine, type EngineKind, type Tx } from "./types.ts";
 
 export interface ContextOptions {
@@ -55,16 +56,27 @@ export class Db {
   readonly kind: EngineKind;
   readonly statementTimeouts: StatementTimeouts;
   private readonly engine: Engine;
+  private readonly box: SecretBox | undefined;
 
-  constructor(engine: Engine, options: { statementTimeouts?: StatementTimeouts } = {}) {
+  constructor(
+    engine: Engine,
+    options: { statementTimeouts?: StatementTimeouts; secrets?: SecretBox | undefined } = {},
+  ) {
     this.engine = engine;
     this.kind = engine.kind;
     this.statementTimeouts = options.statementTimeouts ?? DEFAULT_STATEMENT_TIMEOUTS;
+    this.box = options.secrets;
   }
 
-  /** The same database (same engine, same connections) with other request timeouts: the app's, from its config. */
+  /** Seals and opens the secrets the database keeps (docs/security.md): the server's master key. */
+  get secrets(): SecretBox {
+    if (!this.box) throw new Error("this database was opened without the server's encryption key");
+    return this.box;
+  }
+
+  /** The same database (same engine, same connections, same key) with other request timeouts: the app's, from its config. */
   withStatementTimeouts(statementTimeouts: StatementTimeouts): Db {
-    return new Db(this.engine, { statementTimeouts });
+    return new Db(this.engine, { statementTimeouts, secrets: this.box });
   }
 
   /** A request's transaction: the caller's role and claims, and the role's statement timeout. */

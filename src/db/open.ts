@@ -1,5 +1,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
+import { sealPlainSecrets } from "../secrets/at-rest.ts";
+import { loadSecretBox } from "../secrets/box.ts";
 import type { QueueLimits } from "./admission.ts";
 import { Db } from "./db.ts";
 import { loadMigrations, migrate, migrationStatus } from "./migrate.ts";
@@ -50,6 +52,7 @@ export interface OpenOptions {
 /** Opens the configured database, applying migrations when asked, and returns the request-facing Db. */
 export async function openDatabase(config: Config, options: OpenOptions): Promise<Db> {
   const dbc = config.database;
+  const secrets = loadSecretBox(config);
   let engine: Engine;
   if (dbc.engine === "pglite") {
     engine = await PgliteEngine.open({
@@ -70,7 +73,7 @@ export async function openDatabase(config: Config, options: OpenOptions): Promis
       }
     }
   }
-  const db = new Db(engine);
+  const db = new Db(engine, { secrets });
   if (!options.migrate) {
     const { pending } = await db.asService((tx) => migrationStatus(tx), { readOnly: true });
     if (pending.length > 0) {
@@ -79,6 +82,15 @@ export async function openDatabase(config: Config, options: OpenOptions): Promis
         `The database is ${pending.length} migration(s) behind (next: ${pending[0]?.version} ${pending[0]?.name}). Run \`backline migrate\`.`,
       );
     }
+  }
+  // Secrets written in plain text by an older version are sealed now (docs/security.md).
+  try {
+    const sealed = await sealPlainSecrets(db);
+    if (sealed.total > 0)
+      options.logger?.info({ sealed: sealed.counts }, "plain secrets sealed with the master key");
+  } catch (error) {
+    await db.close();
+    throw error;
   }
   return db;
 }

@@ -28,7 +28,16 @@ export interface MailMessage {
   html?: string;
   /** What it is about, e.g. 'auth.signup'. */
   kind: string;
+  /**
+   * How long the link or code the message carries works, in seconds: once the mail has left and
+   * that time has passed, its text is blanked (`sweepExpired`). Mail of an `auth.*` kind that does
+   * not say is taken to carry one that works at most 7 days (the longest otp_expiry).
+   */
+  secretTtlSeconds?: number;
 }
+
+/** The longest a sign-in link works (auth settings' otp_expiry): the default lifetime of an auth.* mail's link. */
+const AUTH_LINK_MAX_SECONDS = 7 * 24 * 3600;
 
 export interface MailRow {
   id: string;
@@ -55,6 +64,7 @@ export class Mailer {
   private poll: NodeJS.Timeout | undefined;
   private closed = false;
   private started = false;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     db: Db,
@@ -82,8 +92,9 @@ export class Mailer {
   /** Writes the message in `tx`; it is sent (with SMTP) once the transaction commits and `deliver()` runs. */
   async enqueue(tx: Tx, message: MailMessage): Promise<string> {
     const r = await tx.query<{ id: string }>(
-      `insert into internal.mail_outbox (tenant_id, to_address, subject, text_body, html_body, kind, status)
-       values ($1, $2, $3, $4, $5, $6, $7) returning id`,
+      `insert into internal.mail_outbox (tenant_id, to_address, subject, text_body, html_body, kind, status,
+         secret_expires_at)
+       values ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8::double precision)) returning id`,
       [
         message.tenantId,
         message.to,
@@ -92,6 +103,7 @@ export class Mailer {
         message.html ?? null,
         message.kind,
         this.transport ? "queued" : "stored",
+        message.secretTtlSeconds ?? (message.kind.startsWith("auth.") ? AUTH_LINK_MAX_SECONDS : null),
       ],
     );
     const id = r.rows[0]?.id;
@@ -191,10 +203,40 @@ export class Mailer {
     }
   }
 
-  /** Stops listening, waits for sending in progress; closes the SMTP connection pool. */
+  /**
+   * Blanks the text of mail whose link or code has expired once it has left (sent, failed, or kept
+   * in the local mailbox); mail still queued past that time is not sent any more. Returns how many.
+   */
+  async sweepExpired(): Promise<number> {
+    const r = await this.db.asService((tx) =>
+      tx.query(
+        `update internal.mail_outbox
+         set text_body = format('(This message carried a link or code that expired on %s UTC; its text was removed.)',
+               to_char(secret_expires_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI')),
+             html_body = null, redacted_at = now(),
+             status = case when status = 'queued' then 'failed' else status end,
+             error = case when status = 'queued' then 'expired before it was sent' else error end
+         where secret_expires_at <= now() and redacted_at is null and status in ('stored', 'sent', 'failed', 'queued')`,
+      ),
+    );
+    return r.rowCount;
+  }
+
+  /** Runs `sweepExpired` now and every `intervalMs` until close(). */
+  startSweeping(intervalMs = 60_000): void {
+    const sweep = () => {
+      this.sweepExpired().catch((error: unknown) => this.logger?.error({ err: error }, "mail sweep failed"));
+    };
+    sweep();
+    this.sweeper ??= setInterval(sweep, intervalMs);
+    this.sweeper.unref();
+  }
+
+  /** Stops listening and sweeping, waits for sending in progress; closes the SMTP connection pool. */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.poll);
+    if (this.sweeper) clearInterval(this.sweeper);
     await this.unlisten?.().catch(() => {});
     this.unlisten = undefined;
     await this.delivering;

@@ -8,6 +8,7 @@ import {
   DeliveryConfigError,
   type DeliveryResult,
   type StoreAdapter,
+  storeSettingsOf,
 } from "./stores.ts";
 
 /**
@@ -161,6 +162,7 @@ interface Sending {
   store: string;
   store_name: string;
   store_settings: Record<string, unknown>;
+  credentials_sealed: string | null;
   is_sandbox: boolean;
   tenant_adapter: unknown;
 }
@@ -175,7 +177,7 @@ export async function sendDelivery(
   const sending = await db.asService(async (tx) => {
     const d = (
       await tx.query<Sending>(
-        `select d.id, d.release_id, d.action, d.status, d.store, s.name as store_name, s.settings as store_settings,
+        `select d.id, d.release_id, d.action, d.status, d.store, s.name as store_name, s.settings as store_settings, s.credentials_sealed,
                 a.is_sandbox, t.settings -> 'delivery_adapter' #>> '{}' as tenant_adapter
          from internal.release_deliveries d
          join internal.stores s on s.code = d.store
@@ -221,15 +223,20 @@ export async function sendDelivery(
   const { d } = sending;
   let result: DeliveryResult;
   try {
+    // The store's credentials are opened here, outside any transaction, for this delivery only.
+    const settings = storeSettingsOf(db, {
+      settings: d.store_settings,
+      credentials_sealed: d.credentials_sealed,
+    });
     const adapter = adapterFor(
-      { code: d.store, settings: d.store_settings },
+      { code: d.store, settings },
       { sandboxAccount: d.is_sandbox, tenantAdapter: d.tenant_adapter },
       options.adapters ?? {},
     );
     result = await adapter.deliver({
       deliveryId,
       action: d.action,
-      store: { code: d.store, name: d.store_name, settings: d.store_settings },
+      store: { code: d.store, name: d.store_name, settings },
       release: sending.release,
       tracks: sending.tracks,
       signal,

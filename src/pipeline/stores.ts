@@ -1,4 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Db } from "../db/db.ts";
+import type { Tx } from "../db/types.ts";
+import { credentialPaths, mergeCredentials, splitCredentials } from "../secrets/at-rest.ts";
 
 /**
  * Store adapters (docs/operator.md, "Stores"): how a delivery reaches a store. Each store row of
@@ -73,4 +76,63 @@ export function adapterFor(
       ? `store ${store.code} has no delivery adapter configured (internal.stores.settings.adapter)`
       : `store ${store.code} names an unknown delivery adapter: ${String(configured)}`,
   );
+}
+
+/**
+ * Sets a store's delivery settings (`backline stores configure`). Stores belong to the installation
+ * and only the operator's staff configure them; their credentials (any key naming a secret,
+ * password, passphrase, private key or token) are kept sealed with the master key in
+ * credentials_sealed, never in settings (docs/security.md). Undefined: no such store.
+ */
+export async function configureStore(
+  db: Db,
+  code: string,
+  settings: Record<string, unknown>,
+): Promise<
+  | { code: string; name: string; enabled: boolean; settings: Record<string, unknown>; credentials: string[] }
+  | undefined
+> {
+  const split = splitCredentials(settings);
+  const row = (
+    await db.asService((tx) =>
+      tx.query<{ code: string; name: string; enabled: boolean; settings: Record<string, unknown> }>(
+        `update internal.stores set settings = $2, credentials_sealed = $3 where code = $1
+         returning code, name, enabled, settings`,
+        [
+          code,
+          JSON.stringify(split.settings),
+          split.credentials ? db.secrets.encrypt(JSON.stringify(split.credentials)) : null,
+        ],
+      ),
+    )
+  ).rows[0];
+  return row && { ...row, credentials: credentialPaths(split.credentials) };
+}
+
+/** A store's settings with its credentials opened, for the adapter that delivers to it (service path only). */
+export function storeSettingsOf(
+  db: Db,
+  row: { settings: Record<string, unknown>; credentials_sealed: string | null },
+): Record<string, unknown> {
+  if (!row.credentials_sealed) return row.settings;
+  return mergeCredentials(
+    row.settings,
+    JSON.parse(db.secrets.decrypt(row.credentials_sealed)) as Record<string, unknown>,
+  );
+}
+
+/** What `backline stores show` prints: the settings, and where credentials are set (never their values). */
+export async function showStore(tx: Tx, db: Db, code: string): Promise<Record<string, unknown> | undefined> {
+  const row = (
+    await tx.query<{ credentials_sealed: string | null } & Record<string, unknown>>(
+      "select code, name, kind, enabled, offers_oac, settings, credentials_sealed from internal.stores where code = $1",
+      [code],
+    )
+  ).rows[0];
+  if (!row) return undefined;
+  const { credentials_sealed, ...rest } = row;
+  const credentials = credentials_sealed
+    ? credentialPaths(JSON.parse(db.secrets.decrypt(credentials_sealed)) as Record<string, unknown>)
+    : [];
+  return { ...rest, credentials };
 }

@@ -16,11 +16,13 @@ import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/deliv
 import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac, oacQueue } from "../pipeline/oac.ts";
 import { decideReview, reviewQueue } from "../pipeline/review.ts";
+import { configureStore, showStore } from "../pipeline/stores.ts";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
 import { FORMAT_NAMES } from "../royalties/formats/index.ts";
 import { findImport, ImportError, importRoyalties, listImports } from "../royalties/import.ts";
 import { progressBar, progressJson, reportText, resultJson, resultText } from "../royalties/operator.ts";
+import { rotateMasterKey } from "../secrets/at-rest.ts";
 import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
 import {
   ACCOUNT_KINDS,
@@ -431,14 +433,8 @@ stores
   .argument("<code>", "store code")
   .action(async (code: string) => {
     await withDb(async (db) => {
-      const row = (
-        await db.asService((tx) =>
-          tx.query<Record<string, unknown>>(
-            "select code, name, kind, enabled, offers_oac, settings from internal.stores where code = $1",
-            [code],
-          ),
-        )
-      ).rows[0];
+      // Credentials are named (where they are set), never printed.
+      const row = await db.asService((tx) => showStore(tx, db, code), { readOnly: true });
       if (!row) throw new CliError(`no store ${code}`);
       output(program, JSON.stringify(row, null, 2), row);
     });
@@ -478,14 +474,7 @@ stores
       }
     }
     await withDb(async (db) => {
-      const row = (
-        await db.asService((tx) =>
-          tx.query<Record<string, unknown>>(
-            "update internal.stores set settings = $2 where code = $1 returning code, name, enabled, settings",
-            [code, JSON.stringify(settings)],
-          ),
-        )
-      ).rows[0];
+      const row = await configureStore(db, code, settings as Record<string, unknown>);
       if (!row) throw new CliError(`no store ${code}`);
       output(program, `Store ${code} delivers through ${String(adapter ?? "no adapter")}`, row);
     });
@@ -936,6 +925,32 @@ program
             .join("\n")
         : "(no mail)";
       output(program, human, rows);
+    });
+  });
+
+program
+  .command("secrets")
+  .description("the master key that seals secrets at rest (docs/security.md)")
+  .command("rotate-master-key")
+  .description(
+    "seal every secret (tenant signing secrets, store credentials, webhook secrets) with a new master key, in one " +
+      "transaction: with ENCRYPTION_KEY set, the new key is ENCRYPTION_KEY and the old one ENCRYPTION_KEY_PREVIOUS; " +
+      "on the embedded default, a new DATA_DIR/encryption.key is made (stop the server first)",
+  )
+  .action(async () => {
+    await withDb(async (db, config) => {
+      const report = await rotateMasterKey(db, config);
+      const n = (counts: Record<string, number>) =>
+        Object.entries(counts)
+          .map(([k, v]) => `${v} ${k.replaceAll("_", " ")}`)
+          .join(", ");
+      output(
+        program,
+        `Every secret is sealed with key ${report.key_id} (${report.key_source}).\n` +
+          `  sealed again: ${n(report.resealed)}\n  already current: ${n(report.already_current)}\n` +
+          `  plain, now sealed: ${n(report.sealed_plain)}`,
+        report,
+      );
     });
   });
 

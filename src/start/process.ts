@@ -5,10 +5,11 @@ import { MigrationError } from "../db/migrate.ts";
 import { DatabaseUnavailableError } from "../db/open.ts";
 import { DataDirInUseError } from "../db/pglite.ts";
 import { loggerOptions } from "../http/redact.ts";
+import { SecretKeyError } from "../secrets/box.ts";
 
 /** What every entry point shares: reading the config, the logger, and dying with one clear line. */
 
-const EXPECTED = [ConfigError, DatabaseUnavailableError, MigrationError, DataDirInUseError];
+const EXPECTED = [ConfigError, DatabaseUnavailableError, MigrationError, DataDirInUseError, SecretKeyError];
 
 /** A one-line explanation for errors a user can fix; undefined for bugs. */
 export function explain(error: unknown): string | undefined {

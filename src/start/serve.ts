@@ -159,6 +159,8 @@ function startBackground(
     logger,
   });
   const mailer = new Mailer(db, { smtpUrl: config.mail.smtpUrl, from: config.mail.from, logger });
+  // Links and codes in sent mail are blanked once expired (docs/security.md).
+  mailer.startSweeping();
   const dispatcher = new WebhookDispatcher({
     db,
     secrets,

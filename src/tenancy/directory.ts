@@ -1,4 +1,5 @@
 import type { Db } from "../db/db.ts";
+import { openSigningSecret } from "./tenants.ts";
 
 /**
  * What the HTTP layer needs to know about a tenant on every request (its signing secret and
@@ -28,17 +29,28 @@ export class TenantDirectory {
     if (!/^[0-9a-f-]{36}$/i.test(tenantId)) return undefined;
     const hit = this.cache.get(tenantId);
     if (hit && hit.until > Date.now()) return hit.info;
-    const info = await this.db.asService(
+    const row = await this.db.asService(
       async (tx) =>
         (
-          await tx.query<TenantAuthInfo>(
-            `select id, slug, jwt_secret as "jwtSecret", policy_preset as "policyPreset", plan, settings
+          await tx.query<
+            Omit<TenantAuthInfo, "jwtSecret"> & {
+              jwt_secret: string | null;
+              jwt_secret_sealed: string | null;
+            }
+          >(
+            `select id, slug, jwt_secret, jwt_secret_sealed, policy_preset as "policyPreset", plan, settings
              from internal.tenants where id = $1`,
             [tenantId],
           )
         ).rows[0],
       { readOnly: true },
     );
+    // The secret is opened once per cache fill, not per request.
+    let info: TenantAuthInfo | undefined;
+    if (row) {
+      const { jwt_secret, jwt_secret_sealed, ...rest } = row;
+      info = { ...rest, jwtSecret: openSigningSecret(this.db, { jwt_secret, jwt_secret_sealed }) };
+    }
     this.cache.set(tenantId, { info, until: Date.now() + TTL_MS });
     return info;
   }

@@ -56,11 +56,13 @@ export async function createTenant(
   db: Db,
   input: CreateTenantInput,
 ): Promise<{ tenant: Tenant; keys: TenantKeys }> {
-  const row = await db.asService(async (tx) => {
-    const r = await tx.query<Tenant & { jwt_secret: string }>(
-      `insert into internal.tenants (name, slug, policy_preset, plan, is_development, settings, jwt_secret)
+  // Kept only sealed with the server's master key (docs/security.md, "Where secrets live").
+  const jwtSecret = newJwtSecret();
+  const tenant = await db.asService(async (tx) => {
+    const r = await tx.query<Tenant>(
+      `insert into internal.tenants (name, slug, policy_preset, plan, is_development, settings, jwt_secret_sealed)
        values ($1, $2, $3, $4, $5, $6, $7)
-       returning ${TENANT_COLUMNS}, jwt_secret`,
+       returning ${TENANT_COLUMNS}`,
       [
         input.name,
         input.slug ?? slugify(input.name),
@@ -68,7 +70,7 @@ export async function createTenant(
         input.plan ?? "standard",
         input.isDevelopment ?? false,
         JSON.stringify(input.settings ?? {}),
-        newJwtSecret(),
+        db.secrets.encrypt(jwtSecret),
       ],
     );
     const created = r.rows[0];
@@ -79,8 +81,10 @@ export async function createTenant(
     ]);
     return created;
   });
-  const { jwt_secret, ...tenant } = row;
-  return { tenant, keys: await tenantKeys(row) };
+  return {
+    tenant,
+    keys: await tenantKeys({ id: tenant.id, jwt_secret: jwtSecret, created_at: tenant.created_at }),
+  };
 }
 
 export async function listTenants(db: Db): Promise<Tenant[]> {
@@ -100,18 +104,49 @@ export async function findTenant(tx: Tx, idOrSlug: string): Promise<Tenant | und
   return r.rows[0];
 }
 
-export async function getTenantKeys(db: Db, tenantId: string): Promise<TenantKeys | undefined> {
+/** The tenant's JWT signing secret, opened (the database keeps it sealed); undefined: no such tenant. */
+export async function getTenantSigningSecret(db: Db, tenantId: string): Promise<string | undefined> {
   const row = await db.asService(
     async (tx) =>
       (
-        await tx.query<{ id: string; jwt_secret: string; created_at: Date }>(
-          "select id, jwt_secret, created_at from internal.tenants where id = $1",
+        await tx.query<{ jwt_secret: string | null; jwt_secret_sealed: string | null }>(
+          "select jwt_secret, jwt_secret_sealed from internal.tenants where id = $1",
           [tenantId],
         )
       ).rows[0],
     { readOnly: true },
   );
-  return row ? tenantKeys(row) : undefined;
+  return row && openSigningSecret(db, row);
+}
+
+/** A tenant row's signing secret: sealed, or plain in a row an older version wrote (sealed at start). */
+export function openSigningSecret(
+  db: Db,
+  row: { jwt_secret: string | null; jwt_secret_sealed: string | null },
+): string {
+  if (row.jwt_secret_sealed) return db.secrets.decrypt(row.jwt_secret_sealed);
+  if (row.jwt_secret) return row.jwt_secret;
+  throw new Error("the tenant has no signing secret");
+}
+
+export async function getTenantKeys(db: Db, tenantId: string): Promise<TenantKeys | undefined> {
+  const row = await db.asService(
+    async (tx) =>
+      (
+        await tx.query<{
+          id: string;
+          jwt_secret: string | null;
+          jwt_secret_sealed: string | null;
+          created_at: Date;
+        }>("select id, jwt_secret, jwt_secret_sealed, created_at from internal.tenants where id = $1", [
+          tenantId,
+        ])
+      ).rows[0],
+    { readOnly: true },
+  );
+  return row
+    ? tenantKeys({ id: row.id, jwt_secret: openSigningSecret(db, row), created_at: row.created_at })
+    : undefined;
 }
 
 export interface CreateAccountInput {
@@ -154,15 +189,17 @@ export async function listAccounts(db: Db, tenantId?: string): Promise<Account[]
  * kept). Other processes see the new secret within seconds (TenantDirectory's cache).
  */
 export async function rotateTenantKeys(db: Db, tenantId: string): Promise<TenantKeys> {
+  const jwtSecret = newJwtSecret();
   const row = await db.asService(
     async (tx) =>
       (
-        await tx.query<{ id: string; jwt_secret: string; created_at: Date }>(
-          "update internal.tenants set jwt_secret = $2 where id = $1 returning id, jwt_secret, created_at",
-          [tenantId, newJwtSecret()],
+        await tx.query<{ id: string; created_at: Date }>(
+          `update internal.tenants set jwt_secret_sealed = $2, jwt_secret = null where id = $1
+           returning id, created_at`,
+          [tenantId, db.secrets.encrypt(jwtSecret)],
         )
       ).rows[0],
   );
   if (!row) throw new Error(`no tenant ${tenantId}`);
-  return tenantKeys(row);
+  return tenantKeys({ id: row.id, jwt_secret: jwtSecret, created_at: row.created_at });
 }

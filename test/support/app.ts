@@ -5,7 +5,7 @@ import { type Config, loadConfig } from "../../src/config.ts";
 import { buildApp } from "../../src/http/app.ts";
 import type { TenantKeys } from "../../src/tenancy/keys.ts";
 import { type CreateTenantInput, createTenant, type Tenant } from "../../src/tenancy/tenants.ts";
-import type { TestDb } from "./db.ts";
+import { TEST_ENCRYPTION_KEY, type TestDb } from "./db.ts";
 import { freePort, tempDir } from "./process.ts";
 
 /** The real app on a real socket, over a test database: what end-to-end tests talk to with real clients. */
@@ -17,7 +17,7 @@ export interface RunningApp {
   close(): Promise<void>;
 }
 
-export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 42).toString("base64");
+export { TEST_ENCRYPTION_KEY };
 
 /**
  * Its DATA_DIR (uploaded media) is a temporary folder unless `env` names one; every app of a test

@@ -9,6 +9,7 @@ import { PgliteEngine } from "../../src/db/pglite.ts";
 import { PostgresEngine } from "../../src/db/postgres.ts";
 import { rolesSetupSql } from "../../src/db/roles.ts";
 import type { Engine, EngineKind } from "../../src/db/types.ts";
+import { SecretBox } from "../../src/secrets/box.ts";
 
 /**
  * Integration tests run on PGlite always and on PostgreSQL when TEST_DATABASE_URL is set
@@ -21,6 +22,10 @@ import type { Engine, EngineKind } from "../../src/db/types.ts";
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
 export const LOGIN_ROLE = "authenticator";
+
+/** The master key of every test database and app (test/support/app.ts), as one deployment shares one. */
+export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 42).toString("base64");
+export const testSecrets = (): SecretBox => new SecretBox(Buffer.from(TEST_ENCRYPTION_KEY, "base64"));
 
 export const ENGINES: EngineKind[] = (() => {
   const available: EngineKind[] = TEST_DATABASE_URL ? ["pglite", "postgres"] : ["pglite"];
@@ -72,7 +77,13 @@ async function pgliteTemplate(): Promise<Blob> {
 
 async function createPgliteDb(): Promise<TestDb> {
   const engine = await PgliteEngine.open({ loadDataDir: await pgliteTemplate() });
-  return { kind: "pglite", db: new Db(engine), owner: engine, url: undefined, close: () => engine.close() };
+  return {
+    kind: "pglite",
+    db: new Db(engine, { secrets: testSecrets() }),
+    owner: engine,
+    url: undefined,
+    close: () => engine.close(),
+  };
 }
 
 function withDatabase(url: string, database: string, user?: string): string {
@@ -134,7 +145,7 @@ async function createPostgresDb(): Promise<TestDb> {
   await bare(`create database ${name} template ${template}`);
   const url = withDatabase(TEST_DATABASE_URL, name, LOGIN_ROLE);
   const owner = new PostgresEngine({ url: withDatabase(TEST_DATABASE_URL, name), poolSize: 2 });
-  const db = new Db(new PostgresEngine({ url, poolSize: 5 }));
+  const db = new Db(new PostgresEngine({ url, poolSize: 5 }), { secrets: testSecrets() });
   return {
     kind: "postgres",
     db,

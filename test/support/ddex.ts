@@ -4,6 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import type { Db } from "../../src/db/db.ts";
+import { configureStore } from "../../src/pipeline/stores.ts";
 import type { LocalMedia } from "../../src/storage/media.ts";
 
 /**
@@ -746,11 +747,13 @@ export const RECIPIENT = { dpid: "PADPIDA2026112202S", name: "Drop Store" };
 export async function configureDdexStore(db: Db, code: string, ddex: Record<string, unknown>): Promise<void> {
   await db.asService((tx) =>
     tx.query(
-      `insert into internal.stores (code, name, kind, settings) values ($1, $2, 'dsp', $3)
-       on conflict (code) do update set settings = excluded.settings, enabled = true`,
-      [code, `Store ${code}`, JSON.stringify({ adapter: "ddex", ddex })],
+      `insert into internal.stores (code, name, kind) values ($1, $2, 'dsp')
+       on conflict (code) do update set enabled = true`,
+      [code, `Store ${code}`],
     ),
   );
+  // As `backline stores configure` does: credentials sealed, apart from the settings.
+  await configureStore(db, code, { adapter: "ddex", ddex });
 }
 
 /** A GTIN-13 with its check digit, from 12 digits. */

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
+import { TEST_ENCRYPTION_KEY } from "./db.ts";
 import { ROOT } from "./process.ts";
 
 /**
@@ -44,7 +45,8 @@ function workerEnv(env: Record<string, string>): NodeJS.ProcessEnv {
         ),
     ),
   );
-  return { ...base, ...env, LOG_LEVEL: "info" };
+  // The test databases' master key: the tenants and secrets the test made are sealed with it.
+  return { ...base, ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...env, LOG_LEVEL: "info" };
 }
 
 function parseLines(text: string): Record<string, unknown>[] {

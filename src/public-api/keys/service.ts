@@ -144,6 +144,7 @@ export async function sendRevealCode(
         tenantId: key.tenant_id,
         to: owner,
         kind: "api_key.reveal",
+        secretTtlSeconds: CODE_MINUTES * 60,
         subject: "Your API key verification code",
         text: [
           `Someone asked to reveal the API key "${key.name || key.prefix}" (${key.prefix}...) of your account.`,
