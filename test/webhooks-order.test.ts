@@ -13,7 +13,7 @@ import { type DispatcherOptions, WebhookDispatcher } from "../src/webhooks/dispa
 import { thisProcess } from "../src/webhooks/instances.ts";
 import { newSigningSecret, SecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
-import { describeEachEngine } from "./support/db.ts";
+import { describeEachEngine, TEST_ENCRYPTION_KEY } from "./support/db.ts";
 import { tempDir } from "./support/process.ts";
 import { assertFieldErrors, expectStatus, keyedAccount, publicApi } from "./support/public-api.ts";
 import { anonClaims, seedAccount, seedTenant, seedUser, userClaims } from "./support/seed.ts";
@@ -443,7 +443,8 @@ describeEachEngine("webhook order", (t) => {
   });
 
   test("backline worker killed with SIGKILL mid-batch and started again: strict endpoints in order, the takeover in seconds", async () => {
-    const key = randomBytes(32);
+    // The child seals and opens with the test run's key, as the test database's secrets are sealed.
+    const key = Buffer.from(TEST_ENCRYPTION_KEY, "base64");
     const childBox = new SecretBox(key);
     const dataDir = tempDir("backline-webhook-order-");
     // On PGlite the worker owns the database: it is written here, then handed to the worker.
@@ -451,7 +452,7 @@ describeEachEngine("webhook order", (t) => {
     if (t().kind === "pglite") {
       const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
       await migrate(engine);
-      local = new Db(engine);
+      local = new Db(engine, { secrets: childBox });
     }
     const setupDb = local ?? db();
     const env: Record<string, string> =

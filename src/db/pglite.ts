@@ -38,6 +38,8 @@ export class PgliteEngine implements Engine {
   readonly kind = "pglite";
 
   private readonly port: { postMessage(m: Request): void };
+  /** Keeps the process alive while calls wait for the thread, and only then (see call()). */
+  private readonly hold: { ref(): void; unref(): void } | undefined;
   private readonly stopThread: () => Promise<void>;
   private readonly lock: DataDirLock | undefined;
   private readonly admission: Admission;
@@ -51,8 +53,11 @@ export class PgliteEngine implements Engine {
     stopThread: () => Promise<void>,
     lock: DataDirLock | undefined,
     queue: QueueLimits,
+    hold?: { ref(): void; unref(): void },
   ) {
     this.port = port;
+    this.hold = hold;
+    hold?.unref();
     this.stopThread = stopThread;
     this.lock = lock;
     this.admission = new Admission(1, queue);
@@ -70,9 +75,20 @@ export class PgliteEngine implements Engine {
       const queue = options.queue ?? DEFAULT_QUEUE_LIMITS;
       if (options.thread === "main") {
         const { port1, port2 } = new MessageChannel();
-        const engine = new PgliteEngine(port1, async () => port1.close(), lock, queue);
+        const ports = {
+          ref: () => {
+            port1.ref();
+            port2.ref();
+          },
+          unref: () => {
+            port1.unref();
+            port2.unref();
+          },
+        };
+        const engine = new PgliteEngine(port1, async () => port1.close(), lock, queue, ports);
         port1.on("message", (m: Reply) => engine.onReply(m));
         await host(port2 as unknown as Port, open);
+        ports.unref();
         return engine;
       }
       const worker = new Worker(new URL("./pglite-thread.ts", import.meta.url), {
@@ -86,6 +102,7 @@ export class PgliteEngine implements Engine {
         },
         lock,
         queue,
+        worker,
       );
       await new Promise<void>((resolve, reject) => {
         worker.once("error", reject);
@@ -113,22 +130,36 @@ export class PgliteEngine implements Engine {
     }
     const waiter = this.pending.get(m.id);
     if (!waiter) return;
-    this.pending.delete(m.id);
     if (m.ok) waiter.resolve(m.value);
     else waiter.reject(Object.assign(new Error(String(m.error.message)), m.error));
   }
 
   private fail(error: Error): void {
     this.dead ??= error;
-    for (const waiter of this.pending.values()) waiter.reject(error);
-    this.pending.clear();
+    for (const waiter of [...this.pending.values()]) waiter.reject(error);
   }
 
   private call<T>(request: Call): Promise<T> {
     if (this.dead) return Promise.reject(this.dead);
     const id = this.nextId++;
+    // An idle engine does not keep the process alive (an unclosed one must not hang a CLI command
+    // or a test file); one with a call in flight does, until the answer comes.
+    if (this.pending.size === 0) this.hold?.ref();
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      const settle = () => {
+        this.pending.delete(id);
+        if (this.pending.size === 0) this.hold?.unref();
+      };
+      this.pending.set(id, {
+        resolve: (v) => {
+          settle();
+          resolve(v as T);
+        },
+        reject: (e) => {
+          settle();
+          reject(e);
+        },
+      });
       this.port.postMessage({ ...request, id } as Request);
     });
   }
