@@ -1015,7 +1015,8 @@ async function labelAccount(db: Db): Promise<string> {
   const { tenant } = await createTenant(db, {
     name: "DDEX Label Group",
     slug: `ddex-${randomUUID().slice(0, 8)}`,
-    settings: { auto_review: true, require_media: false },
+    // Releases without a UPC get one from this GS1 prefix at submission (docs/releases.md).
+    settings: { auto_review: true, require_media: false, gs1_company_prefix: "2000000" },
   });
   return (await createAccount(db, { tenantId: tenant.id, name: "Night Owl Records" })).id;
 }
@@ -1360,9 +1361,9 @@ describeEachEngine("ddex file drop", (t) => {
     assert.ok(!batchDirs().some((n) => n.startsWith(".")));
   });
 
-  let bare: { releaseId: string; deliveryId: string; batch: string } | undefined;
+  let bare: { releaseId: string; deliveryId: string; batch: string; folder: string } | undefined;
 
-  test("a release without media or UPC still gets a valid package: the message alone, in a folder named by the release", async () => {
+  test("a release without media, its UPC assigned at submission, gets a valid package: the message alone, in a folder named by the UPC", async () => {
     const release = await seedRelease(
       db(),
       accountId,
@@ -1376,7 +1377,12 @@ describeEachEngine("ddex file drop", (t) => {
     const batch = d.id.replace(/-/g, "");
     const dir = path.join(drops, batch);
     assert.equal(d.store_reference, dir);
-    const folder = release.id;
+    // The tenant's first number: GS1 prefix 2000000, item 00000, its check digit.
+    const folder = gtin13("200000000000");
+    assert.deepEqual(
+      (await rows<{ upc: string }>("select upc from public.releases where id = $1", [release.id]))[0]?.upc,
+      folder,
+    );
     assert.deepEqual(
       listFiles(dir),
       [`${folder}/${folder}.xml`, `BatchComplete_${batch}.xml`, "manifest.json"].sort(),
@@ -1384,7 +1390,7 @@ describeEachEngine("ddex file drop", (t) => {
     const { root, manifest } = checkBatch(batch, folder, readBatch(dir), {
       action: "insert",
       releaseId: release.id,
-      upc: null,
+      upc: folder,
       title: "Night Drive",
     });
     assert.deepEqual(
@@ -1395,14 +1401,15 @@ describeEachEngine("ddex file drop", (t) => {
     assert.deepEqual(all(root, "TechnicalDetails"), []);
     assert.deepEqual(all(root, "Image"), []);
     assert.deepEqual(all(root, "LinkedReleaseResourceReference"), []);
-    assert.deepEqual(names(at(root, "ReleaseList/Release/ReleaseId")), ["ProprietaryId"]);
+    assert.deepEqual(names(at(root, "ReleaseList/Release/ReleaseId")), ["ICPN", "ProprietaryId"]);
+    assert.equal(textAt(root, "ReleaseList/Release/ReleaseId/ICPN"), folder);
     assert.equal(textAt(root, "ReleaseList/Release/ReleaseType"), "Single");
-    bare = { releaseId: release.id, deliveryId: d.id, batch };
+    bare = { releaseId: release.id, deliveryId: d.id, batch, folder };
   });
 
   test("sending a delivery again replaces its batch whole (and a stale .partial folder); a delivered one is not sent twice", async () => {
     assert.ok(bare, "the previous test made the release");
-    const { releaseId, deliveryId, batch } = bare;
+    const { releaseId, deliveryId, batch, folder } = bare;
     const dir = path.join(drops, batch);
     const before = batchDirs();
     const firstManifest = fs.readFileSync(path.join(dir, "manifest.json"));
@@ -1427,12 +1434,12 @@ describeEachEngine("ddex file drop", (t) => {
     const files = readBatch(dir);
     assert.deepEqual(
       [...files.keys()],
-      [`${releaseId}/${releaseId}.xml`, `BatchComplete_${batch}.xml`, "manifest.json"].sort(),
+      [`${folder}/${folder}.xml`, `BatchComplete_${batch}.xml`, "manifest.json"].sort(),
     );
-    const { root, manifest } = checkBatch(batch, releaseId, files, {
+    const { root, manifest } = checkBatch(batch, folder, files, {
       action: "insert",
       releaseId,
-      upc: null,
+      upc: folder,
       title: "Night Drive",
     });
     assert.equal(manifest.created_at, again.toISOString());
