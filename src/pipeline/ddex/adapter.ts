@@ -86,7 +86,7 @@ export const DdexSettings = z
     // The store's own genre names for Backline's genre codes, for stores with their own list.
     genres: z
       .record(
-        z.string().regex(/^[a-z0-9-]{1,60}$/, "a Backline genre code (GET /api/public/v1/genres)"),
+        z.string().regex(/^[a-z0-9-]{1,60}$/, "a Backline genre code (GET /api/public/v1/rules)"),
         z.string().trim().min(1).max(100),
       )
       .default({}),
