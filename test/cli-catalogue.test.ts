@@ -159,4 +159,41 @@ describe("backline CLI: stores and lead time", () => {
       await db.close();
     }
   });
+
+  test("set-identifiers: a tenant's GS1 prefix and ISRC registrant are set, removed with none; mistakes end with one line", async () => {
+    const tenant = await json("tenants", "create", "--name", "Numbered Records");
+    assert.deepEqual(
+      await json(
+        "tenants",
+        "set-identifiers",
+        tenant.slug,
+        "--gs1-prefix",
+        "0614141",
+        "--isrc-registrant",
+        "us-xyz",
+      ),
+      { tenant_id: tenant.id, gs1_company_prefix: "0614141", isrc_registrant: "US-XYZ" },
+    );
+    assert.deepEqual(await json("tenants", "set-identifiers", tenant.slug, "--gs1-prefix", "none"), {
+      tenant_id: tenant.id,
+      gs1_company_prefix: null,
+      isrc_registrant: "US-XYZ",
+    });
+    await fails(
+      ["tenants", "set-identifiers", tenant.slug, "--gs1-prefix", "12ab"],
+      /^backline: --gs1-prefix must be 6 to 12 digits/,
+    );
+    await fails(
+      ["tenants", "set-identifiers", tenant.slug, "--isrc-registrant", "USA-1"],
+      /^backline: --isrc-registrant must be CC-XXX/,
+    );
+    await fails(
+      ["tenants", "set-identifiers", tenant.slug],
+      /^backline: say --gs1-prefix or --isrc-registrant\n$/,
+    );
+    await fails(
+      ["tenants", "set-identifiers", "nope", "--gs1-prefix", "none"],
+      /^backline: no tenant nope\n$/,
+    );
+  });
 });

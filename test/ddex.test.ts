@@ -81,6 +81,8 @@ function ernRelease(over: Partial<ErnRelease> = {}): ErnRelease {
     artist_name: "Luna Vale",
     primary_genre: "electronic",
     secondary_genre: "house",
+    primary_genre_name: "Electronic",
+    secondary_genre_name: "House",
     release_date: "2026-09-01",
     original_release_date: null,
     upc: UPC,
@@ -392,8 +394,8 @@ describe("ERN 4.3 NewReleaseMessage (buildNewReleaseMessage)", () => {
     assert.equal(textAt(release, "CLine/CLineText"), "(C) 2026 Night Owl Records");
     assert.equal(textAt(release, "CLine/Year"), "2026");
     assert.equal(textAt(release, "Duration"), isoDuration(185 + 3725));
-    assert.equal(textAt(release, "Genre/GenreText"), "electronic");
-    assert.equal(textAt(release, "Genre/SubGenre"), "house");
+    assert.equal(textAt(release, "Genre/GenreText"), "Electronic", "the genre's display name");
+    assert.equal(textAt(release, "Genre/SubGenre"), "House");
     assert.equal(textAt(release, "ReleaseDate"), "2026-09-01");
     assert.equal(
       textAt(release, "OriginalReleaseDate"),
@@ -433,7 +435,7 @@ describe("ERN 4.3 NewReleaseMessage (buildNewReleaseMessage)", () => {
         textAt(tr, "Genre/GenreText"),
       ]),
       [
-        ["R1", `${RELEASE_ID}:${T1}`, "Intro", "A1", "A3", "Night Owl Records", "electronic"],
+        ["R1", `${RELEASE_ID}:${T1}`, "Intro", "A1", "A3", "Night Owl Records", "Electronic"],
         [
           "R2",
           `${RELEASE_ID}:${T2}`,
@@ -441,7 +443,7 @@ describe("ERN 4.3 NewReleaseMessage (buildNewReleaseMessage)", () => {
           "A2",
           "A3",
           "Night Owl Records",
-          "electronic",
+          "Electronic",
         ],
       ],
     );
@@ -544,7 +546,7 @@ describe("ERN 4.3 NewReleaseMessage (buildNewReleaseMessage)", () => {
           kids(terms, "UseType").map((u) => u.text),
         ];
       }),
-      DEFAULT_DEALS.map((d) => [["Worldwide"], "2026-09-01T00:00:00", false, d.commercialModel, d.useTypes]),
+      DEFAULT_DEALS.map((d) => [["Worldwide"], "2026-09-01T00:00:00Z", false, d.commercialModel, d.useTypes]),
     );
     const undated = message(ernInput({ release: ernRelease({ release_date: null }) }));
     for (const d of deals(undated)) {
@@ -560,10 +562,101 @@ describe("ERN 4.3 NewReleaseMessage (buildNewReleaseMessage)", () => {
     for (const d of deals(root)) {
       const period = at(d, "DealTerms/ValidityPeriod");
       assert.deepEqual(names(period), ["StartDateTime", "EndDateTime"]);
-      assert.equal(textAt(period, "StartDateTime"), "2026-09-01T00:00:00");
+      assert.equal(textAt(period, "StartDateTime"), "2026-09-01T00:00:00Z");
       assert.equal(textAt(period, "EndDateTime"), "2026-10-02T08:30:00Z");
     }
     assert.equal(soundRecordings(root).length, 2);
+  });
+
+  test("a takedown before the release date ends each deal at its start, never before it; every date-time has its zone", () => {
+    const CASES: [string, string | null, Date, string, string][] = [
+      // [what, release date, takedown time, start, end]
+      [
+        "before the release date",
+        "2026-09-01",
+        new Date("2026-06-01T08:30:00Z"),
+        "2026-09-01T00:00:00Z",
+        "2026-09-01T00:00:00Z",
+      ],
+      [
+        "on the release date's first second",
+        "2026-09-01",
+        new Date("2026-09-01T00:00:00Z"),
+        "2026-09-01T00:00:00Z",
+        "2026-09-01T00:00:00Z",
+      ],
+      [
+        "one second after the start",
+        "2026-09-01",
+        new Date("2026-09-01T00:00:01Z"),
+        "2026-09-01T00:00:00Z",
+        "2026-09-01T00:00:01Z",
+      ],
+      [
+        "without a release date (from the message's time)",
+        null,
+        new Date("2026-04-01T00:00:00Z"),
+        "2026-05-01T12:00:00Z",
+        "2026-05-01T12:00:00Z",
+      ],
+    ];
+    const ZONED = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+    for (const [what, date, endAt, start, end] of CASES) {
+      const root = message(ernInput({ release: ernRelease({ release_date: date }), endDealsAt: endAt }));
+      assert.equal(deals(root).length, 3, what);
+      for (const d of deals(root)) {
+        const period = at(d, "DealTerms/ValidityPeriod");
+        assert.deepEqual(
+          [textAt(period, "StartDateTime"), textAt(period, "EndDateTime")],
+          [start, end],
+          what,
+        );
+        assert.ok(Date.parse(end) >= Date.parse(start), `${what}: the deal ends no earlier than it starts`);
+      }
+      const stamps = [
+        ...all(root, "StartDateTime"),
+        ...all(root, "EndDateTime"),
+        ...all(root, "MessageCreatedDateTime"),
+      ];
+      assert.ok(stamps.length >= 7, what);
+      for (const s of stamps) assert.match(s.text, ZONED, `${what}: ${s.name} carries its zone`);
+    }
+  });
+
+  test("genres: display names as GenreText, the secondary genre as SubGenre, a store's own names when its settings map them", () => {
+    const release = ernRelease({
+      primary_genre: "rnb-soul",
+      primary_genre_name: "R&B/Soul",
+      secondary_genre: "hip-hop-rap",
+      secondary_genre_name: "Hip-Hop/Rap",
+    });
+    const genres = (root: XmlNode) =>
+      [at(root, "ReleaseList/Release"), ...kids(at(root, "ReleaseList"), "TrackRelease")].map((r) => [
+        textAt(r, "Genre/GenreText"),
+        has(at(r, "Genre"), "SubGenre") ? textAt(r, "Genre/SubGenre") : null,
+      ]);
+    assert.deepEqual(genres(message(ernInput({ release }))), [
+      ["R&B/Soul", "Hip-Hop/Rap"],
+      ["R&B/Soul", "Hip-Hop/Rap"],
+      ["R&B/Soul", "Hip-Hop/Rap"],
+    ]);
+    // The store's map wins for the codes it names; the others keep their display names.
+    const mapped = message(
+      ernInput({ release, genreMap: { "rnb-soul": "R&B", electronic: "Dance/Electronic" } }),
+    );
+    assert.deepEqual(genres(mapped)[0], ["R&B", "Hip-Hop/Rap"]);
+    // No sub-genre: no SubGenre element; a code the catalogue does not name goes as it is.
+    const single = message(
+      ernInput({
+        release: ernRelease({ primary_genre: "vaporwave", primary_genre_name: null, secondary_genre: null }),
+      }),
+    );
+    assert.deepEqual(genres(single)[0], ["vaporwave", null]);
+    // A map key that is no own property (an inherited name) is not read.
+    const inherited = message(
+      ernInput({ release: ernRelease({ primary_genre: "constructor", primary_genre_name: null }) }),
+    );
+    assert.equal(textAt(at(inherited, "ReleaseList/Release"), "Genre/GenreText"), "constructor");
   });
 
   test("a multi-disc release has one Component resource group per disc, tracks in disc and track order", () => {
@@ -789,6 +882,7 @@ describe("ERN 4.3 NewReleaseMessage (buildNewReleaseMessage)", () => {
           artist_name: artist,
           label_name: label,
           primary_genre: genre,
+          primary_genre_name: null,
           language,
         });
         const track = { ...TRACK_1, title: version, contributors: [{ name: title, role: "producer" }] };
@@ -802,7 +896,7 @@ describe("ERN 4.3 NewReleaseMessage (buildNewReleaseMessage)", () => {
         const display = release.version ? `${title} (${release.version})` : title;
         assert.equal(eol(textAt(r, "DisplayTitleText")), eol(readable(display)));
         assert.equal(eol(textAt(r, "DisplayArtistName")), eol(readable(artist)));
-        assert.equal(eol(textAt(r, "Genre/GenreText")), eol(readable(genre)));
+        assert.equal(eol(textAt(r, "Genre/GenreText")), genre === "" ? "Unknown" : eol(readable(genre)));
         assert.equal(
           eol(textAt(soundRecordings(root)[0] as XmlNode, "DisplayTitleText")),
           eol(readable(version)),
@@ -844,6 +938,7 @@ describe("ddex settings (ddexSettingsOf)", () => {
     );
     assert.equal(s.test_messages, false);
     assert.equal(s.live_after_ms, null);
+    assert.deepEqual(s.genres, {}, "no genre map: display names");
   });
 
   test("names every field at fault", () => {
@@ -873,6 +968,7 @@ describe("ddex settings (ddexSettingsOf)", () => {
         ],
       ],
       [{ ...base, extra: true }, ['"extra"']],
+      [{ ...base, genres: { "R&B": "R&B", pop: " " } }, ["ddex.genres.R&B:", "ddex.genres.pop:"]],
     ];
     for (const [ddex, fields] of CASES) {
       const message = problems(ddex);
@@ -919,7 +1015,8 @@ async function labelAccount(db: Db): Promise<string> {
   const { tenant } = await createTenant(db, {
     name: "DDEX Label Group",
     slug: `ddex-${randomUUID().slice(0, 8)}`,
-    settings: { auto_review: true, require_media: false },
+    // Releases without a UPC get one from this GS1 prefix at submission (docs/releases.md).
+    settings: { auto_review: true, require_media: false, gs1_company_prefix: "2000000" },
   });
   return (await createAccount(db, { tenantId: tenant.id, name: "Night Owl Records" })).id;
 }
@@ -1199,7 +1296,7 @@ describeEachEngine("ddex file drop", (t) => {
         kids(at(d, "DealTerms"), "ExcludedTerritoryCode").map((c) => c.text),
         ["CU"],
       );
-      assert.equal(textAt(d, "DealTerms/ValidityPeriod/StartDateTime"), `${FUTURE_DATE}T00:00:00`);
+      assert.equal(textAt(d, "DealTerms/ValidityPeriod/StartDateTime"), `${FUTURE_DATE}T00:00:00Z`);
       assert.equal(has(at(d, "DealTerms/ValidityPeriod"), "EndDateTime"), false);
     }
 
@@ -1238,10 +1335,18 @@ describeEachEngine("ddex file drop", (t) => {
       title: "Night Drive",
     });
     assert.equal(textAt(second.root, "MessageHeader/MessageId"), takedown.id);
-    const ended = second.manifest.created_at.replace(/\.\d{3}Z$/, "Z");
+    // Taken down before its release date (FUTURE_DATE): each deal ends where it starts, not now.
+    assert.ok(Date.parse(second.manifest.created_at) < Date.parse(`${FUTURE_DATE}T00:00:00Z`));
     assert.equal(deals(second.root).length, 3);
     for (const d of deals(second.root)) {
-      assert.equal(textAt(d, "DealTerms/ValidityPeriod/EndDateTime"), ended, "every deal ends now");
+      assert.deepEqual(
+        [
+          textAt(d, "DealTerms/ValidityPeriod/StartDateTime"),
+          textAt(d, "DealTerms/ValidityPeriod/EndDateTime"),
+        ],
+        [`${FUTURE_DATE}T00:00:00Z`, `${FUTURE_DATE}T00:00:00Z`],
+        "every deal ends at its start: never before it",
+      );
     }
     // The first batch stays as it was.
     assert.equal(
@@ -1256,9 +1361,9 @@ describeEachEngine("ddex file drop", (t) => {
     assert.ok(!batchDirs().some((n) => n.startsWith(".")));
   });
 
-  let bare: { releaseId: string; deliveryId: string; batch: string } | undefined;
+  let bare: { releaseId: string; deliveryId: string; batch: string; folder: string } | undefined;
 
-  test("a release without media or UPC still gets a valid package: the message alone, in a folder named by the release", async () => {
+  test("a release without media, its UPC assigned at submission, gets a valid package: the message alone, in a folder named by the UPC", async () => {
     const release = await seedRelease(
       db(),
       accountId,
@@ -1272,7 +1377,12 @@ describeEachEngine("ddex file drop", (t) => {
     const batch = d.id.replace(/-/g, "");
     const dir = path.join(drops, batch);
     assert.equal(d.store_reference, dir);
-    const folder = release.id;
+    // The tenant's first number: GS1 prefix 2000000, item 00000, its check digit.
+    const folder = gtin13("200000000000");
+    assert.deepEqual(
+      (await rows<{ upc: string }>("select upc from public.releases where id = $1", [release.id]))[0]?.upc,
+      folder,
+    );
     assert.deepEqual(
       listFiles(dir),
       [`${folder}/${folder}.xml`, `BatchComplete_${batch}.xml`, "manifest.json"].sort(),
@@ -1280,7 +1390,7 @@ describeEachEngine("ddex file drop", (t) => {
     const { root, manifest } = checkBatch(batch, folder, readBatch(dir), {
       action: "insert",
       releaseId: release.id,
-      upc: null,
+      upc: folder,
       title: "Night Drive",
     });
     assert.deepEqual(
@@ -1291,14 +1401,15 @@ describeEachEngine("ddex file drop", (t) => {
     assert.deepEqual(all(root, "TechnicalDetails"), []);
     assert.deepEqual(all(root, "Image"), []);
     assert.deepEqual(all(root, "LinkedReleaseResourceReference"), []);
-    assert.deepEqual(names(at(root, "ReleaseList/Release/ReleaseId")), ["ProprietaryId"]);
+    assert.deepEqual(names(at(root, "ReleaseList/Release/ReleaseId")), ["ICPN", "ProprietaryId"]);
+    assert.equal(textAt(root, "ReleaseList/Release/ReleaseId/ICPN"), folder);
     assert.equal(textAt(root, "ReleaseList/Release/ReleaseType"), "Single");
-    bare = { releaseId: release.id, deliveryId: d.id, batch };
+    bare = { releaseId: release.id, deliveryId: d.id, batch, folder };
   });
 
   test("sending a delivery again replaces its batch whole (and a stale .partial folder); a delivered one is not sent twice", async () => {
     assert.ok(bare, "the previous test made the release");
-    const { releaseId, deliveryId, batch } = bare;
+    const { releaseId, deliveryId, batch, folder } = bare;
     const dir = path.join(drops, batch);
     const before = batchDirs();
     const firstManifest = fs.readFileSync(path.join(dir, "manifest.json"));
@@ -1323,12 +1434,12 @@ describeEachEngine("ddex file drop", (t) => {
     const files = readBatch(dir);
     assert.deepEqual(
       [...files.keys()],
-      [`${releaseId}/${releaseId}.xml`, `BatchComplete_${batch}.xml`, "manifest.json"].sort(),
+      [`${folder}/${folder}.xml`, `BatchComplete_${batch}.xml`, "manifest.json"].sort(),
     );
-    const { root, manifest } = checkBatch(batch, releaseId, files, {
+    const { root, manifest } = checkBatch(batch, folder, files, {
       action: "insert",
       releaseId,
-      upc: null,
+      upc: folder,
       title: "Night Drive",
     });
     assert.equal(manifest.created_at, again.toISOString());

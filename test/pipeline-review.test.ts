@@ -741,7 +741,7 @@ describe("backline releases queue|review", () => {
       // These releases carry no uploaded media: the checks listed are the catalog's.
       await db.asService((tx) =>
         tx.query(
-          `update internal.tenants set settings = settings || '{"require_media": false}' where id = $1`,
+          `update internal.tenants set settings = settings || '{"require_media": false, "gs1_company_prefix": "2000000"}' where id = $1`,
           [tenant.id],
         ),
       );
@@ -881,7 +881,12 @@ describe("backline worker", () => {
       const { tenant } = await createTenant(db, {
         name: "Auto Review",
         slug: `auto-${randomUUID().slice(0, 8)}`,
-        settings: { auto_review: true, delivery_adapter: "sandbox", require_media: false },
+        settings: {
+          auto_review: true,
+          delivery_adapter: "sandbox",
+          require_media: false,
+          gs1_company_prefix: "2000000",
+        },
       });
       const account = await createAccount(db, { tenantId: tenant.id, name: "Night Owl" });
       complete = await serviceRelease(db, account.id, { title: "Complete", tracks: 1, status: "submitted" });

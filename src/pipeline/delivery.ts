@@ -209,7 +209,14 @@ export async function sendDelivery(
       [deliveryId, version],
     );
     const release = (
-      await tx.query<Record<string, unknown>>("select * from public.releases where id = $1", [d.release_id])
+      await tx.query<Record<string, unknown>>(
+        // With its genres' display names, which the DDEX messages carry (docs/ddex.md).
+        `select r.*, pg.name as primary_genre_name, sg.name as secondary_genre_name from public.releases r
+           left join internal.genres pg on pg.code = r.primary_genre
+           left join internal.genres sg on sg.code = r.secondary_genre
+          where r.id = $1`,
+        [d.release_id],
+      )
     ).rows[0];
     const tracks = (
       await tx.query<Record<string, unknown>>(

@@ -382,6 +382,60 @@ tenants
     });
   });
 
+tenants
+  .command("set-identifiers")
+  .description(
+    "the number ranges a tenant's releases get their UPC and ISRCs from at submission (docs/releases.md); none: releases bring their own",
+  )
+  .argument("<tenant>", "tenant id or slug")
+  .option("--gs1-prefix <prefix>", "the GS1 Company Prefix, 6 to 12 digits in GTIN-13 form, or none")
+  .option("--isrc-registrant <code>", "ISRC country and registrant code, e.g. US-XYZ, or none")
+  .action(async (ref: string, opts: { gs1Prefix?: string; isrcRegistrant?: string }) => {
+    const change: Record<string, string | null> = {};
+    if (opts.gs1Prefix !== undefined) {
+      const v = opts.gs1Prefix.trim();
+      if (v !== "none" && !/^[0-9]{6,12}$/.test(v)) {
+        throw new CliError(
+          "--gs1-prefix must be 6 to 12 digits (the GS1 Company Prefix in GTIN-13 form) or none",
+        );
+      }
+      change.gs1_company_prefix = v === "none" ? null : v;
+    }
+    if (opts.isrcRegistrant !== undefined) {
+      const v = opts.isrcRegistrant.trim().toUpperCase();
+      const m = /^([A-Z]{2})-?([A-Z0-9]{3})$/.exec(v);
+      if (v !== "NONE" && !m) throw new CliError("--isrc-registrant must be CC-XXX (e.g. US-XYZ) or none");
+      change.isrc_registrant = m ? `${m[1]}-${m[2]}` : null;
+    }
+    if (Object.keys(change).length === 0) throw new CliError("say --gs1-prefix or --isrc-registrant");
+    await withDb(async (db) => {
+      const tenant = await requireTenant(db, ref);
+      const settings = (
+        await db.asService((tx) =>
+          tx.query<{ settings: Record<string, unknown> }>(
+            // "none" removes the setting; the database checks the rest (tenants_identifier_settings).
+            "update internal.tenants set settings = (settings - $3::text[]) || $2::jsonb where id = $1 returning settings",
+            [
+              tenant.id,
+              JSON.stringify(Object.fromEntries(Object.entries(change).filter(([, v]) => v !== null))),
+              Object.keys(change).filter((k) => change[k] === null),
+            ],
+          ),
+        )
+      ).rows[0]?.settings;
+      const result = {
+        tenant_id: tenant.id,
+        gs1_company_prefix: settings?.gs1_company_prefix ?? null,
+        isrc_registrant: settings?.isrc_registrant ?? null,
+      };
+      output(
+        program,
+        `${tenant.slug}: GS1 prefix ${result.gs1_company_prefix ?? "none"}, ISRC registrant ${result.isrc_registrant ?? "none"}`,
+        result,
+      );
+    });
+  });
+
 const STORE_KINDS = ["dsp", "download", "ugc"] as const;
 const stores = program
   .command("stores")

@@ -41,8 +41,14 @@ export async function ensureDevTenant(
       slug: "dev",
       isDevelopment: true,
       // Local development needs no mail server and no review queue (docs/auth.md, docs/operator.md),
-      // and it delivers to the simulated store (docs/operator.md).
-      settings: { auth: { email_confirmation: false }, auto_review: true, delivery_adapter: "sandbox" },
+      // and it delivers to the simulated store (docs/operator.md). Releases without a UPC get one
+      // from GS1's restricted-circulation range, which no product in a store carries (docs/releases.md).
+      settings: {
+        auth: { email_confirmation: false },
+        auto_review: true,
+        delivery_adapter: "sandbox",
+        gs1_company_prefix: "2000000",
+      },
     });
     tenantId = tenant.id;
     created = true;

@@ -60,7 +60,13 @@ export async function tenantWithKeys(
     name: `Tenant ${slug}`,
     slug,
     ...rest,
-    settings: { require_media: false, ...rest.settings, ...(auth ? { auth } : {}) },
+    // A GS1 prefix of GS1's restricted-circulation range: a release without a UPC gets one at submission.
+    settings: {
+      require_media: false,
+      gs1_company_prefix: "2000000",
+      ...rest.settings,
+      ...(auth ? { auth } : {}),
+    },
   });
 }
 

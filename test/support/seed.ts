@@ -33,6 +33,13 @@ export interface SeedUser {
 }
 
 /**
+ * The GS1 company prefix test tenants draw their releases' GTINs from when a release has no UPC
+ * (docs/releases.md, "Identifiers"): 200–299 is GS1's restricted-circulation range, which no
+ * product in a store carries.
+ */
+export const TEST_GS1_PREFIX = "2000000";
+
+/**
  * A tenant for tests. Its releases are submitted without uploaded media (settings.require_media
  * false) unless `requireMedia` is given: only the upload suites exercise that rule end to end.
  */
@@ -47,7 +54,7 @@ export async function seedTenant(
       name: `Tenant ${slug}`,
       slug,
       policyPreset: preset,
-      settings: { require_media: options.requireMedia ?? false },
+      settings: { require_media: options.requireMedia ?? false, gs1_company_prefix: TEST_GS1_PREFIX },
     })
   ).tenant;
 }

@@ -83,6 +83,13 @@ export const DdexSettings = z
       .min(1)
       .default(DEFAULT_DEALS.map((d) => ({ ...d, use_types: [...d.use_types] }))),
     test_messages: z.boolean().default(false),
+    // The store's own genre names for Backline's genre codes, for stores with their own list.
+    genres: z
+      .record(
+        z.string().regex(/^[a-z0-9-]{1,60}$/, "a Backline genre code (GET /api/public/v1/rules)"),
+        z.string().trim().min(1).max(100),
+      )
+      .default({}),
     live_after_ms: z.number().int().min(0).nullable().default(null),
   })
   .strict();
@@ -195,6 +202,7 @@ export function ddexStore(media: MediaSource, now: () => Date = () => new Date()
         artwork,
         deals: settings.deals.map((d) => ({ commercialModel: d.commercial_model, useTypes: d.use_types })),
         endDealsAt: request.action === "takedown" ? createdAt : undefined,
+        genreMap: settings.genres,
       }),
     );
     files.unshift({ path: `${folder}/${folder}.xml`, source: { data: xml }, ...hashData(xml) });

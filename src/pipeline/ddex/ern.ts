@@ -8,7 +8,13 @@ import { opt, toXml, type XmlChild, x } from "./xml.ts";
  * namespace (the schema's elements are unqualified).
  *
  * A takedown is the same message with every deal ended now: ERN 4 has no takedown flag (a new
- * message replaces every earlier deal, and an end-dated deal says "no longer" explicitly).
+ * message replaces every earlier deal, and an end-dated deal says "no longer" explicitly). A deal
+ * never ends before it starts: one that has not started yet (a takedown before the release date)
+ * ends when it starts, an empty period — the release is never available. Every date-time carries
+ * its zone (UTC, `Z`).
+ *
+ * Genres are sent as their display names (`R&B/Soul`, not `rnb-soul`), the secondary genre as
+ * `SubGenre`; a store with its own genre list gets its names through `genreMap` (docs/ddex.md).
  */
 
 export const ERN_NAMESPACE = "http://ddex.net/xml/ern/43";
@@ -47,6 +53,9 @@ export interface ErnRelease {
   artist_name: string | null;
   primary_genre: string | null;
   secondary_genre: string | null;
+  /** The genres' display names from the catalogue (internal.genres), when known. */
+  primary_genre_name?: string | null | undefined;
+  secondary_genre_name?: string | null | undefined;
   release_date: string | null;
   original_release_date: string | null;
   upc: string | null;
@@ -96,8 +105,23 @@ export interface ErnMessageInput {
   audio: Map<string, ErnAudioFile>;
   artwork: ErnImageFile | undefined;
   deals: ErnDeal[];
-  /** Ends every deal at this time: the takedown. */
+  /** Ends every deal at this time (or at its start, when later): the takedown. */
   endDealsAt?: Date | undefined;
+  /** The store's own genre names, by Backline genre code (the store's `ddex.genres` setting). */
+  genreMap?: Record<string, string> | undefined;
+}
+
+/**
+ * The text a store reads for a genre: the store's own name for it when its settings map it, else
+ * the catalogue's display name, else the code as it is.
+ */
+export function genreText(
+  code: string | null,
+  displayName: string | null | undefined,
+  genreMap: Record<string, string> = {},
+): string | null {
+  if (!code) return null;
+  return (Object.hasOwn(genreMap, code) ? genreMap[code] : undefined) ?? displayName ?? code;
 }
 
 /** Backline's contributor roles as DDEX ContributorRole values; artists are DisplayArtists instead. */
@@ -197,8 +221,8 @@ export function buildNewReleaseMessage(input: ErnMessageInput): string {
   const parental = (explicit: boolean) => x("ParentalWarningType", explicit ? "Explicit" : "NotExplicit");
   const genre = x(
     "Genre",
-    x("GenreText", release.primary_genre ?? "Unknown"),
-    opt("SubGenre", release.secondary_genre),
+    x("GenreText", genreText(release.primary_genre, release.primary_genre_name, input.genreMap) ?? "Unknown"),
+    opt("SubGenre", genreText(release.secondary_genre, release.secondary_genre_name, input.genreMap)),
   );
 
   const tracks = [...input.tracks].sort(
@@ -363,7 +387,12 @@ export function buildNewReleaseMessage(input: ErnMessageInput): string {
   );
 
   const territories = dealTerritories(release);
-  const start = release.release_date ? `${release.release_date}T00:00:00` : iso(input.createdAt);
+  // From the release date at 00:00 UTC (the date itself is the Release's ReleaseDate), or now.
+  const startAt = release.release_date ? new Date(`${release.release_date}T00:00:00Z`) : input.createdAt;
+  const start = iso(startAt);
+  // A takedown ends each deal now, or at its start when that is still ahead: never before it.
+  const end =
+    input.endDealsAt && iso(input.endDealsAt.getTime() > startAt.getTime() ? input.endDealsAt : startAt);
   const deals = x(
     "DealList",
     x(
@@ -377,11 +406,7 @@ export function buildNewReleaseMessage(input: ErnMessageInput): string {
             "include" in territories
               ? territories.include.map((c) => x("TerritoryCode", c))
               : territories.exclude.map((c) => x("ExcludedTerritoryCode", c)),
-            x(
-              "ValidityPeriod",
-              x("StartDateTime", start),
-              input.endDealsAt ? x("EndDateTime", iso(input.endDealsAt)) : undefined,
-            ),
+            x("ValidityPeriod", x("StartDateTime", start), end ? x("EndDateTime", end) : undefined),
             x("CommercialModelType", deal.commercialModel),
             deal.useTypes.map((u) => x("UseType", u)),
           ),

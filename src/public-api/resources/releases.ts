@@ -374,7 +374,8 @@ export const releaseRoutes = [
     operationId: "submitRelease",
     summary: "Submit a release for review and delivery",
     description:
-      "Checks that the release is complete (tracks with ISRCs and numbers, splits totalling 100, a known " +
+      "Checks that the release is complete (a UPC and tracks with ISRCs — assigned now from the platform's " +
+      "number ranges when the operator configured them, else required —, track numbers, splits totalling 100, a known " +
       "primary genre, territories, stores, a release date at least the platform's lead time away) and lists " +
       "every problem at once (422 release_incomplete). Then the release is submitted: review and delivery " +
       "start and the release.submitted event is sent.",

@@ -1,0 +1,188 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { buildNewReleaseMessage, type ErnMessageInput, type ErnTrack } from "../src/pipeline/ddex/ern.ts";
+import { RECIPIENT, SENDER } from "./support/ddex.ts";
+import { ERN_SCHEMA_DIR, ernSchemaErrors, ernSchemaSkip, schemaMissingFails } from "./support/ern-schema.ts";
+
+/**
+ * Every kind of message Backline writes, validated against DDEX's own ERN 4.3 schema
+ * (test/support/ern-schema.ts: the schema is read from DDEX_SCHEMA_DIR or ../shared/ddex/ern43,
+ * never kept in the repository; absent, this suite is skipped — or fails under CI=true).
+ * Messages built directly here; the same kinds from real deliveries on each engine are in
+ * test/ddex-identifiers.test.ts.
+ */
+
+const RELEASE_ID = "6b1f6f0e-1d1c-4c57-9a0e-0d3c6c1f5a01";
+const CREATED = new Date("2026-05-01T12:00:00.123Z");
+
+function track(n: number, over: Partial<ErnTrack> = {}): ErnTrack {
+  return {
+    id: `1111111${n}-1111-4111-8111-111111111111`,
+    title: `Track ${n}`,
+    version: null,
+    isrc: `QZDDX260000${n}`,
+    duration: 185 + n,
+    track_number: n,
+    disc_number: 1,
+    artist_name: null,
+    explicit: false,
+    language: null,
+    contributors: [],
+    ...over,
+  };
+}
+
+function input(over: Partial<ErnMessageInput> = {}): ErnMessageInput {
+  const t1 = track(1, {
+    contributors: [
+      { name: "Ada Moreno", role: "producer" },
+      { name: "Sam Reyes", role: "songwriter" },
+      { name: "Kai", role: "featured_artist" },
+      { name: "Lee", role: "publisher" },
+    ],
+  });
+  const t2 = track(2, { version: "Radio Edit", explicit: true, language: "fr" });
+  return {
+    messageId: "0f0e0d0c-0000-4000-8000-000000000001",
+    threadId: RELEASE_ID,
+    createdAt: CREATED,
+    sender: SENDER,
+    recipient: RECIPIENT,
+    test: false,
+    release: {
+      id: RELEASE_ID,
+      title: "Night Drive & <Friends>",
+      version: "Deluxe",
+      release_type: "album",
+      artist_name: "Luna Vale",
+      primary_genre: "rnb-soul",
+      secondary_genre: "hip-hop-rap",
+      release_date: "2026-09-01",
+      original_release_date: null,
+      upc: "4006381333931",
+      label_name: "Night Owl Records",
+      catalog_number: "NOR-001",
+      licensed_territories_include: "WW",
+      territories: [],
+      territories_exclude: [],
+      copyright: "2026 Night Owl Records",
+      copyright_year: 2026,
+      phonographic_copyright: "2026 Night Owl Records",
+      phonographic_year: 2026,
+      explicit: false,
+      language: "en",
+    },
+    tracks: [t1, t2],
+    audio: new Map([
+      [
+        t1.id,
+        {
+          uri: "resources/QZDDX2600001.flac",
+          md5: "a".repeat(32),
+          bytes: 2048,
+          codec: "FLAC" as const,
+          channels: 2,
+          sampleRate: 44_100,
+          bitsPerSample: 16,
+        },
+      ],
+      [t2.id, { uri: "resources/QZDDX2600002.wav", md5: "b".repeat(32), bytes: 1000, codec: "PCM" as const }],
+    ]),
+    artwork: {
+      uri: "resources/cover.jpg",
+      md5: "c".repeat(32),
+      bytes: 1536,
+      codec: "JPEG",
+      width: 3000,
+      height: 3000,
+    },
+    deals: [
+      { commercialModel: "SubscriptionModel", useTypes: ["OnDemandStream", "NonInteractiveStream"] },
+      {
+        commercialModel: "AdvertisementSupportedModel",
+        useTypes: ["OnDemandStream", "NonInteractiveStream"],
+      },
+      { commercialModel: "PayAsYouGoModel", useTypes: ["PermanentDownload"] },
+      {
+        commercialModel: "FreeOfChargeModel",
+        useTypes: ["Stream", "ConditionalDownload", "TetheredDownload"],
+      },
+    ],
+    ...over,
+  };
+}
+
+const base = input();
+/** Each kind of message, and the shapes a release can take. */
+const MESSAGES: [string, ErnMessageInput][] = [
+  ["new release (album, cover, audio, contributors)", base],
+  [
+    "update (the whole message again, a corrected title)",
+    input({ release: { ...base.release, title: "Night Drive (Corrected)" } }),
+  ],
+  ["takedown after the release date", input({ endDealsAt: new Date("2026-10-01T08:30:00Z") })],
+  ["takedown before the release date", input({ endDealsAt: new Date("2026-06-01T08:30:00Z") })],
+  ["test message", input({ test: true })],
+  [
+    "single without media, UPC-A, no label, no genre, no release date",
+    input({
+      tracks: [track(1)],
+      audio: new Map(),
+      artwork: undefined,
+      release: {
+        ...base.release,
+        release_type: "single",
+        upc: "036000291452",
+        label_name: null,
+        catalog_number: null,
+        primary_genre: null,
+        secondary_genre: null,
+        release_date: null,
+        copyright: null,
+        phonographic_copyright: null,
+        version: null,
+      },
+    }),
+  ],
+  [
+    "soundtrack on two discs, world less exclusions",
+    input({
+      tracks: [track(1), track(2), track(3, { disc_number: 2, track_number: 1 })],
+      release: { ...base.release, release_type: "soundtrack", territories_exclude: ["CU", "KP"] },
+    }),
+  ],
+  [
+    "explicit territory list",
+    input({ release: { ...base.release, licensed_territories_include: "US,CA", territories: ["MX"] } }),
+  ],
+];
+
+describe("every message against the ERN 4.3 schema (release-notification.xsd)", {
+  skip: schemaMissingFails ? false : ernSchemaSkip,
+}, () => {
+  if (schemaMissingFails) {
+    test("the schema is there under CI", () => {
+      assert.fail(`CI=true and the DDEX ERN 4.3 schema is missing at ${ERN_SCHEMA_DIR}: set DDEX_SCHEMA_DIR`);
+    });
+    return;
+  }
+  for (const [name, message] of MESSAGES) {
+    test(name, async () => {
+      const xml = buildNewReleaseMessage(message);
+      assert.deepEqual(await ernSchemaErrors(xml), [], xml);
+    });
+  }
+
+  test("the validator refuses what the schema refuses (no ICPN check digit pattern, a missing element, a bad value)", async () => {
+    const xml = buildNewReleaseMessage(base);
+    const broken = [
+      xml.replace(
+        "<MessageControlType>LiveMessage</MessageControlType>",
+        "<MessageControlType>Live</MessageControlType>",
+      ),
+      xml.replace(/<MessageId>[^<]*<\/MessageId>/, ""),
+      xml.replace(/<StartDateTime>([^<]*)<\/StartDateTime>/, "<StartDateTime>tomorrow</StartDateTime>"),
+    ];
+    for (const b of broken) assert.notDeepEqual(await ernSchemaErrors(b), [], "invalid");
+  });
+});

@@ -1,0 +1,51 @@
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { validateXML, type XMLFileInfo } from "xmllint-wasm";
+
+/**
+ * Validation against DDEX's own ERN 4.3 schema (`release-notification.xsd` with the
+ * `allowed-value-sets.xsd` it imports), with libxml2 compiled to WebAssembly (xmllint-wasm).
+ * The schema files are DDEX's and never kept in this repository: they are read from
+ * `DDEX_SCHEMA_DIR`, or else from `../shared/ddex/ern43/` beside the repository. Without them the
+ * suites that use this are skipped with a message saying so — except under `CI=true`, where a
+ * missing schema fails (`schemaMissing()`).
+ */
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const ERN_SCHEMA_DIR = process.env.DDEX_SCHEMA_DIR
+  ? path.resolve(process.env.DDEX_SCHEMA_DIR)
+  : path.resolve(REPO, "..", "shared", "ddex", "ern43");
+const MAIN = "release-notification.xsd";
+const AVS = "allowed-value-sets.xsd";
+
+export const ernSchemaPresent =
+  fs.existsSync(path.join(ERN_SCHEMA_DIR, MAIN)) && fs.existsSync(path.join(ERN_SCHEMA_DIR, AVS));
+
+/** Why the schema suites do not run here, or undefined when they do. */
+export const ernSchemaSkip = ernSchemaPresent
+  ? undefined
+  : `the DDEX ERN 4.3 schema is not at ${ERN_SCHEMA_DIR} (${MAIN} and ${AVS}): set DDEX_SCHEMA_DIR to validate messages against it`;
+
+/** Under CI a missing schema is a failure, not a skip. */
+export const schemaMissingFails = !ernSchemaPresent && process.env.CI === "true";
+
+let files: { schema: XMLFileInfo; avs: XMLFileInfo } | undefined;
+
+/** Every schema error of the document: [] when it is valid. */
+export async function ernSchemaErrors(xml: string): Promise<string[]> {
+  files ??= {
+    schema: { fileName: MAIN, contents: fs.readFileSync(path.join(ERN_SCHEMA_DIR, MAIN), "utf8") },
+    avs: { fileName: AVS, contents: fs.readFileSync(path.join(ERN_SCHEMA_DIR, AVS), "utf8") },
+  };
+  const result = await validateXML({
+    xml: { fileName: "message.xml", contents: xml },
+    schema: files.schema,
+    preload: [files.avs],
+    // The allowed-value sets are large: room for libxml2 to hold them.
+    maxMemoryPages: 16_384,
+  });
+  if (result.valid) return [];
+  const errors = result.errors.map((e) => (e.loc ? `line ${e.loc.lineNumber}: ${e.message}` : e.message));
+  return errors.length > 0 ? errors : [result.rawOutput || "invalid (no message from xmllint)"];
+}
