@@ -358,13 +358,10 @@ describe("royalties: backline royalties import (CLI)", () => {
     );
     assert.ok(row.taken_down_at);
     const list = await runCli(["--json", "deliveries", "list", "--release", takedown.releaseId], env);
-    assert.deepEqual(
-      (JSON.parse(list.stdout) as Obj[]).map((d) => [d.action, d.status]).sort(),
-      [
-        ["insert", "live"],
-        ["takedown", "taken_down"],
-      ],
-    );
+    assert.deepEqual((JSON.parse(list.stdout) as Obj[]).map((d) => [d.action, d.status]).sort(), [
+      ["insert", "live"],
+      ["takedown", "taken_down"],
+    ]);
     const twice = await runCli(
       ["deliveries", "report", takedown.deliveryId, "--taken-down", "--note", note],
       env,
