@@ -225,9 +225,10 @@ describe("royalties: backline royalties import (CLI)", () => {
         ["takedown", "takedown_sent"],
       ]) {
         const r = await tx.query<{ id: string }>(
-          `insert into internal.release_deliveries (release_id, account_id, store, action, status, delivered_at)
-           values ($1, $2, 'spotify', $3, $4, now()) returning id::text as id`,
-          [release.id, account.id, action, status],
+          `insert into internal.release_deliveries (release_id, account_id, store, action, status, delivered_at, created_at)
+           values ($1, $2, 'spotify', $3, $4, now(), now() - make_interval(mins => $5)) returning id::text as id`,
+          // The insert first, the takedown after it (as the pipeline makes them).
+          [release.id, account.id, action, status, action === "insert" ? 10 : 0],
         );
         ids.push(r.rows[0]?.id as string);
       }
