@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { Db } from "../src/db/db.ts";
+import { asDbError } from "../src/db/errors.ts";
 import { enqueue, type Job } from "../src/jobs/queue.ts";
 import { type Handlers, Worker } from "../src/jobs/worker.ts";
 import {
@@ -764,6 +765,66 @@ describeEachEngine("release delivery", (t) => {
           ["spotify", "taken_down"],
         ],
       );
+    });
+
+    test("the database refuses delivery states that cannot be: a takedown live or delivered, an insert taken down, a confirmation without its time and source", async () => {
+      const tenant = await newTenant(DELIVERING);
+      const { api, account } = await keyed(tenant);
+      const id = await completeDraft(api);
+      const cases: [string, Obj, string | null][] = [
+        ["a takedown live", { action: "takedown", status: "live" }, "23514"],
+        ["a takedown delivered", { action: "takedown", status: "delivered" }, "23514"],
+        ["an insert takedown_sent", { action: "insert", status: "takedown_sent" }, "23514"],
+        ["an update taken_down", { action: "update", status: "taken_down" }, "23514"],
+        ["a takedown taken_down without a time", { action: "takedown", status: "taken_down" }, "23514"],
+        [
+          "a takedown taken_down by nobody",
+          { action: "takedown", status: "taken_down", taken_down_at: new Date().toISOString() },
+          "23514",
+        ],
+        [
+          "a takedown confirmed by someone unknown",
+          {
+            action: "takedown",
+            status: "taken_down",
+            taken_down_at: new Date().toISOString(),
+            confirmed_by: "rumour",
+            confirmed_via: "cli",
+          },
+          "23514",
+        ],
+        ["a takedown takedown_sent", { action: "takedown", status: "takedown_sent" }, null],
+        [
+          "a takedown confirmed by the operator",
+          {
+            action: "takedown",
+            status: "taken_down",
+            taken_down_at: new Date().toISOString(),
+            confirmed_by: "operator",
+            confirmed_via: "admin_api",
+          },
+          null,
+        ],
+      ];
+      for (const [what, values, expected] of cases) {
+        const row = { release_id: id, account_id: account.id, store: "spotify", ...values };
+        const keys = Object.keys(row);
+        const got = await db()
+          .asService(async (tx) => {
+            await tx.query(
+              `insert into internal.release_deliveries (${keys.join(", ")}) values (${keys.map((_, i) => `$${i + 1}`).join(", ")})`,
+              Object.values(row),
+            );
+            // Rolled back: each case starts from nothing.
+            throw new Error("inserted");
+          })
+          .catch((error: unknown) =>
+            error instanceof Error && error.message === "inserted"
+              ? null
+              : (asDbError(error)?.sqlstate ?? String(error)),
+          );
+        assert.equal(got, expected, what);
+      }
     });
 
     test("takedown of a release forced live without any delivery record completes at once", async () => {
