@@ -285,6 +285,32 @@ describeEachEngine("royalties: void an import", (t) => {
     );
   });
 
+  test("two voids of one import at the same moment: one voids it, the other is 409 already_voided; it is reversed once", async () => {
+    const id = await upload(
+      `${HEADER}\n2026-07,2026-06,spotify,NO,012345000010,QZABC2600001,stream,9,0.09,0.01,0.08,NOK\n`,
+    );
+    const answers = await Promise.all(
+      [1, 2].map(() => admin("POST", `/royalty-imports/${id}/void`, { json: { reason: "Twice at once" } })),
+    );
+    assert.deepEqual(
+      answers.map((a) => a.status).sort(),
+      [200, 409],
+      JSON.stringify(answers.map((a) => a.body)),
+    );
+    assert.equal(answers.find((a) => a.status === 409)?.body.code, "already_voided");
+    const [counts] = await rows<{ reversals: number; events: number }>(
+      `select (select count(*)::int from internal.royalty_lines where import_id = $1 and reverses_line_id is not null) as reversals,
+         (select count(*)::int from internal.events where type = 'royalties.voided' and data -> 'object' ->> 'id' = $1::text) as events`,
+      [id],
+    );
+    assert.deepEqual(counts, { reversals: 1, events: 1 });
+    const nok = await rows(
+      "select 1 from internal.royalty_totals where tenant_id = $1 and currency = 'NOK'",
+      [tenant.id],
+    );
+    assert.deepEqual(nok, [], "the row the import alone made is gone");
+  });
+
   test("royalty lines are never changed in place, even by the operator's own role: a void appends", async () => {
     const [line] = await rows<{ id: string }>(
       "select id::text as id from internal.royalty_lines where tenant_id = $1 limit 1",
