@@ -138,15 +138,24 @@ async function storesHolding(tx: Tx, releaseId: string): Promise<string[]> {
 /** `takedown.process`: a takedown request removes the release from every store that has it. */
 export async function processTakedown(db: Db, takedownId: string): Promise<void> {
   await db.asService(async (tx) => {
+    // The release first, then its request: the order every step that settles a release keeps
+    // (a store's confirmation updates the request's per-store states with the release locked).
+    const owner = (
+      await tx.query<{ release_id: string }>(
+        "select release_id from public.takedown_requests where id = $1",
+        [takedownId],
+      )
+    ).rows[0];
+    if (!owner) return;
+    const release = await lockRelease(tx, owner.release_id);
+    if (!release) return;
     const request = (
-      await tx.query<{ release_id: string; status: string }>(
-        "select release_id, status from public.takedown_requests where id = $1 for update",
+      await tx.query<{ status: string }>(
+        "select status from public.takedown_requests where id = $1 for update",
         [takedownId],
       )
     ).rows[0];
     if (!request || (request.status !== "pending" && request.status !== "processing")) return;
-    const release = await lockRelease(tx, request.release_id);
-    if (!release) return;
     await tx.query(
       "update public.takedown_requests set status = 'processing' where id = $1 and status = 'pending'",
       [takedownId],
