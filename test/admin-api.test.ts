@@ -44,6 +44,10 @@ interface Delivery {
   created_at: string;
   delivered_at: string | null;
   live_at: string | null;
+  taken_down_at: string | null;
+  confirmed_by: string | null;
+  confirmed_via: string | null;
+  confirmation_note: string | null;
   updated_at: string;
 }
 
@@ -120,6 +124,8 @@ describeEachEngine("admin API /admin/v1", (t) => {
       flaky: `adm_flaky_${tag}`,
       /** No adapter configured until the operator sets one (one test). */
       bare: `adm_bare_${tag}`,
+      /** Live at once, but would confirm a takedown only in an hour: a takedown that waits for its word. */
+      hold: `adm_hold_${tag}`,
     };
     before(async () => {
       const settings: Record<string, Obj> = {
@@ -127,6 +133,7 @@ describeEachEngine("admin API /admin/v1", (t) => {
         [store.slow]: { adapter: "sandbox", sandbox: { live_after_ms: 3_600_000 } },
         [store.flaky]: { adapter: "sandbox" },
         [store.bare]: {},
+        [store.hold]: { adapter: "sandbox", sandbox: { takedown_after_ms: 3_600_000 } },
       };
       await db().asService(async (tx) => {
         for (const [code, s] of Object.entries(settings)) {
@@ -541,6 +548,105 @@ describeEachEngine("admin API /admin/v1", (t) => {
         (ds) => ds[0]?.status === "delivered",
       );
       assert.deepEqual([again[0]?.id, again[0]?.message, again[0]?.attempts], [second.delivery, null, 2]);
+    });
+
+    test("a takedown waits for every store to confirm; the operator records a store's confirmation by hand, with a note", async () => {
+      const a = await operator();
+      const b = await operator();
+      const id = await inReview(a.api, [store.ok, store.hold]);
+      expectStatus(await a.admin("POST", `/releases/${id}/approve`), 200);
+      await waitForStatus(id, "live");
+      const request = expectStatus(
+        await a.api<Obj & { id: string }>("POST", `/releases/${id}/takedown`, { reason: "Rights ended" }),
+        202,
+      );
+      // The sandbox store confirms by itself; the held store has the takedown, unconfirmed.
+      const ds = await poll(
+        "the takedowns to be sent",
+        () => deliveriesOf(a.admin, id),
+        (list) =>
+          list.some((d) => d.store === store.ok && d.action === "takedown" && d.status === "taken_down") &&
+          list.some((d) => d.store === store.hold && d.action === "takedown" && d.status === "takedown_sent"),
+      );
+      const held = ds.find((d) => d.store === store.hold && d.action === "takedown") as Delivery & Obj;
+      const insert = ds.find((d) => d.store === store.hold && d.action === "insert") as Delivery;
+      assert.deepEqual([held.taken_down_at, held.confirmed_by], [null, null]);
+      assert.match(held.delivered_at ?? "", ISO);
+      await sleep(100);
+      assert.equal(await statusOf(id), "takedown_requested", "one store has not confirmed");
+      const events = () =>
+        rows<{ type: string; data: Obj }>(
+          "select type, data from internal.events where type = 'release.takedown_completed' and data -> 'object' ->> 'id' = $1",
+          [id],
+        );
+      assert.deepEqual(await events(), []);
+      const waiting = expectStatus(await a.api<Obj>("GET", `/releases/${id}/status`), 200);
+      const takedownNow = waiting.takedown as Obj & { stores: Obj[] };
+      assert.equal(takedownNow.status, "processing");
+      assert.deepEqual(
+        takedownNow.stores.map((s) => [s.store, s.status, s.confirmed_by]).sort(),
+        [
+          [store.hold, "takedown_sent", null],
+          [store.ok, "taken_down", "sandbox"],
+        ].sort(),
+      );
+
+      const report = (d: string, body: unknown, admin: Admin = a.admin) =>
+        admin<Delivery & Obj>("POST", `/deliveries/${d}/report`, body);
+      // Refused: no note, a blank one, another tenant's key, the wrong report, the wrong delivery.
+      assertFieldErrors(
+        await report(held.id, { status: "taken_down" }),
+        [["note", "required"]],
+        "invalid_request",
+        400,
+      );
+      assert.equal(
+        assertProblem(await report(held.id, { status: "taken_down", note: "  " }), 400, "invalid_request")
+          .param,
+        "note",
+      );
+      const theirs = assertProblem(
+        await report(held.id, { status: "taken_down", note: "Not yours" }, b.admin),
+        404,
+        "not_found",
+      );
+      assert.equal(theirs.detail, `no delivery ${held.id}`);
+      assertProblem(await report(held.id, { status: "live" }), 409, "invalid_state");
+      assertProblem(
+        await report(insert.id, { status: "taken_down", note: "Wrong one" }),
+        409,
+        "invalid_state",
+      );
+      assert.equal(await statusOf(id), "takedown_requested");
+
+      const note = "Store support confirmed the removal by e-mail, ticket 4411";
+      const confirmed = expectStatus(await report(held.id, { status: "taken_down", note }), 200);
+      assert.deepEqual(
+        [confirmed.status, confirmed.confirmed_by, confirmed.confirmed_via, confirmed.confirmation_note],
+        ["taken_down", "operator", "admin_api", note],
+      );
+      assert.match(String(confirmed.taken_down_at), ISO);
+      await waitForStatus(id, "taken_down");
+      assertProblem(await report(held.id, { status: "taken_down", note }), 409, "invalid_state");
+
+      // The event, once, with each store's times; the request completed with them.
+      const [event, ...more] = await events();
+      assert.deepEqual(more, []);
+      const takedown = event?.data.takedown as Obj & { stores: Obj[] };
+      assert.deepEqual([takedown.id, takedown.status], [request.id, "completed"]);
+      assert.deepEqual(
+        takedown.stores.map((s) => [s.store, s.status, s.confirmed_by]).sort(),
+        [
+          [store.hold, "taken_down", "operator"],
+          [store.ok, "taken_down", "sandbox"],
+        ].sort(),
+      );
+      const heldTimes = takedown.stores.find((s) => s.store === store.hold) as Obj;
+      assert.equal(Date.parse(String(heldTimes.taken_down_at)), Date.parse(String(confirmed.taken_down_at)));
+      const done = expectStatus(await a.api<Obj>("GET", `/releases/${id}/status`), 200);
+      assert.deepEqual([done.status, (done.takedown as Obj).status], ["taken_down", "completed"]);
+      const held2 = (done.stores as Obj[]).find((s) => s.store === store.hold) as Obj;
+      assert.deepEqual([held2.status, held2.confirmed_by], ["taken_down", "operator"]);
     });
 
     test("OAC requests: the queue lists the tenant's; the operator approves with a note or rejects with a reason", async () => {

@@ -1316,11 +1316,24 @@ describeEachEngine("ddex file drop", (t) => {
       [release.id, "Rights ended"],
     );
     worker.wake();
-    await waitForStatus(release.id, "taken_down");
-    const [, takedown, ...more] = await deliveriesOf(release.id);
+    // Sent is not done: the release is taken down when the store confirms (here: by hand).
+    const [, takedown, ...more] = await poll(
+      "the takedown to be sent",
+      () => deliveriesOf(release.id),
+      (ds) => ds[1]?.status === "takedown_sent",
+    );
     assert.deepEqual(more, []);
     assert.ok(takedown);
-    assert.deepEqual([takedown.store, takedown.action, takedown.status], [STORE, "takedown", "delivered"]);
+    assert.deepEqual(
+      [takedown.store, takedown.action, await statusOf(release.id)],
+      [STORE, "takedown", "takedown_requested"],
+    );
+    const note = "Drop Store's ingestion report of the takedown batch";
+    assert.equal(
+      (await reportDelivery(db(), takedown.id, { status: "taken_down", note })).status,
+      "taken_down",
+    );
+    await waitForStatus(release.id, "taken_down");
     const batch2 = takedown.id.replace(/-/g, "");
     const dir2 = path.join(drops, batch2);
     assert.equal(takedown.store_reference, dir2);

@@ -261,20 +261,57 @@ describeEachEngine("lifecycle: /rest/v1, /admin/v1 and a DDEX file drop", (t) =>
         .select()
         .single(),
     ) as Row;
+    // The takedown reaches the store's drop; the release waits until the store confirms it.
+    const sent = await until(
+      "takedown sent",
+      () =>
+        rows(
+          "select id, status from internal.release_deliveries where release_id = $1 and action = 'takedown'",
+          [releaseId],
+        ),
+      (ds) => ds[0]?.status === "takedown_sent",
+    );
+    assert.equal((await status())?.status, "takedown_requested");
+    const pending = ok(
+      await client
+        .from("takedown_requests")
+        .select("status, stores")
+        .eq("id", takedown.id as string)
+        .single(),
+    ) as Row;
+    assert.equal(pending.status, "processing");
+    assert.deepEqual(
+      (pending.stores as Row[]).map((s) => [s.store, s.status, s.taken_down_at]),
+      [[STORE, "takedown_sent", null]],
+    );
+    // The store confirmed (its acknowledgement files come later): the operator records it by hand.
+    const confirmed = await operator("POST", `/deliveries/${sent[0]?.id}/report`, {
+      status: "taken_down",
+      note: "Drop Store support confirmed the removal by e-mail",
+    });
+    assert.equal(confirmed.status, 200);
+    assert.deepEqual(
+      [confirmed.body.status, confirmed.body.confirmed_by, confirmed.body.confirmed_via],
+      ["taken_down", "operator", "admin_api"],
+    );
     await until("taken down", status, (s) => s?.status === "taken_down");
     const request = ok(
       await client
         .from("takedown_requests")
-        .select("status")
+        .select("status, stores")
         .eq("id", takedown.id as string)
         .single(),
     ) as Row;
     assert.equal(request.status, "completed");
+    // Per store, at /rest/v1: when the takedown was sent and when the store confirmed it.
+    const [store] = request.stores as Row[];
+    assert.deepEqual([store?.store, store?.status, store?.confirmed_by], [STORE, "taken_down", "operator"]);
+    assert.ok(Date.parse(String(store?.taken_down_at)) >= Date.parse(String(store?.sent_at)));
     const [removal] = await rows(
       "select id, status from internal.release_deliveries where release_id = $1 and action = 'takedown'",
       [releaseId],
     );
-    assert.equal(removal?.status, "delivered");
+    assert.equal(removal?.status, "taken_down");
     const removalXml = readFileSync(
       path.join(drops, String(removal?.id).replace(/-/g, ""), UPC, `${UPC}.xml`),
       "utf8",

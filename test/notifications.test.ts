@@ -107,7 +107,17 @@ describeEachEngine("notifications", (t) => {
        returning id`,
       [w.release, w.account.id],
     );
-    await sql("update internal.release_deliveries set status = 'delivered' where id = $1", [removal?.id]);
+    // Sent is not removed: the account is told when the store confirms.
+    await sql("update internal.release_deliveries set status = 'takedown_sent' where id = $1", [removal?.id]);
+    assert.deepEqual(
+      (await inbox(w.owner)).map((r) => r.kind),
+      ["delivery.live", "delivery.error"],
+    );
+    await sql(
+      `update internal.release_deliveries set status = 'taken_down', taken_down_at = now(), confirmed_by = 'store',
+         confirmed_via = 'store' where id = $1`,
+      [removal?.id],
+    );
 
     const rows = await inbox(w.owner);
     assert.deepEqual(

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { Db } from "../src/db/db.ts";
+import { asDbError } from "../src/db/errors.ts";
 import { enqueue, type Job } from "../src/jobs/queue.ts";
 import { type Handlers, Worker } from "../src/jobs/worker.ts";
 import {
@@ -49,6 +50,9 @@ interface Delivery {
   attempts: number;
   delivered_at: Date | null;
   live_at: Date | null;
+  taken_down_at: Date | null;
+  confirmed_by: string | null;
+  confirmed_via: string | null;
   created_at: Date;
 }
 
@@ -69,6 +73,8 @@ interface StoreStatus {
   message: string | null;
   delivered_at: string | null;
   live_at: string | null;
+  taken_down_at: string | null;
+  confirmed_by: string | null;
   updated_at: string;
 }
 
@@ -134,7 +140,7 @@ describeEachEngine("release delivery", (t) => {
     return (
       await rows<Delivery & Obj>(
         `select id::text as id, release_id::text as release_id, store, action, status, message, store_reference,
-                attempts, delivered_at, live_at, created_at
+                attempts, delivered_at, live_at, taken_down_at, confirmed_by, confirmed_via, created_at
          from internal.release_deliveries where release_id = $1`,
         [id],
       )
@@ -671,22 +677,51 @@ describeEachEngine("release delivery", (t) => {
         deliveries.map((d) => [d.store, d.action, d.status, d.message]),
         [
           ["apple_music", "insert", "live", null],
-          ["apple_music", "takedown", "delivered", null],
+          ["apple_music", "takedown", "taken_down", null],
           ["spotify", "insert", "live", null],
-          ["spotify", "takedown", "delivered", null],
+          ["spotify", "takedown", "taken_down", null],
         ],
       );
       for (const d of deliveries.filter((x) => x.action === "takedown")) {
         assert.ok(d.delivered_at instanceof Date);
         assert.equal(d.live_at, null);
         assert.equal(d.store_reference, `sandbox-${d.store}-${d.id}`);
+        // The sandbox store confirmed the removal by itself, after it was sent.
+        assert.ok(d.taken_down_at instanceof Date);
+        assert.ok((d.taken_down_at as Date).getTime() >= (d.delivered_at as Date).getTime());
+        assert.deepEqual([d.confirmed_by, d.confirmed_via], ["sandbox", "sandbox"]);
       }
-      const [takedown] = await rows<{ status: string; completed_at: Date | null; reason: string }>(
-        "select status, completed_at, reason from public.takedown_requests where id = $1",
-        [request.id],
-      );
+      const [takedown] = await rows<{
+        status: string;
+        completed_at: Date | null;
+        reason: string;
+        stores: Obj[];
+      }>("select status, completed_at, reason, stores from public.takedown_requests where id = $1", [
+        request.id,
+      ]);
       assert.equal(takedown?.status, "completed");
       assert.ok(takedown?.completed_at instanceof Date, "completed_at set");
+      assert.deepEqual(
+        takedown?.stores.map((s) => [s.store, s.status, s.confirmed_by]),
+        [
+          ["apple_music", "taken_down", "sandbox"],
+          ["spotify", "taken_down", "sandbox"],
+        ],
+      );
+      // The event carries the request with each store's times.
+      const [event] = await rows<{ data: { takedown: Obj & { stores: Obj[] } } }>(
+        "select data from internal.events where type = 'release.takedown_completed' and data -> 'object' ->> 'id' = $1",
+        [id],
+      );
+      assert.deepEqual(
+        [event?.data.takedown.id, event?.data.takedown.status, event?.data.takedown.stores.length],
+        [request.id, "completed", 2],
+      );
+      for (const s of event?.data.takedown.stores ?? []) {
+        const d = deliveries.find((x) => x.store === s.store && x.action === "takedown");
+        assert.equal(Date.parse(String(s.taken_down_at)), d?.taken_down_at?.getTime());
+        assert.equal(Date.parse(String(s.sent_at)), d?.delivered_at?.getTime());
+      }
       assert.deepEqual((await historyOf(id)).slice(-2), [
         ["live", "takedown_requested"],
         ["takedown_requested", "taken_down"],
@@ -706,18 +741,90 @@ describeEachEngine("release delivery", (t) => {
         2,
         "a takedown has no live step: only the inserts' live jobs",
       );
+      assert.equal(jobs.filter((j) => j.kind === "delivery.removed").length, 2, "one confirmation per store");
 
       const report = await statusReport(api, id);
       assert.deepEqual([report.status, report.live], ["taken_down", false]);
       assert.deepEqual(
-        byStore(report.stores).map((s) => [s.store, s.action, s.status]),
+        byStore(report.stores).map((s) => [s.store, s.action, s.status, s.confirmed_by]),
         [
-          ["apple_music", "takedown", "delivered"],
-          ["spotify", "takedown", "delivered"],
+          ["apple_music", "takedown", "taken_down", "sandbox"],
+          ["spotify", "takedown", "taken_down", "sandbox"],
         ],
       );
+      for (const s of report.stores) assert.ok(s.taken_down_at && s.delivered_at);
       assert.deepEqual([report.takedown?.id, report.takedown?.status], [request.id, "completed"]);
       assert.ok(report.takedown?.completed_at);
+      assert.deepEqual(
+        byStore(report.takedown?.stores as { store: string; status: string }[]).map((s) => [
+          s.store,
+          s.status,
+        ]),
+        [
+          ["apple_music", "taken_down"],
+          ["spotify", "taken_down"],
+        ],
+      );
+    });
+
+    test("the database refuses delivery states that cannot be: a takedown live or delivered, an insert taken down, a confirmation without its time and source", async () => {
+      const tenant = await newTenant(DELIVERING);
+      const { api, account } = await keyed(tenant);
+      const id = await completeDraft(api);
+      const cases: [string, Obj, string | null][] = [
+        ["a takedown live", { action: "takedown", status: "live" }, "23514"],
+        ["a takedown delivered", { action: "takedown", status: "delivered" }, "23514"],
+        ["an insert takedown_sent", { action: "insert", status: "takedown_sent" }, "23514"],
+        ["an update taken_down", { action: "update", status: "taken_down" }, "23514"],
+        ["a takedown taken_down without a time", { action: "takedown", status: "taken_down" }, "23514"],
+        [
+          "a takedown taken_down by nobody",
+          { action: "takedown", status: "taken_down", taken_down_at: new Date().toISOString() },
+          "23514",
+        ],
+        [
+          "a takedown confirmed by someone unknown",
+          {
+            action: "takedown",
+            status: "taken_down",
+            taken_down_at: new Date().toISOString(),
+            confirmed_by: "rumour",
+            confirmed_via: "cli",
+          },
+          "23514",
+        ],
+        ["a takedown takedown_sent", { action: "takedown", status: "takedown_sent" }, null],
+        [
+          "a takedown confirmed by the operator",
+          {
+            action: "takedown",
+            status: "taken_down",
+            taken_down_at: new Date().toISOString(),
+            confirmed_by: "operator",
+            confirmed_via: "admin_api",
+          },
+          null,
+        ],
+      ];
+      for (const [what, values, expected] of cases) {
+        const row = { release_id: id, account_id: account.id, store: "spotify", ...values };
+        const keys = Object.keys(row);
+        const got = await db()
+          .asService(async (tx) => {
+            await tx.query(
+              `insert into internal.release_deliveries (${keys.join(", ")}) values (${keys.map((_, i) => `$${i + 1}`).join(", ")})`,
+              Object.values(row),
+            );
+            // Rolled back: each case starts from nothing.
+            throw new Error("inserted");
+          })
+          .catch((error: unknown) =>
+            error instanceof Error && error.message === "inserted"
+              ? null
+              : (asDbError(error)?.sqlstate ?? String(error)),
+          );
+        assert.equal(got, expected, what);
+      }
     });
 
     test("takedown of a release forced live without any delivery record completes at once", async () => {
@@ -818,10 +925,10 @@ describeEachEngine("release delivery", (t) => {
         [
           ["apple_music", "insert", "live", null],
           ["apple_music", "update", "error", "Cancelled: the release is being taken down."],
-          ["apple_music", "takedown", "delivered", null],
+          ["apple_music", "takedown", "taken_down", null],
           ["spotify", "insert", "live", null],
           ["spotify", "update", "error", "Cancelled: the release is being taken down."],
-          ["spotify", "takedown", "delivered", null],
+          ["spotify", "takedown", "taken_down", null],
         ],
       );
       const jobs = await jobsOf(id);
@@ -834,8 +941,8 @@ describeEachEngine("release delivery", (t) => {
       assert.deepEqual(
         byStore(report.stores).map((s) => [s.store, s.action, s.status]),
         [
-          ["apple_music", "takedown", "delivered"],
-          ["spotify", "takedown", "delivered"],
+          ["apple_music", "takedown", "taken_down"],
+          ["spotify", "takedown", "taken_down"],
         ],
       );
     });
@@ -876,6 +983,7 @@ describeEachEngine("release delivery", (t) => {
               await deliveryLive(db(), d.id);
               await run("delivery.send", { delivery_id: d.id });
               await run("delivery.live", { delivery_id: d.id });
+              await run("delivery.removed", { delivery_id: d.id, by: "sandbox" });
             }
             await deliverRelease(db(), id);
             await run("release.deliver", { release_id: id });
@@ -1044,7 +1152,7 @@ describeEachEngine("release delivery", (t) => {
             after.map((d) => [d.action, d.status, d.live_at]),
             [
               ["insert", "delivered", null],
-              ["takedown", "delivered", null],
+              ["takedown", "taken_down", null],
             ],
             "the store removed the release before it went live: its insert must not be recorded live afterwards",
           );

@@ -12,7 +12,13 @@ import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { runCli, tempDir } from "./support/process.ts";
-import { countLines, reportFile, SAMPLES, seedSampleCatalog } from "./support/royalties.ts";
+import {
+  countLines,
+  reportFile,
+  SAMPLES,
+  seedDeliveredRelease,
+  seedSampleCatalog,
+} from "./support/royalties.ts";
 import { seedAccount, seedTenant } from "./support/seed.ts";
 
 /** The operator's side of royalty imports: the admin API (both engines) and the CLI (a real process). */
@@ -202,13 +208,33 @@ describe("royalties: backline royalties import (CLI)", () => {
   const dataDir = tempDir();
   const env = { DATA_DIR: dataDir };
   let tenant: Tenant;
+  /** A release being taken down, its takedown sent to spotify and waiting for the store's word. */
+  let takedown: { releaseId: string; deliveryId: string; insertId: string };
 
   before(async () => {
     const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
     await migrate(engine);
     const db = new Db(engine, { secrets: loadSecretBox({ encryptionKey: undefined, dataDir }) });
     tenant = await seedTenant(db);
-    await seedSampleCatalog(db, await seedAccount(db, tenant, "A"));
+    const account = await seedAccount(db, tenant, "A");
+    await seedSampleCatalog(db, account);
+    const release = await seedDeliveredRelease(db, account.id, { title: "Gone" }, [], "takedown_requested");
+    takedown = await db.asService(async (tx) => {
+      const ids = [];
+      for (const [action, status] of [
+        ["insert", "live"],
+        ["takedown", "takedown_sent"],
+      ]) {
+        const r = await tx.query<{ id: string }>(
+          `insert into internal.release_deliveries (release_id, account_id, store, action, status, delivered_at, created_at)
+           values ($1, $2, 'spotify', $3, $4, now(), now() - make_interval(mins => $5)) returning id::text as id`,
+          // The insert first, the takedown after it (as the pipeline makes them).
+          [release.id, account.id, action, status, action === "insert" ? 10 : 0],
+        );
+        ids.push(r.rows[0]?.id as string);
+      }
+      return { releaseId: release.id, insertId: ids[0] as string, deliveryId: ids[1] as string };
+    });
     await db.close();
   });
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
@@ -265,6 +291,96 @@ describe("royalties: backline royalties import (CLI)", () => {
       env,
     );
     assert.equal(unknown.code, 1);
+  });
+
+  test("royalties void: the import's lines leave the totals, --json prints the voided import; twice: exit 1; the same file imports again", async () => {
+    const file = reportFile(fs.readFileSync(SAMPLES["streaming-monthly"]));
+    const args = ["royalties", "import", file, "--tenant", tenant.slug, "--format", "streaming-monthly"];
+    const first = await runCli(["--json", ...args, "--store", "deezer"], env);
+    assert.equal(first.code, 0, first.stderr);
+    const id = String((JSON.parse(first.stdout) as { import: Obj }).import.id);
+
+    const noReason = await runCli(["royalties", "void", id], env);
+    assert.equal(noReason.code, 1);
+    assert.match(noReason.stderr, /--reason/);
+    const blank = await runCli(["royalties", "void", id, "--reason", "  "], env);
+    assert.equal(blank.code, 1);
+    assert.equal(blank.stderr, "backline: a void needs a reason: it is recorded and shown\n");
+
+    const voided = await runCli(
+      ["--json", "royalties", "void", id, "--reason", "Wrong store: not Deezer"],
+      env,
+    );
+    assert.equal(voided.code, 0, voided.stderr);
+    const out = JSON.parse(voided.stdout) as Obj;
+    assert.deepEqual(
+      [out.id, out.status, out.void_reason, out.voided_via],
+      [id, "voided", "Wrong store: not Deezer", "cli"],
+    );
+    const twice = await runCli(["royalties", "void", id, "--reason", "Again"], env);
+    assert.equal(twice.code, 1);
+    assert.match(twice.stderr, new RegExp(`^backline: royalty import ${id} was voided already`));
+    const shown = await runCli(["royalties", "show", id], env);
+    assert.match(shown.stdout, /: voided\n/);
+    assert.match(shown.stdout, /voided .* \(cli\): Wrong store: not Deezer/);
+    for (const bad of ["not-a-uuid", "00000000-0000-4000-8000-000000000000"]) {
+      const r = await runCli(["royalties", "void", bad, "--reason", "x"], env);
+      assert.equal(r.code, 1, bad);
+      assert.equal(r.stderr, `backline: no royalty import ${bad}\n`);
+    }
+    const again = await runCli(["--json", ...args, "--store", "spotify"], env);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal((JSON.parse(again.stdout) as Obj).status, "completed");
+  });
+
+  test("deliveries report --taken-down records the store's confirmation by hand, with a note; the release is taken down", async () => {
+    const noNote = await runCli(["deliveries", "report", takedown.deliveryId, "--taken-down"], env);
+    assert.equal(noNote.code, 1);
+    assert.equal(noNote.stderr, "backline: --taken-down needs --note: who confirmed the takedown, and how\n");
+    const both = await runCli(["deliveries", "report", takedown.deliveryId, "--taken-down", "--live"], env);
+    assert.equal(both.code, 1);
+    assert.equal(both.stderr, "backline: say --live, --error or --taken-down\n");
+    const insert = await runCli(
+      ["deliveries", "report", takedown.insertId, "--taken-down", "--note", "Spotify e-mail"],
+      env,
+    );
+    assert.equal(insert.code, 1);
+    assert.match(insert.stderr, /a store reports only on a delivery it received/);
+
+    const note = "Spotify partner support, e-mail of 25 November";
+    const r = await runCli(
+      ["--json", "deliveries", "report", takedown.deliveryId, "--taken-down", "--note", note],
+      env,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const row = JSON.parse(r.stdout) as Obj;
+    assert.deepEqual(
+      [row.status, row.confirmed_by, row.confirmed_via, row.confirmation_note],
+      ["taken_down", "operator", "cli", note],
+    );
+    assert.ok(row.taken_down_at);
+    const list = await runCli(["--json", "deliveries", "list", "--release", takedown.releaseId], env);
+    assert.deepEqual((JSON.parse(list.stdout) as Obj[]).map((d) => [d.action, d.status]).sort(), [
+      ["insert", "live"],
+      ["takedown", "taken_down"],
+    ]);
+    const twice = await runCli(
+      ["deliveries", "report", takedown.deliveryId, "--taken-down", "--note", note],
+      env,
+    );
+    assert.equal(twice.code, 1);
+    const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
+    const db = new Db(engine);
+    try {
+      const status = await db.asService((tx) =>
+        tx.query<{ status: string }>("select status from public.releases where id = $1", [
+          takedown.releaseId,
+        ]),
+      );
+      assert.equal(status.rows[0]?.status, "taken_down");
+    } finally {
+      await db.close();
+    }
   });
 
   test("royalties show with an id that is not a UUID: one line, exit 1; --period says what it does", async () => {

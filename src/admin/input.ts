@@ -19,7 +19,10 @@ export const Bodies = {
   report: z.discriminatedUnion("status", [
     z.strictObject({ status: z.literal("live") }),
     z.strictObject({ status: z.literal("error"), message: REASON }),
+    // A takedown the store confirmed, recorded by hand: who confirmed it, and how.
+    z.strictObject({ status: z.literal("taken_down"), note: z.string().trim().min(1).max(2000) }),
   ]),
+  void: z.strictObject({ reason: z.string().trim().min(1).max(2000) }),
 };
 
 const ID = z.guid();

@@ -37,6 +37,10 @@ export function delivery(d: DeliveryRecord) {
     created_at: iso(d.created_at),
     delivered_at: iso(d.delivered_at),
     live_at: iso(d.live_at),
+    taken_down_at: iso(d.taken_down_at),
+    confirmed_by: d.confirmed_by,
+    confirmed_via: d.confirmed_via,
+    confirmation_note: d.confirmation_note,
     updated_at: iso(d.updated_at),
   };
 }

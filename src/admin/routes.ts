@@ -75,7 +75,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   app.post("/deliveries/:id/report", { config: { reasonParam: "message" } }, async (request) => {
     const id = pathId(request.params, "delivery");
     const report = parseBody(Bodies.report, request.body);
-    return delivery(await reportDelivery(db, id, report, scope(request)));
+    return delivery(await reportDelivery(db, id, report, { ...scope(request), via: "admin_api" }));
   });
 
   // Royalty report imports (docs/royalties.md): an encapsulated plugin, so that its raw report

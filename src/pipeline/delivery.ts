@@ -16,8 +16,10 @@ import {
  * and action (internal.release_deliveries), each sent by its own `delivery.send` job, so a store
  * that fails is retried on its own while the others go on. The release follows its stores:
  * delivering -> delivered when every store has it -> live when every store has it live; a
- * takedown completes when every store has removed it. Every step is idempotent: a job that runs
- * again after a crash finds the work done and moves on.
+ * takedown completes when every store has confirmed the removal (a takedown delivery goes
+ * takedown_sent when its message reaches the store, taken_down when the store confirms it: the
+ * sandbox store by itself, any other through its report, `reportDelivery`). Every step is
+ * idempotent: a job that runs again after a crash finds the work done and moves on.
  */
 
 interface Release {
@@ -120,13 +122,14 @@ export async function redeliverRelease(db: Db, releaseId: string): Promise<void>
   });
 }
 
-/** Stores whose latest delivery of the release put it there (and no takedown since). */
+/** Stores whose latest delivery of the release put it there (and no takedown sent since). */
 async function storesHolding(tx: Tx, releaseId: string): Promise<string[]> {
   return (
     await tx.query<{ store: string }>(
       `select store from (
          select distinct on (store) store, action, status from internal.release_deliveries
-         where release_id = $1 and status in ('delivered', 'live') order by store, created_at desc, id) latest
+         where release_id = $1 and status in ('delivered', 'live', 'takedown_sent', 'taken_down')
+         order by store, created_at desc, id) latest
        where action <> 'takedown' order by store`,
       [releaseId],
     )
@@ -136,15 +139,24 @@ async function storesHolding(tx: Tx, releaseId: string): Promise<string[]> {
 /** `takedown.process`: a takedown request removes the release from every store that has it. */
 export async function processTakedown(db: Db, takedownId: string): Promise<void> {
   await db.asService(async (tx) => {
+    // The release first, then its request: the order every step that settles a release keeps
+    // (a store's confirmation updates the request's per-store states with the release locked).
+    const owner = (
+      await tx.query<{ release_id: string }>(
+        "select release_id from public.takedown_requests where id = $1",
+        [takedownId],
+      )
+    ).rows[0];
+    if (!owner) return;
+    const release = await lockRelease(tx, owner.release_id);
+    if (!release) return;
     const request = (
-      await tx.query<{ release_id: string; status: string }>(
-        "select release_id, status from public.takedown_requests where id = $1 for update",
+      await tx.query<{ status: string }>(
+        "select status from public.takedown_requests where id = $1 for update",
         [takedownId],
       )
     ).rows[0];
     if (!request || (request.status !== "pending" && request.status !== "processing")) return;
-    const release = await lockRelease(tx, request.release_id);
-    if (!release) return;
     await tx.query(
       "update public.takedown_requests set status = 'processing' where id = $1 and status = 'pending'",
       [takedownId],
@@ -187,7 +199,7 @@ export async function sendDelivery(
         [deliveryId],
       )
     ).rows[0];
-    if (!d || d.status === "delivered" || d.status === "live") return undefined;
+    if (!d || ["delivered", "live", "takedown_sent", "taken_down"].includes(d.status)) return undefined;
     if (d.action !== "takedown") {
       const state = (
         await tx.query<{ status: string }>("select status from public.releases where id = $1", [d.release_id])
@@ -266,17 +278,22 @@ export async function sendDelivery(
   await db.asService(async (tx) => {
     // The release first: every step that settles a release locks it before its deliveries.
     await lockRelease(tx, d.release_id);
+    // A takedown at the store is sent, not done: done is when the store confirms it.
     await tx.query(
-      `update internal.release_deliveries set status = 'delivered', delivered_at = now(), store_reference = $2, message = null
+      `update internal.release_deliveries set status = $3, delivered_at = now(), store_reference = $2, message = null
        where id = $1`,
-      [deliveryId, result.reference],
+      [deliveryId, result.reference, d.action === "takedown" ? "takedown_sent" : "delivered"],
     );
-    // A store that reports back itself (a DDEX drop) is marked live by its report (reportDelivery).
-    if (d.action !== "takedown" && result.liveAfterMs !== null) {
+    // A store that reports back itself (a DDEX drop) is marked live, or its takedown confirmed,
+    // by its report (reportDelivery); the others by these jobs, when they say.
+    if (result.liveAfterMs !== null) {
+      const takedown = d.action === "takedown";
       await enqueue(
         tx,
-        "delivery.live",
-        { delivery_id: deliveryId },
+        takedown ? "delivery.removed" : "delivery.live",
+        takedown
+          ? { delivery_id: deliveryId, by: result.confirmedBy ?? "store" }
+          : { delivery_id: deliveryId },
         { dedupeKey: deliveryId, runAt: new Date(Date.now() + result.liveAfterMs) },
       );
     }
@@ -341,6 +358,46 @@ async function markLive(tx: Tx, deliveryId: string): Promise<boolean> {
   return true;
 }
 
+export type TakedownConfirmation =
+  | { by: "sandbox" | "store"; via: "sandbox" | "store"; note?: string | null }
+  | { by: "operator"; via: "cli" | "admin_api"; note: string };
+
+/**
+ * `delivery.removed`: the store confirms a takedown it was sent (the sandbox store by itself);
+ * false when there is nothing to confirm (not a takedown, not sent yet, or confirmed already).
+ */
+export async function deliveryRemoved(
+  db: Db,
+  deliveryId: string,
+  by: "sandbox" | "store" = "store",
+): Promise<boolean> {
+  return db.asService((tx) => markTakenDown(tx, deliveryId, { by, via: by }));
+}
+
+async function markTakenDown(
+  tx: Tx,
+  deliveryId: string,
+  confirmation: TakedownConfirmation,
+): Promise<boolean> {
+  const owner = (
+    await tx.query<{ release_id: string }>(
+      "select release_id from internal.release_deliveries where id = $1",
+      [deliveryId],
+    )
+  ).rows[0];
+  if (!owner) return false;
+  await lockRelease(tx, owner.release_id);
+  const confirmed = await tx.query(
+    `update internal.release_deliveries
+     set status = 'taken_down', taken_down_at = now(), confirmed_by = $2, confirmed_via = $3, confirmation_note = $4
+     where id = $1 and action = 'takedown' and status = 'takedown_sent'`,
+    [deliveryId, confirmation.by, confirmation.via, confirmation.note ?? null],
+  );
+  if (confirmed.rowCount === 0) return false;
+  await settle(tx, owner.release_id);
+  return true;
+}
+
 /** Moves the release (and its open takedown request) to where its stores now stand. */
 async function settle(tx: Tx, releaseId: string): Promise<void> {
   const release = (
@@ -366,17 +423,18 @@ async function settle(tx: Tx, releaseId: string): Promise<void> {
       await tx.query("update public.releases set status = $2 where id = $1", [releaseId, next]);
     }
   } else if (release.status === "takedown_requested") {
-    // Done when no store holds it any more and every removal went through.
+    // Done when no store holds it any more and every store confirmed its removal.
     const holding = latest.some(
       (l) => l.action !== "takedown" && (l.status === "delivered" || l.status === "live"),
     );
-    const removing = latest.some((l) => l.action === "takedown" && l.status !== "delivered");
+    const removing = latest.some((l) => l.action === "takedown" && l.status !== "taken_down");
     if (holding || removing) return;
-    await tx.query("update public.releases set status = 'taken_down' where id = $1", [releaseId]);
+    // The request first: release.takedown_completed, written with the release's status, carries it.
     await tx.query(
       "update public.takedown_requests set status = 'completed' where release_id = $1 and status in ('pending', 'processing')",
       [releaseId],
     );
+    await tx.query("update public.releases set status = 'taken_down' where id = $1", [releaseId]);
   }
 }
 
@@ -431,8 +489,16 @@ export interface DeliveryRecord {
   created_at: Date;
   delivered_at: Date | null;
   live_at: Date | null;
+  /** A takedown: when the store confirmed the removal, who confirmed it, how it was recorded. */
+  taken_down_at: Date | null;
+  confirmed_by: string | null;
+  confirmed_via: string | null;
+  confirmation_note: string | null;
   updated_at: Date;
 }
+
+const DELIVERY_COLUMNS = `id, store, action, status, attempts, message, store_reference, correction_version,
+  created_at, delivered_at, live_at, taken_down_at, confirmed_by, confirmed_via, confirmation_note, updated_at`;
 
 /** Every delivery record of a release, newest first. */
 export async function deliveriesOf(
@@ -445,8 +511,7 @@ export async function deliveriesOf(
       await releaseInScope(tx, releaseId, scope);
       return (
         await tx.query<DeliveryRecord>(
-          `select id, store, action, status, attempts, message, store_reference, correction_version,
-                  created_at, delivered_at, live_at, updated_at
+          `select ${DELIVERY_COLUMNS}
            from internal.release_deliveries where release_id = $1 order by created_at desc, store, id`,
           [releaseId],
         )
@@ -456,20 +521,33 @@ export async function deliveriesOf(
   );
 }
 
+export type DeliveryReport =
+  | { status: "live" }
+  | { status: "error"; message: string }
+  | { status: "taken_down"; note: string };
+
 /**
  * A store's report on a delivery it received (docs/operator.md, "Store reports"): `live` when
  * the release is on sale there, `error` when its ingestion refused the package (the message says
- * why; the operator fixes it and retries). Stores that report back themselves (the ddex file drop)
- * reach live only this way.
+ * why; the operator fixes it and retries), `taken_down` when the store confirmed a takedown it was
+ * sent (recorded by hand by the operator: `note` says who confirmed it and how; `via` how it was
+ * recorded). Stores that report back themselves (the ddex file drop) reach live, and their
+ * takedowns taken_down, only this way.
  */
 export async function reportDelivery(
   db: Db,
   deliveryId: string,
-  report: { status: "live" } | { status: "error"; message: string },
-  scope: { tenantId?: string } = {},
+  report: DeliveryReport,
+  scope: { tenantId?: string; via?: "cli" | "admin_api" } = {},
 ): Promise<DeliveryRecord> {
   if (report.status === "error" && report.message.trim() === "") {
     throw new OperatorError("reason_required", "an error report needs a message: the account sees it");
+  }
+  if (report.status === "taken_down" && report.note.trim() === "") {
+    throw new OperatorError(
+      "reason_required",
+      "a takedown confirmation recorded by hand needs a note: who confirmed it, and how",
+    );
   }
   return db.asService(async (tx) => {
     const found = (
@@ -481,10 +559,11 @@ export async function reportDelivery(
       )
     ).rows[0];
     if (!found) throw new OperatorError("not_found", `no delivery ${deliveryId}`);
-    if (found.status !== "delivered") {
+    const received = found.action === "takedown" ? "takedown_sent" : "delivered";
+    if (found.status !== received) {
       throw new OperatorError(
         "invalid_state",
-        `delivery ${deliveryId} is ${found.status}; a store reports only on a delivery it received (delivered)`,
+        `delivery ${deliveryId} is ${found.status}; a store reports only on a delivery it received (${received})`,
       );
     }
     if (report.status === "live") {
@@ -497,6 +576,21 @@ export async function reportDelivery(
           `delivery ${deliveryId} cannot go live: the release is being taken down, or was taken down from this store`,
         );
       }
+    } else if (report.status === "taken_down") {
+      if (found.action !== "takedown") {
+        throw new OperatorError(
+          "invalid_state",
+          `delivery ${deliveryId} is an ${found.action}, not a takedown: only a takedown is confirmed taken_down`,
+        );
+      }
+      const confirmed = await markTakenDown(tx, deliveryId, {
+        by: "operator",
+        via: scope.via ?? "cli",
+        note: report.note.trim().slice(0, 2000),
+      });
+      if (!confirmed) {
+        throw new OperatorError("invalid_state", `delivery ${deliveryId} was confirmed already`);
+      }
     } else {
       await lockRelease(tx, found.release_id);
       await tx.query("update internal.release_deliveries set status = 'error', message = $2 where id = $1", [
@@ -506,9 +600,7 @@ export async function reportDelivery(
     }
     return (
       await tx.query<DeliveryRecord>(
-        `select id, store, action, status, attempts, message, store_reference, correction_version,
-                created_at, delivered_at, live_at, updated_at
-         from internal.release_deliveries where id = $1`,
+        `select ${DELIVERY_COLUMNS} from internal.release_deliveries where id = $1`,
         [deliveryId],
       )
     ).rows[0] as DeliveryRecord;

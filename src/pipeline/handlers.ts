@@ -4,7 +4,14 @@ import type { ObjectStore } from "../storage/driver.ts";
 import { LocalMedia, type MediaSource } from "../storage/media.ts";
 import { validateAsset } from "../storage/uploads.ts";
 import { ddexStore } from "./ddex/adapter.ts";
-import { deliverRelease, deliveryLive, processTakedown, redeliverRelease, sendDelivery } from "./delivery.ts";
+import {
+  deliverRelease,
+  deliveryLive,
+  deliveryRemoved,
+  processTakedown,
+  redeliverRelease,
+  sendDelivery,
+} from "./delivery.ts";
 import { processOacRequest } from "./oac.ts";
 import { reviewRelease } from "./review.ts";
 
@@ -26,6 +33,13 @@ export function pipelineHandlers(
       sendDelivery(db, id(job.payload.delivery_id), { signal: ctx.signal, adapters }),
     "delivery.live": async (job) => {
       await deliveryLive(db, id(job.payload.delivery_id));
+    },
+    "delivery.removed": async (job) => {
+      await deliveryRemoved(
+        db,
+        id(job.payload.delivery_id),
+        job.payload.by === "sandbox" ? "sandbox" : "store",
+      );
     },
     "takedown.process": async (job) => processTakedown(db, id(job.payload.takedown_request_id)),
     "oac.request": async (job) => processOacRequest(db, id(job.payload.oac_request_id)),

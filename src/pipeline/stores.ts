@@ -24,10 +24,12 @@ export interface DeliveryResult {
   /** The store's id for what it received. */
   reference: string;
   /**
-   * How long until the store has the release live (insert and update only); null when the store
-   * reports it itself (an operator or store call to reportDelivery).
+   * How long until the store has the release live (insert and update), or confirms its removal
+   * (takedown); null when the store reports it itself (an operator or store call to reportDelivery).
    */
   liveAfterMs: number | null;
+  /** Who confirms a takedown after liveAfterMs: the sandbox store, or the store (the default). */
+  confirmedBy?: "sandbox" | "store";
 }
 
 export interface StoreAdapter {
@@ -40,8 +42,9 @@ export class DeliveryConfigError extends Error {}
 
 /**
  * The simulated store, for demos, sandbox accounts and tests: it acknowledges every delivery after
- * `sandbox.ack_after_ms` (default 0) and reports it live after `sandbox.live_after_ms` (default 0);
- * with `sandbox.fail` set to a message it refuses every delivery with it, until unset.
+ * `sandbox.ack_after_ms` (default 0), reports it live after `sandbox.live_after_ms` (default 0) and
+ * confirms a takedown after `sandbox.takedown_after_ms` (default 0); with `sandbox.fail` set to a
+ * message it refuses every delivery with it, until unset.
  */
 export const sandboxStore: StoreAdapter = {
   name: "sandbox",
@@ -49,6 +52,7 @@ export const sandboxStore: StoreAdapter = {
     const settings = (request.store.settings.sandbox ?? {}) as {
       ack_after_ms?: unknown;
       live_after_ms?: unknown;
+      takedown_after_ms?: unknown;
       fail?: unknown;
     };
     const ackAfterMs = typeof settings.ack_after_ms === "number" ? Math.max(0, settings.ack_after_ms) : 0;
@@ -56,8 +60,13 @@ export const sandboxStore: StoreAdapter = {
     if (typeof settings.fail === "string" && settings.fail !== "") {
       throw new Error(`${request.store.name} (sandbox) refused the delivery: ${settings.fail}`);
     }
-    const liveAfterMs = typeof settings.live_after_ms === "number" ? Math.max(0, settings.live_after_ms) : 0;
-    return { reference: `sandbox-${request.store.code}-${request.deliveryId}`, liveAfterMs };
+    const after = request.action === "takedown" ? settings.takedown_after_ms : settings.live_after_ms;
+    const liveAfterMs = typeof after === "number" ? Math.max(0, after) : 0;
+    return {
+      reference: `sandbox-${request.store.code}-${request.deliveryId}`,
+      liveAfterMs,
+      confirmedBy: "sandbox",
+    };
   },
 };
 

@@ -9,13 +9,14 @@ import { pipeline } from "node:stream/promises";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { FieldsError } from "../admin/errors.ts";
-import { pathId } from "../admin/input.ts";
+import { Bodies, parseBody, pathId } from "../admin/input.ts";
 import type { Db } from "../db/db.ts";
 import { fieldErrors } from "../http/field-errors.ts";
 import { HttpError } from "../http/problem.ts";
 import { FORMAT_NAMES } from "./formats/index.ts";
 import { findImport, ImportError, importRoyalties, listImports } from "./import.ts";
 import { resultJson } from "./operator.ts";
+import { VOID_ERROR_STATUS, VoidError, voidImport } from "./void.ts";
 
 /**
  * The admin API's royalty imports (docs/royalties.md, "Admin API"), under /admin/v1 with the
@@ -28,6 +29,8 @@ import { resultJson } from "./operator.ts";
  *        422 rejected.
  *   GET  /royalty-imports            the tenant's imports, newest first
  *   GET  /royalty-imports/{id}       one import's report
+ *   POST /royalty-imports/{id}/void  {"reason": "..."}: the import's lines leave every total (200 the
+ *        voided import; 409 already_voided, 409 not_voidable for a rejected import, 404 not_found)
  */
 
 const REPORT_TYPES = ["text/csv", "application/csv", "text/tab-separated-values", "application/octet-stream"];
@@ -128,6 +131,24 @@ export async function royaltyAdminRoutes(app: FastifyInstance, options: RoyaltyA
   app.get("/royalty-imports", async (request) => ({
     data: await listImports(db, { tenantId: tenantOf(request), limit: 100 }),
   }));
+
+  app.post("/royalty-imports/:id/void", async (request) => {
+    const id = pathId(request.params, "royalty import");
+    const { reason } = parseBody(Bodies.void, request.body);
+    try {
+      return await voidImport(db, id, { reason, via: "admin_api", tenantId: tenantOf(request) });
+    } catch (error) {
+      if (error instanceof VoidError) {
+        throw new HttpError(
+          VOID_ERROR_STATUS[error.code],
+          error.code,
+          error.message,
+          error.code === "reason_required" ? "reason" : error.code === "not_found" ? "id" : undefined,
+        );
+      }
+      throw error;
+    }
+  });
 
   app.get("/royalty-imports/:id", async (request) => {
     const id = pathId(request.params, "royalty import");

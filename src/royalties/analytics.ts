@@ -66,3 +66,65 @@ export async function updateRollups(tx: Tx, importId: string): Promise<void> {
     [importId],
   );
 }
+
+/**
+ * A voided import's reversing lines (src/royalties/void.ts), rolled up as its lines were: each
+ * figure goes back exactly to what it was without the import, in numeric arithmetic (the line
+ * counts too: a reversing line counts -1). Updates of the rows the import added to (an insert of
+ * negative figures would break the analytics' checks even on its way to ON CONFLICT); a row the
+ * import alone had made, now all zero, goes — the rollups are derived from the lines, which stay.
+ */
+export async function reverseRollups(tx: Tx, importId: string): Promise<void> {
+  await tx.query("set local work_mem = '128MB'");
+  const sums = `count(*) as lines, sum(units) as units,
+       coalesce(sum(units) filter (where usage_type = 'stream'), 0) as streams,
+       coalesce(sum(units) filter (where usage_type = 'download'), 0) as downloads,
+       coalesce(sum(units) filter (where usage_type = 'ugc'), 0) as ugc_uses,
+       coalesce(sum(units) filter (where usage_type in ('radio', 'other')), 0) as other_units,
+       sum(gross) as gross, sum(fees) as fees, sum(net) as net`;
+  const reversal = "import_id = $1 and reverses_line_id is not null";
+  const totals = await tx.query<{ account_id: string }>(
+    `update internal.royalty_totals t set lines = t.lines - r.lines, units = t.units + r.units,
+       streams = t.streams + r.streams, downloads = t.downloads + r.downloads, ugc_uses = t.ugc_uses + r.ugc_uses,
+       gross = t.gross + r.gross, fees = t.fees + r.fees, net = t.net + r.net, updated_at = now()
+     from (select account_id, release_id, period_start, period_end, store, territory, currency, ${sums}
+           from internal.royalty_lines where ${reversal} and account_id is not null
+           group by account_id, release_id, period_start, period_end, store, territory, currency) r
+     where t.account_id = r.account_id and t.release_id = r.release_id and t.period_start = r.period_start
+       and t.period_end = r.period_end and t.store = r.store and t.territory is not distinct from r.territory
+       and t.currency = r.currency
+     returning t.account_id`,
+    [importId],
+  );
+  const set = `streams = a.streams + r.streams, downloads = a.downloads + r.downloads,
+       ugc_uses = a.ugc_uses + r.ugc_uses, other_units = a.other_units + r.other_units, revenue = a.revenue + r.net,
+       gross_revenue = a.gross_revenue + r.gross, fees = a.fees + r.fees, royalty_lines = a.royalty_lines - r.lines`;
+  const key =
+    "a.period_start = r.period_start and a.period_end = r.period_end and a.store = r.store and a.currency = r.currency";
+  await tx.query(
+    `update public.release_analytics a set ${set}
+     from (select release_id, period_start, period_end, store, currency, ${sums}
+           from internal.royalty_lines where ${reversal} and account_id is not null
+           group by release_id, period_start, period_end, store, currency) r
+     where a.release_id = r.release_id and ${key}`,
+    [importId],
+  );
+  await tx.query(
+    `update public.track_analytics a set ${set}
+     from (select track_id, period_start, period_end, store, currency, ${sums}
+           from internal.royalty_lines where ${reversal} and track_id is not null
+           group by track_id, period_start, period_end, store, currency) r
+     where a.track_id = r.track_id and ${key}`,
+    [importId],
+  );
+  if (totals.rowCount === 0) return;
+  const accounts = [...new Set(totals.rows.map((r) => r.account_id))];
+  await tx.query(
+    "delete from internal.royalty_totals where account_id = any ($1::uuid[]) and lines = 0 and units = 0 and gross = 0 and fees = 0 and net = 0",
+    [accounts],
+  );
+  const empty = `account_id = any ($1::uuid[]) and royalty_lines = 0 and streams = 0 and downloads = 0 and ugc_uses = 0
+       and other_units = 0 and revenue = 0 and gross_revenue = 0 and fees = 0`;
+  await tx.query(`delete from public.release_analytics where ${empty}`, [accounts]);
+  await tx.query(`delete from public.track_analytics where ${empty}`, [accounts]);
+}

@@ -76,7 +76,8 @@ export interface ImportReport {
   content_sha256: string | null;
   reporting_period: string | null;
   store: string | null;
-  status: "completed" | "rejected";
+  /** completed, rejected, or voided (its lines no longer count: void_reason says why). */
+  status: "completed" | "rejected" | "voided";
   lines_total: number;
   lines_matched: number;
   lines_unmatched: number;
@@ -95,6 +96,10 @@ export interface ImportReport {
   source: string;
   started_at: string;
   completed_at: string | null;
+  voided_at: string | null;
+  void_reason: string | null;
+  /** How the void was made: cli or admin_api. */
+  voided_via: string | null;
 }
 
 export type ImportResult =
@@ -110,7 +115,8 @@ const MAX_ERRORS = 100;
 export const IMPORT_COLUMNS = `id, tenant_id, format, file_name, file_sha256, content_sha256,
   to_char(reporting_period, 'YYYY-MM') as reporting_period, store, status, lines_total,
   lines_matched, lines_unmatched, lines_malformed, errors, totals, unmatched,
-  period_from::text as period_from, period_to::text as period_to, account_ids, source, started_at, completed_at`;
+  period_from::text as period_from, period_to::text as period_to, account_ids, source, started_at, completed_at,
+  voided_at, void_reason, voided_via`;
 
 type ImportRow = Omit<
   ImportReport,
@@ -121,6 +127,7 @@ type ImportRow = Omit<
   | "lines_malformed"
   | "started_at"
   | "completed_at"
+  | "voided_at"
 > & {
   lines_total: string;
   lines_matched: string;
@@ -128,6 +135,7 @@ type ImportRow = Omit<
   lines_malformed: string;
   started_at: Date | string;
   completed_at: Date | string | null;
+  voided_at: Date | string | null;
 };
 
 export function importOut(row: ImportRow): ImportReport {
@@ -141,6 +149,7 @@ export function importOut(row: ImportRow): ImportReport {
     lines_malformed: Number(row.lines_malformed),
     started_at: iso(row.started_at) ?? "",
     completed_at: iso(row.completed_at),
+    voided_at: iso(row.voided_at),
   };
 }
 

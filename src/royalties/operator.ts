@@ -20,6 +20,11 @@ export function reportText(r: ImportReport): string {
     `Import ${r.id} (${r.format}${r.store ? `, store ${r.store}` : ""}${r.file_name ? `, ${r.file_name}` : ""}): ${r.status}`,
     `  lines ${r.lines_total}: ${r.lines_matched} matched, ${r.lines_unmatched} unmatched, ${r.lines_malformed} malformed`,
   ];
+  if (r.status === "voided") {
+    out.push(
+      `  voided ${r.voided_at} (${r.voided_via}): ${r.void_reason}; its lines no longer count in any total`,
+    );
+  }
   if (r.period_from) out.push(`  period ${r.period_from} to ${r.period_to}`);
   for (const t of r.totals) {
     out.push(

@@ -143,6 +143,9 @@ export async function royaltyLines(
        period_start::text as period_start, period_end::text as period_end, store, territory, usage_type, units::int8 as units,
        trim_scale(gross)::text as gross, trim_scale(fees)::text as fees, trim_scale(net)::text as net, currency
      from internal.royalty_lines l where ${w.sql}
+       -- A voided import's lines and their reversing lines leave the listing as they left the totals.
+       and l.reverses_line_id is null
+       and l.import_id <> all (coalesce((select internal.voided_royalty_import_ids()), array[]::uuid[]))
      order by l.period_start desc, l.id desc limit $${n + 1} offset $${n + 2}`,
     [...w.params, limit, offset],
   );

@@ -22,6 +22,7 @@ import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/servic
 import { FORMAT_NAMES } from "../royalties/formats/index.ts";
 import { findImport, ImportError, importRoyalties, listImports } from "../royalties/import.ts";
 import { progressBar, progressJson, reportText, resultJson, resultText } from "../royalties/operator.ts";
+import { VoidError, voidImport } from "../royalties/void.ts";
 import { rotateMasterKey } from "../secrets/at-rest.ts";
 import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
 import {
@@ -692,24 +693,42 @@ deliveries
 deliveries
   .command("report")
   .description(
-    "record a store's report on a delivery it received: --live (on sale there) or --error with the store's message",
+    "record a store's report on a delivery it received: --live (on sale there), --error with the store's message, " +
+      "or --taken-down with a --note saying who confirmed the takedown and how (recorded as by hand)",
   )
   .argument("<delivery-id>", "delivery id (from deliveries list)")
   .option("--live", "the store has it live")
   .option("--error", "the store's ingestion refused it (needs --message)")
   .option("--message <message>", "what the store said, shown to the account")
-  .action(async (id: string, opts: { live?: boolean; error?: boolean; message?: string }) => {
-    if (Boolean(opts.live) === Boolean(opts.error)) throw new CliError("say --live or --error");
-    if (opts.error && !opts.message?.trim()) throw new CliError("--error needs --message");
-    if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no delivery ${id}`);
-    await withDb(async (db) => {
-      const report = opts.live
-        ? ({ status: "live" } as const)
-        : ({ status: "error", message: opts.message ?? "" } as const);
-      const row = await reportDelivery(db, id, report).catch(operatorRefusal);
-      output(program, `Delivery ${id} to ${row.store} is ${row.status}`, row);
-    });
-  });
+  .option("--taken-down", "the store confirmed the takedown it was sent (needs --note)")
+  .option(
+    "--note <note>",
+    "for --taken-down: who confirmed it and how (e.g. the store's e-mail and its date)",
+  )
+  .action(
+    async (
+      id: string,
+      opts: { live?: boolean; error?: boolean; takenDown?: boolean; message?: string; note?: string },
+    ) => {
+      if ([opts.live, opts.error, opts.takenDown].filter(Boolean).length !== 1) {
+        throw new CliError("say --live, --error or --taken-down");
+      }
+      if (opts.error && !opts.message?.trim()) throw new CliError("--error needs --message");
+      if (opts.takenDown && !opts.note?.trim()) {
+        throw new CliError("--taken-down needs --note: who confirmed the takedown, and how");
+      }
+      if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no delivery ${id}`);
+      await withDb(async (db) => {
+        const report = opts.live
+          ? ({ status: "live" } as const)
+          : opts.takenDown
+            ? ({ status: "taken_down", note: opts.note ?? "" } as const)
+            : ({ status: "error", message: opts.message ?? "" } as const);
+        const row = await reportDelivery(db, id, report, { via: "cli" }).catch(operatorRefusal);
+        output(program, `Delivery ${id} to ${row.store} is ${row.status}`, row);
+      });
+    },
+  );
 
 const oac = program.command("oac").description("Official Artist Channel requests");
 oac
@@ -940,6 +959,27 @@ royalties
     await withDb(async (db) => {
       const r = await db.asService((tx) => findImport(tx, id), { readOnly: true });
       if (!r) throw new CliError(`no import ${id}`);
+      output(program, reportText(r), r);
+    });
+  });
+royalties
+  .command("void")
+  .description(
+    "void an import (wrong file, period or mapping): its lines stay for audit, reversed, and leave every total and " +
+      "analytics figure; royalties.voided is sent; the same (or a corrected) file can then be imported again",
+  )
+  .argument("<id>", "import id")
+  .requiredOption("--reason <reason>", "why: recorded on the import and told to the accounts")
+  .action(async (id: string, opts: { reason: string }) => {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+      throw new CliError(`no royalty import ${id}`);
+    }
+    await withDb(async (db) => {
+      const r = await voidImport(db, id.toLowerCase(), { reason: opts.reason, via: "cli" }).catch(
+        (error: unknown) => {
+          throw error instanceof VoidError ? new CliError(error.message) : error;
+        },
+      );
       output(program, reportText(r), r);
     });
   });

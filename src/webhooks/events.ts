@@ -4,7 +4,8 @@ import { z } from "zod";
  * The events an account's webhook endpoints can subscribe to (seed 001, "Events"), with the
  * envelope each is sent in — described here once for the OpenAPI document's `webhooks` section
  * and docs/webhooks.md. The catalog triggers write release events to internal.events in the
- * transaction of the change (migration 0005); royalty imports write royalties.imported.
+ * transaction of the change (migration 0005); royalty imports write royalties.imported, and
+ * voiding one royalties.voided.
  */
 export const WEBHOOK_EVENT_TYPES = [
   "release.submitted",
@@ -13,6 +14,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "release.live",
   "release.takedown_completed",
   "royalties.imported",
+  "royalties.voided",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -46,7 +48,58 @@ const RoyaltyImportObject = z
       "The royalty import that added lines for this account (its fields are described with royalty imports).",
   });
 
-function envelope(type: string, object: z.ZodType, id: string) {
+const TakedownObject = z
+  .looseObject({
+    id: z.uuid(),
+    object: z.literal("takedown_request"),
+    status: z.literal("completed"),
+    completed_at: Timestamp,
+    stores: z.array(
+      z.object({
+        store: z.string(),
+        status: z.literal("taken_down"),
+        sent_at: Timestamp.nullable().meta({ description: "When the takedown reached the store." }),
+        taken_down_at: Timestamp.meta({ description: "When the store confirmed the removal." }),
+        confirmed_by: z.enum(["store", "sandbox", "operator", "assumed"]).meta({
+          description:
+            "Who confirmed it: the store, the sandbox store, the operator (recorded by hand from the store's word), or assumed (recorded before stores had to confirm).",
+        }),
+      }),
+    ),
+  })
+  .nullable()
+  .meta({
+    id: "WebhookTakedownObject",
+    description:
+      "The completed takedown request, with each store's confirmation time (null when the release was taken down without a request).",
+  });
+
+const RoyaltyVoidObject = z
+  .looseObject({
+    id: z.uuid(),
+    object: z.literal("royalty_import"),
+    status: z.literal("voided"),
+    void_reason: z.string(),
+    voided_at: Timestamp,
+    lines: z.number().int().meta({ description: "How many of the account's lines no longer count." }),
+    totals: z.array(
+      z.object({
+        currency: z.string(),
+        lines: z.number().int(),
+        units: z.string(),
+        gross: z.string(),
+        fees: z.string(),
+        net: z.string(),
+      }),
+    ),
+  })
+  .meta({
+    id: "WebhookRoyaltyVoidObject",
+    description:
+      "The voided royalty import: per currency, the account's amounts that no longer count (as the import had counted them), now reversed.",
+  });
+
+function envelope(type: string, object: z.ZodType, id: string, extra: Record<string, z.ZodType> = {}) {
   return z
     .object({
       id: z
@@ -59,7 +112,7 @@ function envelope(type: string, object: z.ZodType, id: string) {
           "The event's number among its release's events: 1, 2, 3… in the order they happened, given by the database when the event was written (1 for events that are not a release's). Deliveries are not sent in order unless the endpoint asks for strict ordering: order a release's events by this number.",
       }),
       account_id: z.uuid(),
-      data: z.object({ object }),
+      data: z.object({ object, ...extra }),
     })
     .meta({ id });
 }
@@ -87,12 +140,21 @@ export const WEBHOOK_EVENTS: { type: WebhookEventType; summary: string; schema: 
   },
   {
     type: "release.takedown_completed",
-    summary: "A requested takedown is complete: every store removed the release.",
-    schema: envelope("release.takedown_completed", ReleaseSnapshot, "ReleaseTakedownCompletedEvent"),
+    summary:
+      "A requested takedown is complete: every store confirmed the removal. data.takedown has each store's times.",
+    schema: envelope("release.takedown_completed", ReleaseSnapshot, "ReleaseTakedownCompletedEvent", {
+      takedown: TakedownObject,
+    }),
   },
   {
     type: "royalties.imported",
     summary: "Royalty lines for the account's catalog were imported.",
     schema: envelope("royalties.imported", RoyaltyImportObject, "RoyaltiesImportedEvent"),
+  },
+  {
+    type: "royalties.voided",
+    summary:
+      "A royalty import that added lines for the account was voided: its lines no longer count in any total or analytics figure.",
+    schema: envelope("royalties.voided", RoyaltyVoidObject, "RoyaltiesVoidedEvent"),
   },
 ];

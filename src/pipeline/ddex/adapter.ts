@@ -235,6 +235,10 @@ export function ddexStore(media: MediaSource, now: () => Date = () => new Date()
       { path: `BatchComplete_${batchId}.xml`, source: { data: complete }, bytes: complete.length },
       request.signal,
     );
-    return { reference: dropped.location, liveAfterMs: settings.live_after_ms };
+    // A takedown is done when the store confirms it (its report), never assumed (docs/ddex.md).
+    return {
+      reference: dropped.location,
+      liveAfterMs: request.action === "takedown" ? null : settings.live_after_ms,
+    };
   }
 }

@@ -95,6 +95,11 @@ const ReleaseDetail = Release.extend({
   artists: z.array(Artist).meta({ description: "The artist profiles the release and its tracks name." }),
 }).meta({ id: "ReleaseDetail" });
 
+const TakedownConfirmedBy = z.enum(["store", "sandbox", "operator", "assumed"]).nullable().meta({
+  description:
+    "Who confirmed the removal: the store, the sandbox store (by itself), the operator (recorded by hand from the store's word), or assumed (a takedown recorded before stores had to confirm). Null until confirmed.",
+});
+
 const StoreDelivery = z
   .object({
     store: z.string(),
@@ -102,23 +107,56 @@ const StoreDelivery = z
       description: "What the latest delivery to this store does: insert, update (a correction) or takedown.",
     }),
     status: z
-      .enum(["pending", "in_progress", "delivered", "live", "error"])
-      .meta({ description: "Where that delivery stands; after a takedown, delivered means removed." }),
+      .enum(["pending", "in_progress", "delivered", "live", "takedown_sent", "taken_down", "error"])
+      .meta({
+        description:
+          "Where that delivery stands. An insert or update: pending, in_progress, delivered (at the store), live, error. A takedown: pending, in_progress, takedown_sent (at the store, waiting for it to confirm), taken_down (the store confirmed), error.",
+      }),
     message: z.string().nullable().meta({ description: "The store's answer, e.g. why it failed." }),
-    delivered_at: z.iso.datetime({ offset: true }).nullable(),
+    delivered_at: z.iso
+      .datetime({ offset: true })
+      .nullable()
+      .meta({ description: "When the delivery (or the takedown) reached the store." }),
     live_at: z.iso.datetime({ offset: true }).nullable(),
+    taken_down_at: z.iso
+      .datetime({ offset: true })
+      .nullable()
+      .meta({ description: "A takedown: when the store confirmed the removal." }),
+    confirmed_by: TakedownConfirmedBy,
     updated_at: z.iso.datetime({ offset: true }),
   })
   .meta({ id: "StoreDelivery" });
+
+const TakedownStore = z
+  .object({
+    store: z.string(),
+    status: z.enum(["pending", "in_progress", "takedown_sent", "taken_down", "error"]),
+    sent_at: z.iso
+      .datetime({ offset: true })
+      .nullable()
+      .meta({ description: "When the takedown reached the store." }),
+    taken_down_at: z.iso
+      .datetime({ offset: true })
+      .nullable()
+      .meta({ description: "When the store confirmed the removal." }),
+    confirmed_by: TakedownConfirmedBy,
+  })
+  .meta({ id: "TakedownStore" });
 
 const TakedownRequest = z
   .object({
     id: Id,
     object: z.literal("takedown_request"),
     release_id: Id,
-    status: z.enum(["pending", "processing", "completed", "rejected", "cancelled"]),
+    status: z.enum(["pending", "processing", "completed", "rejected", "cancelled"]).meta({
+      description:
+        "pending, then processing while the stores remove the release; completed once every store confirmed the removal.",
+    }),
     reason: z.string().nullable(),
     status_reason: z.string().nullable(),
+    stores: z.array(TakedownStore).meta({
+      description: "Per store, where its removal stands and when it was sent and confirmed.",
+    }),
     created_at: z.iso.datetime({ offset: true }),
     completed_at: z.iso.datetime({ offset: true }).nullable(),
   })
@@ -155,6 +193,7 @@ const TAKEDOWN_COLUMNS = [
   "status",
   "reason",
   "status_reason",
+  "stores",
   "created_at",
   "completed_at",
 ];
@@ -430,7 +469,8 @@ export const releaseRoutes = [
         const release = await findRelease(tx, params.id);
         const stores = (
           await tx.query<{ action: string; status: string }>(
-            `select distinct on (store) store, action, status, message, delivered_at, live_at, updated_at
+            `select distinct on (store) store, action, status, message, delivered_at, live_at, taken_down_at,
+                    confirmed_by, updated_at
              from internal.release_deliveries where release_id = $1 order by store, created_at desc, id`,
             [params.id],
           )
@@ -466,7 +506,8 @@ export const releaseRoutes = [
     summary: "Take a delivered release down from its stores",
     description:
       "For delivered and live releases. The release moves to takedown_requested; the operator's backend " +
-      "removes it from every store and the release.takedown_completed event follows.",
+      "sends the takedown to every store that has it, and once every store has confirmed the removal the release " +
+      "is taken_down and the release.takedown_completed event follows (per-store times in the request's stores).",
     tag: "Releases",
     scope: "catalog:write",
     params: withId,
