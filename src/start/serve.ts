@@ -122,8 +122,12 @@ export async function workUntilSignalled(config: Config, logger: Logger): Promis
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   const background = startBackground(config, db, logger);
   logger.info({ worker: background.workerId, concurrency: config.worker.concurrency }, "worker started");
+  // The worker's own timers do not hold the process (nor does an idle embedded database): this
+  // does, until a signal says stop.
+  const alive = setInterval(() => {}, 1 << 30);
   const stop = async (signal: string) => {
     logger.info({ signal }, "worker stopping");
+    clearInterval(alive);
     const timer = setTimeout(() => process.exit(1), config.shutdownTimeoutMs);
     timer.unref();
     await background.stop();
