@@ -61,7 +61,7 @@ describe("backline CLI: stores and lead time", () => {
     await fails(["deliveries", "retry", "--release", "nope"], /^backline: no release nope\n$/);
     await fails(["deliveries", "report", id, "--live"], new RegExp(`^backline: no delivery ${id}\\n$`));
     await fails(["deliveries", "report", id, "--error"], /^backline: --error needs --message\n$/);
-    await fails(["deliveries", "report", id], /^backline: say --live or --error\n$/);
+    await fails(["deliveries", "report", id], /^backline: say --live, --error or --taken-down\n$/);
     await fails(["deliveries", "report", "nope", "--live"], /^backline: no delivery nope\n$/);
   });
 

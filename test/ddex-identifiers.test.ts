@@ -9,7 +9,7 @@ import { reportDelivery } from "../src/pipeline/delivery.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import { reviewRelease } from "../src/pipeline/review.ts";
 import { LocalMedia } from "../src/storage/media.ts";
-import { type Account, getTenantKeys, type Tenant } from "../src/tenancy/tenants.ts";
+import { type Account, getTenantKeys, getTenantSigningSecret, type Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
@@ -121,13 +121,10 @@ describeEachEngine("release identifiers and what reaches a DDEX store", (t) => {
 
   async function memberToken(tenant: Tenant, account: Account): Promise<string> {
     const user = await seedUser(t().db, tenant, [{ account, role: "member" }]);
-    const [row] = await rows<{ jwt_secret: string }>(
-      "select jwt_secret from internal.tenants where id = $1",
-      [tenant.id],
-    );
-    assert.ok(row);
+    const secret = await getTenantSigningSecret(t().db, tenant.id);
+    assert.ok(secret);
     const { token } = await signAccessToken({
-      secret: row.jwt_secret,
+      secret,
       issuer: `${app.url}/auth/v1`,
       expiresIn: 3600,
       tenantId: tenant.id,
