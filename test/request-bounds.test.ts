@@ -7,7 +7,7 @@ import { REST_LIMITS } from "../src/rest/limits.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
-import { describeEachEngine } from "./support/db.ts";
+import { describeEachEngine, testSecrets } from "./support/db.ts";
 import { completeRelease, keyedAccount, publicApi } from "./support/public-api.ts";
 import { seedAccount } from "./support/seed.ts";
 
@@ -317,7 +317,7 @@ describeEachEngine("request bounds", (t) => {
       const url = new URL(t().url as string);
       url.searchParams.set("options", "-c statement_timeout=300");
       engine = new PostgresEngine({ url: url.toString(), poolSize: 4 });
-      app = await startApp({ ...t(), db: new Db(engine) });
+      app = await startApp({ ...t(), db: new Db(engine, { secrets: testSecrets() }) });
     });
     after(async () => {
       await app?.close();
