@@ -13,7 +13,7 @@ import { toPostgresText } from "./params.ts";
  */
 
 export type Request =
-  | { id: number; op: "begin"; readOnly: boolean }
+  | { id: number; op: "begin"; tx: number; readOnly: boolean }
   | { id: number; op: "query"; tx: number; text: string; params: unknown[] | undefined }
   | { id: number; op: "exec"; tx: number; sql: string }
   | { id: number; op: "end"; tx: number; commit: boolean }
@@ -64,33 +64,40 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
   const textForEveryType = new Proxy({}, { get: () => toPostgresText });
   (pg as unknown as { serializers: Record<number, (v: unknown) => string | null> }).serializers =
     textForEveryType;
-  const txs = new Map<number, OpenTx>();
+  /** Transactions by the id the caller gave them, from `begin` (still waiting for PGlite's lock) to `end`. */
+  const txs = new Map<number, Promise<OpenTx>>();
   const listeners = new Map<number, () => Promise<void>>();
-  let nextTx = 1;
   let nextListener = 1;
 
-  const begin = (readOnly: boolean): Promise<number> =>
-    new Promise((resolve, reject) => {
-      const id = nextTx++;
+  // The caller names the transaction and sends its first statement right behind `begin` without
+  // waiting for an answer (one round trip less per transaction); statements wait here until it is open.
+  const begin = (id: number, readOnly: boolean): Promise<void> => {
+    const opened = new Promise<OpenTx>((resolve, reject) => {
       let finish: (commit: boolean) => void = () => {};
       const finished = new Promise<boolean>((r) => {
         finish = r;
       });
+      let entered = false;
       const done = pg.transaction(async (ptx) => {
+        entered = true;
         if (readOnly) await ptx.query("set transaction read only");
-        txs.set(id, { ptx, chain: Promise.resolve(), finish, done });
-        resolve(id);
+        resolve({ ptx, chain: Promise.resolve(), finish, done });
         if (!(await finished)) throw new Rollback();
       });
       // Rejections of `done` are read by `end`; one that comes before the transaction began is begin's.
       done.catch((error: unknown) => {
-        if (!txs.has(id)) reject(error);
+        if (!entered) reject(error);
       });
     });
+    txs.set(id, opened);
+    opened.catch(() => txs.delete(id));
+    return opened.then(() => undefined);
+  };
 
-  const inTx = <T>(id: number, run: (ptx: Transaction) => Promise<T>): Promise<T> => {
-    const tx = txs.get(id);
-    if (!tx) return Promise.reject(new Error(`transaction ${id} is not open`));
+  const inTx = async <T>(id: number, run: (ptx: Transaction) => Promise<T>): Promise<T> => {
+    const opened = txs.get(id);
+    if (!opened) throw new Error(`transaction ${id} is not open`);
+    const tx = await opened;
     const result = tx.chain.then(() => run(tx.ptx));
     tx.chain = result.catch(() => {});
     return result;
@@ -99,7 +106,8 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
   const handle = async (m: Request): Promise<{ value: unknown; transfer?: Transferable[] }> => {
     switch (m.op) {
       case "begin":
-        return { value: await begin(m.readOnly) };
+        await begin(m.tx, m.readOnly);
+        return { value: null };
       case "query":
         return {
           value: await inTx(m.tx, async (ptx) => {
@@ -112,8 +120,9 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
         await inTx(m.tx, (ptx) => ptx.exec(m.sql));
         return { value: null };
       case "end": {
-        const tx = txs.get(m.tx);
-        if (!tx) throw new Error(`transaction ${m.tx} is not open`);
+        const opened = txs.get(m.tx);
+        if (!opened) throw new Error(`transaction ${m.tx} is not open`);
+        const tx = await opened;
         await tx.chain;
         tx.finish(m.commit);
         try {

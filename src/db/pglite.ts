@@ -46,6 +46,7 @@ export class PgliteEngine implements Engine {
   private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
   private readonly notices = new Map<number, () => void>();
   private nextId = 1;
+  private nextTx = 1;
   private dead: Error | undefined;
 
   private constructor(
@@ -167,7 +168,10 @@ export class PgliteEngine implements Engine {
   async transaction<T>(fn: (tx: Tx) => Promise<T>, options: { readOnly: boolean }): Promise<T> {
     const release = await this.admission.acquire();
     try {
-      const id = await this.call<number>({ op: "begin", readOnly: options.readOnly });
+      // Not awaited: the first statement follows `begin` at once and waits for it in the thread;
+      // a `begin` that fails fails that statement, and `end`.
+      const id = this.nextTx++;
+      this.call({ op: "begin", tx: id, readOnly: options.readOnly }).catch(() => {});
       const tx: Tx = {
         query: <Row>(text: string, params?: readonly unknown[]) =>
           this.call<QueryResult<Row>>({ op: "query", tx: id, text, params: params as unknown[] | undefined }),
