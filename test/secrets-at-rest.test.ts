@@ -256,7 +256,8 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
           `select jwt_secret_sealed as v from internal.tenants
            union all select credentials_sealed from internal.stores where credentials_sealed is not null
            union all select secret_ciphertext from internal.webhook_endpoints
-           union all select previous_secret_ciphertext from internal.webhook_endpoints where previous_secret_ciphertext is not null`,
+           union all select previous_secret_ciphertext from internal.webhook_endpoints where previous_secret_ciphertext is not null
+           union all select response_ciphertext from internal.idempotency_keys where response_ciphertext is not null`,
         )
       ).map((r) => r.v);
 
@@ -268,7 +269,16 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
         encryptionKeyPrevious: [TEST_ENCRYPTION_KEY],
         dataDir: "/nonexistent",
       };
+      // A stored answer of an idempotent request that showed a secret (a webhook's, kept 24 h).
+      const answer = JSON.stringify({ id: "we_1", secret: WEBHOOK_SECRET });
+      await rows(
+        `insert into internal.idempotency_keys
+           (owner, method, path, key, request_hash, status, locked_until, response_status, response_ciphertext, response_headers)
+         values ($1, 'POST', '/webhooks', $2, 'h', 'done', now(), 201, $3, '{}')`,
+        [`account:${randomUUID()}`, `rotation-${randomUUID()}`, db().secrets.encrypt(answer)],
+      );
       const report = await rotateMasterKey(db(), settings);
+      assert.equal(report.resealed.idempotent_answers, 1);
       assert.equal(report.key_id, keyIdOf(newKey));
       assert.deepEqual(report.previous_key_ids, [keyIdOf(TEST_KEY)]);
       assert.ok(report.resealed.tenant_signing_secrets >= 1);
@@ -289,7 +299,12 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
         tenant_signing_secrets: 0,
         store_credentials: 0,
         webhook_secrets: 0,
+        idempotent_answers: 0,
       });
+      const [stored] = await rows<{ v: string }>(
+        "select response_ciphertext as v from internal.idempotency_keys where response_ciphertext is not null",
+      );
+      assert.equal(fresh.decrypt(stored?.v as string), answer);
 
       // A value no key opens: the whole rotation is refused and nothing changes.
       const stranger = new SecretBox(randomBytes(32)).encrypt("x");

@@ -23,11 +23,24 @@ export const SEALED_COLUMNS = [
     id: "id uuid",
     column: "previous_secret_ciphertext",
   },
+  // Stored answers of idempotent requests that showed a secret once (kept 24 h). The key is
+  // composite, so a row is named by its ctid, stable while the rotation's transaction holds it.
+  {
+    name: "idempotent_answers",
+    table: "internal.idempotency_keys",
+    id: "ctid tid",
+    column: "response_ciphertext",
+  },
 ] as const;
 export type SealedName = (typeof SEALED_COLUMNS)[number]["name"];
 export type SealedCounts = Record<SealedName, number>;
 
-const zero = (): SealedCounts => ({ tenant_signing_secrets: 0, store_credentials: 0, webhook_secrets: 0 });
+const zero = (): SealedCounts => ({
+  tenant_signing_secrets: 0,
+  store_credentials: 0,
+  webhook_secrets: 0,
+  idempotent_answers: 0,
+});
 
 /**
  * Keys of a settings object that hold credentials: they are kept sealed, never in plain settings.
