@@ -1,15 +1,13 @@
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { signAccessToken } from "../src/auth/tokens.ts";
 import { Worker } from "../src/jobs/worker.ts";
 import { reportDelivery } from "../src/pipeline/delivery.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import { reviewRelease } from "../src/pipeline/review.ts";
 import { LocalMedia } from "../src/storage/media.ts";
-import { type Account, getTenantKeys, getTenantSigningSecret, type Tenant } from "../src/tenancy/tenants.ts";
+import { type Account, getTenantKeys, type Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
@@ -36,7 +34,7 @@ import {
   keyedAccount,
   publicApi,
 } from "./support/public-api.ts";
-import { seedUser, userClaims } from "./support/seed.ts";
+import { memberToken, seedUser, userClaims } from "./support/seed.ts";
 
 /**
  * Issue 28, on each engine: identifiers a store needs (docs/releases.md, "Identifiers") — a
@@ -119,30 +117,6 @@ describeEachEngine("release identifiers and what reaches a DDEX store", (t) => {
       )
     ).map((r) => r.isrc);
 
-  async function memberToken(tenant: Tenant, account: Account): Promise<string> {
-    const user = await seedUser(t().db, tenant, [{ account, role: "member" }]);
-    const secret = await getTenantSigningSecret(t().db, tenant.id);
-    assert.ok(secret);
-    const { token } = await signAccessToken({
-      secret,
-      issuer: `${app.url}/auth/v1`,
-      expiresIn: 3600,
-      tenantId: tenant.id,
-      user: {
-        id: user.id,
-        email: user.email,
-        phone: null,
-        app_metadata: {},
-        user_metadata: {},
-        is_anonymous: false,
-      },
-      sessionId: randomUUID(),
-      aal: "aal1",
-      amr: [],
-    });
-    return token;
-  }
-
   async function rest(tenant: Tenant, token: string, method: string, p: string, body?: unknown) {
     const keys = await getTenantKeys(t().db, tenant.id);
     assert.ok(keys);
@@ -178,7 +152,7 @@ describeEachEngine("release identifiers and what reaches a DDEX store", (t) => {
     assert.equal((await rows("select status from public.releases where id = $1", [id]))[0]?.status, "draft");
 
     // /rest/v1 stores the submission; the review job rejects it with the same check.
-    const member = await memberToken(tenant, account);
+    const member = await memberToken(t().db, tenant, [account], `${app.url}/auth/v1`);
     const patched = await rest(tenant, member, "PATCH", `/releases?id=eq.${id}`, { status: "submitted" });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
     assert.equal(
@@ -218,7 +192,7 @@ describeEachEngine("release identifiers and what reaches a DDEX store", (t) => {
     assert.equal(String(a.upc).length, 12);
     assert.equal(expectStatus(await submit(api, withOwn), 200).upc, own, "a release's own UPC is kept");
 
-    const member = await memberToken(tenant, account);
+    const member = await memberToken(t().db, tenant, [account], `${app.url}/auth/v1`);
     const viaRest = await rest(tenant, member, "PATCH", `/releases?id=eq.${second}`, { status: "submitted" });
     assert.equal(viaRest.status, 200, JSON.stringify(viaRest.body));
     const expected = gtin13("061414100002").slice(1);

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
-import { signAccessToken } from "../src/auth/tokens.ts";
-import { type Account, getTenantKeys, getTenantSigningSecret, type Tenant } from "../src/tenancy/tenants.ts";
+import { type Account, getTenantKeys, type Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
@@ -18,7 +16,7 @@ import {
   type List,
   publicApi,
 } from "./support/public-api.ts";
-import { forceReleaseStatus, seedAccount, seedUser } from "./support/seed.ts";
+import { forceReleaseStatus, memberToken, seedAccount } from "./support/seed.ts";
 
 /**
  * /api/public/v1 releases (seed 001) end to end: the real server on a socket, fetch with real API
@@ -1199,35 +1197,6 @@ describeEachEngine("public api: releases", (t) => {
   // ---------------------------------------------------------------------------------------------
   // The same rows as /rest/v1
 
-  /** A user of `tenant` who is a member of `accounts`, and an access token for them as /auth/v1 signs it. */
-  async function memberToken(tenant: Tenant, accounts: Account[]): Promise<string> {
-    const user = await seedUser(
-      t().db,
-      tenant,
-      accounts.map((account) => ({ account, role: "member" as const })),
-    );
-    const secret = await getTenantSigningSecret(t().db, tenant.id);
-    assert.ok(secret);
-    const { token } = await signAccessToken({
-      secret,
-      issuer: `${app.url}/auth/v1`,
-      expiresIn: 3600,
-      tenantId: tenant.id,
-      user: {
-        id: user.id,
-        email: user.email,
-        phone: null,
-        app_metadata: {},
-        user_metadata: {},
-        is_anonymous: false,
-      },
-      sessionId: randomUUID(),
-      aal: "aal1",
-      amr: [],
-    });
-    return token;
-  }
-
   async function rest(
     tenant: Tenant,
     token: string,
@@ -1254,7 +1223,7 @@ describeEachEngine("public api: releases", (t) => {
 
   test("a release created through the API is the member's release at /rest/v1, and vice versa", async () => {
     const { tenant, account, api } = await keyed();
-    const member = await memberToken(tenant, [account]);
+    const member = await memberToken(t().db, tenant, [account], `${app.url}/auth/v1`);
 
     // API -> /rest/v1
     const id = await releaseIn(api);
@@ -1294,7 +1263,7 @@ describeEachEngine("public api: releases", (t) => {
   test("/rest/v1 and the API keep accounts apart: a member of another account sees neither side", async () => {
     const { tenant, api } = await keyed();
     const elsewhere = await seedAccount(t().db, tenant, "Elsewhere");
-    const outsider = await memberToken(tenant, [elsewhere]);
+    const outsider = await memberToken(t().db, tenant, [elsewhere], `${app.url}/auth/v1`);
     const id = await releaseIn(api);
     const seen = await rest(tenant, outsider, "GET", `/releases?id=eq.${id}&select=id`);
     assert.deepEqual([seen.status, seen.body], [200, []]);

@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
+import { signAccessToken } from "../../src/auth/tokens.ts";
 import type { Db } from "../../src/db/db.ts";
 import type { Claims, Tx } from "../../src/db/types.ts";
 import {
   type Account,
   createAccount,
   createTenant,
+  getTenantSigningSecret,
   type PolicyPreset,
   type Tenant,
 } from "../../src/tenancy/tenants.ts";
@@ -84,6 +86,43 @@ export async function seedUser(
     }
     return user;
   });
+}
+
+/**
+ * A user of `tenant` who is a member of `accounts`, and an access token for them signed as
+ * /auth/v1 signs it (`issuer`: the app's /auth/v1 URL).
+ */
+export async function memberToken(
+  db: Db,
+  tenant: Tenant,
+  accounts: Account[],
+  issuer: string,
+): Promise<string> {
+  const user = await seedUser(
+    db,
+    tenant,
+    accounts.map((account) => ({ account, role: "member" as const })),
+  );
+  const secret = await getTenantSigningSecret(db, tenant.id);
+  if (!secret) throw new Error(`tenant ${tenant.id} has no signing secret`);
+  const { token } = await signAccessToken({
+    secret,
+    issuer,
+    expiresIn: 3600,
+    tenantId: tenant.id,
+    user: {
+      id: user.id,
+      email: user.email,
+      phone: null,
+      app_metadata: {},
+      user_metadata: {},
+      is_anonymous: false,
+    },
+    sessionId: randomUUID(),
+    aal: "aal1",
+    amr: [],
+  });
+  return token;
 }
 
 /** The claims of a logged-in user's access token. */
