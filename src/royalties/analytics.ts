@@ -101,22 +101,20 @@ export async function reverseRollups(tx: Tx, importId: string): Promise<void> {
        gross_revenue = a.gross_revenue + r.gross, fees = a.fees + r.fees, royalty_lines = a.royalty_lines - r.lines`;
   const key =
     "a.period_start = r.period_start and a.period_end = r.period_end and a.store = r.store and a.currency = r.currency";
-  await tx.query(
-    `update public.release_analytics a set ${set}
-     from (select release_id, period_start, period_end, store, currency, ${sums}
-           from internal.royalty_lines where ${reversal} and account_id is not null
-           group by release_id, period_start, period_end, store, currency) r
-     where a.release_id = r.release_id and ${key}`,
-    [importId],
-  );
-  await tx.query(
-    `update public.track_analytics a set ${set}
-     from (select track_id, period_start, period_end, store, currency, ${sums}
-           from internal.royalty_lines where ${reversal} and track_id is not null
-           group by track_id, period_start, period_end, store, currency) r
-     where a.track_id = r.track_id and ${key}`,
-    [importId],
-  );
+  // The same reversal for a release's figures and a track's, keyed by their own id.
+  for (const [table, id, known] of [
+    ["release_analytics", "release_id", "account_id is not null"],
+    ["track_analytics", "track_id", "track_id is not null"],
+  ] as const) {
+    await tx.query(
+      `update public.${table} a set ${set}
+       from (select ${id}, period_start, period_end, store, currency, ${sums}
+             from internal.royalty_lines where ${reversal} and ${known}
+             group by ${id}, period_start, period_end, store, currency) r
+       where a.${id} = r.${id} and ${key}`,
+      [importId],
+    );
+  }
   if (totals.rowCount === 0) return;
   const accounts = [...new Set(totals.rows.map((r) => r.account_id))];
   await tx.query(
