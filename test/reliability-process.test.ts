@@ -45,9 +45,11 @@ function start(dataDir: string, port: number) {
 describe("the embedded data directory's lock", () => {
   test("two starts at once: exactly one runs, the other names it; after kill -9 the next start takes over", async () => {
     const dataDir = tempDir("backline-lock-");
+    const children: ReturnType<typeof start>[] = [];
     try {
       const a = start(dataDir, await freePort());
       const b = start(dataDir, await freePort());
+      children.push(a, b);
       const [ra, rb] = await Promise.all([a.outcome, b.outcome]);
       const running = "ready" in ra ? a : b;
       const refused = "ready" in ra ? b : a;
@@ -63,10 +65,14 @@ describe("the embedded data directory's lock", () => {
       running.child.kill("SIGKILL");
       await new Promise((r) => running.child.once("exit", r));
       const c = start(dataDir, await freePort());
+      children.push(c);
       assert.deepEqual(await c.outcome, { ready: true }, c.output());
       c.child.kill("SIGTERM");
       await new Promise((r) => c.child.once("exit", r));
     } finally {
+      // A failed assertion must not leave a server running (the test file would never end).
+      for (const p of children)
+        if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });

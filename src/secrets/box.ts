@@ -123,8 +123,11 @@ export function keyFiles(dataDir: string): { current: string; next: string } {
 export function readKeyFile(file: string, create: boolean): Buffer | undefined {
   if (create) {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    try {
-      const fd = fs.openSync(file, "wx", 0o600);
+    if (!fs.existsSync(file)) {
+      // Written whole under a private name, then linked into place: two processes starting at
+      // once never read a half-written key, and the one whose link fails (EEXIST) reads the other's.
+      const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+      const fd = fs.openSync(tmp, "wx", 0o600);
       try {
         // The mode given to open() is narrowed by the umask; fchmod makes it exactly 0600.
         fs.fchmodSync(fd, 0o600);
@@ -133,8 +136,13 @@ export function readKeyFile(file: string, create: boolean): Buffer | undefined {
       } finally {
         fs.closeSync(fd);
       }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      try {
+        fs.linkSync(tmp, file);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      } finally {
+        fs.rmSync(tmp, { force: true });
+      }
     }
   }
   let text: string;
