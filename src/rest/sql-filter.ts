@@ -27,8 +27,9 @@ const RANGE_OR_ARRAY: Record<string, string> = {
   ov: "&&",
   sl: "<<",
   sr: ">>",
-  nxl: "&<",
-  nxr: "&>",
+  // "does not extend to the left of" is &>, "to the right of" is &<.
+  nxl: "&>",
+  nxr: "&<",
   adj: "-|-",
 };
 
