@@ -108,6 +108,22 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     });
   }
 
+  test("upsert with only the key column updates and returns the row", async () => {
+    const res = await client.from("channels").upsert({ id: 1 }).select();
+    assert.deepEqual(
+      { status: res.status, error: res.error, data: res.data },
+      { status: 200, error: null, data: [{ id: 1, data: null, slug: "public" }] },
+    );
+    const r = await raw("/channels", {
+      method: "POST",
+      body: { id: 2 },
+      headers: { prefer: "resolution=merge-duplicates,return=representation" },
+    });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get("preference-applied"), "resolution=merge-duplicates, return=representation");
+    assert.deepEqual(await r.json(), [{ id: 2, data: null, slug: "random" }]);
+  });
+
   test("nxl is &> (does not extend to the left of), nxr is &<", async () => {
     const nxl = await client.from("users").select("username").filter("age_range", "nxl", "[2,25)");
     assert.deepEqual(nxl.data?.map((r) => r.username).sort(), [

@@ -97,12 +97,11 @@ export function insertCte(
     if (options.resolution === "ignore-duplicates") {
       conflict = ` on conflict (${target.map(ident).join(", ")}) do nothing`;
     } else {
-      const updates = columns
-        .filter((c) => !target.includes(c))
-        .map((c) => `${ident(c)} = excluded.${ident(c)}`);
-      conflict = updates.length
-        ? ` on conflict (${target.map(ident).join(", ")}) do update set ${updates.join(", ")}`
-        : ` on conflict (${target.map(ident).join(", ")}) do nothing`;
+      // PostgREST sets the payload's columns; a payload of only the key still updates (to the
+      // same values), so the existing row is returned rather than nothing.
+      const others = columns.filter((c) => !target.includes(c));
+      const set = (others.length ? others : target).map((c) => `${ident(c)} = excluded.${ident(c)}`);
+      conflict = ` on conflict (${target.map(ident).join(", ")}) do update set ${set.join(", ")}`;
     }
   }
   const statements = groups.map((g) => {
