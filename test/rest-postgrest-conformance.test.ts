@@ -135,4 +135,59 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     const nxr = await client.from("users").select("username").filter("age_range", "nxr", "[2,25)");
     assert.deepEqual(nxr.data, [{ username: "supabot" }]);
   });
+
+  test("CSV as PostgreSQL prints values, an empty result a single newline", async () => {
+    const res = await client.from("users").select().order("username").limit(2).csv();
+    assert.equal(res.status, 200);
+    assert.equal(
+      res.data,
+      `username,data,age_range,status,catchphrase\nawailas,,"[25,35)",ONLINE,"'bat' 'rat'"\ndragarcia,,"[20,30)",ONLINE,"'fat' 'rat'"`,
+    );
+    const json = await client.from("users").select("username,data").eq("username", "jsonuser").csv();
+    assert.equal(
+      json.data,
+      `username,data\njsonuser,"{""foo"": {""bar"": {""nested"": ""value""}, ""baz"": ""string value""}}"`,
+    );
+    const arrays = await client.from("cornercase").select().order("id").csv();
+    assert.equal(arrays.data, `id,column whitespace,array_column\n1,"a b","{test,one}"\n2,,{another}`);
+    const empty = await raw("/users?username=eq.nobody", { headers: { accept: "text/csv" } });
+    assert.equal(empty.headers.get("content-type"), "text/csv; charset=utf-8");
+    assert.equal(await empty.text(), "\n");
+  });
+
+  test("nulls=stripped strips nulls from one object and from each object of an array", async () => {
+    const one = await client
+      .from("channels")
+      .update({ slug: "random" })
+      .eq("id", 2)
+      .select()
+      .single()
+      .stripNulls();
+    assert.deepEqual(
+      { status: one.status, data: one.data },
+      { status: 200, data: { id: 2, slug: "random" } },
+    );
+    const r = await raw("/channels?id=in.(1,3)&order=id", {
+      headers: { accept: "application/vnd.pgrst.array+json;nulls=stripped" },
+    });
+    assert.equal(r.status, 200);
+    assert.equal(
+      r.headers.get("content-type"),
+      "application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8",
+    );
+    assert.deepEqual(await r.json(), [
+      { id: 1, slug: "public" },
+      { id: 3, slug: "other" },
+    ]);
+    const post = await raw("/cornercase", {
+      method: "POST",
+      body: [{ id: 10 }, { id: 11, array_column: ["x"] }],
+      headers: {
+        prefer: "return=representation",
+        accept: "application/vnd.pgrst.array+json;nulls=stripped",
+      },
+    });
+    assert.equal(post.status, 201);
+    assert.deepEqual(await post.json(), [{ id: 10 }, { id: 11, array_column: ["x"] }]);
+  });
 });

@@ -24,6 +24,22 @@ export interface RestRequest {
   body: unknown;
   /** From the Range header. */
   range: { offset: number; limit: number | undefined } | undefined;
+  /** `nulls=stripped` on the JSON media types: null members are left out of every object. */
+  stripNulls?: boolean;
+}
+
+/**
+ * The body of an answer from the rows of `source`: JSON (nulls stripped when asked), or CSV as
+ * PostgREST writes it: the first row's keys, then each row as PostgreSQL prints a record (its
+ * values in their text form, quoted where needed), an empty result being a single newline.
+ */
+function bodySql(source: string, accept: Representation, stripNulls: boolean | undefined): string {
+  if (accept === "csv") {
+    return `(select coalesce(string_agg(k, ','), '') from (select json_object_keys(row_to_json(hh)) as k from (select * from ${source} limit 1) as hh) as h)
+      || chr(10) || coalesce(string_agg(substring(_p::text, 2, length(_p::text) - 2), chr(10)), '')`;
+  }
+  const json = "coalesce(json_agg(_p), '[]'::json)";
+  return `${stripNulls ? `json_strip_nulls(${json})` : json}::text`;
 }
 
 export interface RestResult {
@@ -120,7 +136,8 @@ function shapeOf(cache: SchemaCache, query: ParsedQuery): ReadShape {
 /** The statement behind a read: exported so the benchmark's baseline runs exactly the same SQL. */
 export function buildRead(
   cache: SchemaCache,
-  req: Pick<RestRequest, "table" | "query" | "prefer" | "range">,
+  req: Pick<RestRequest, "table" | "query" | "prefer" | "range"> &
+    Partial<Pick<RestRequest, "accept" | "stripNulls">>,
   maxRows: number,
   /** Count exactly whatever count was asked for (planned and estimated included). */
   countExactly = false,
@@ -134,8 +151,8 @@ export function buildRead(
   const rows = rootRead(shape, req.table, table, { limit, offset }, { applyConditions: true });
   const countSql = `select 1 from ${table} as t0${rows.where.length ? ` where ${rows.where.join(" and ")}` : ""}`;
   const exact = req.prefer.count === "exact" || (countExactly && req.prefer.count !== undefined);
-  const sql = `select ${exact ? `(select count(*) from (${countSql}) as c)` : "null"}::bigint as total,
-    coalesce(json_agg(_p), '[]'::json)::text as body, count(_p)::bigint as n from (${rows.rows}) as _p`;
+  const sql = `with pgrst_source as (${rows.rows}) select ${exact ? `(select count(*) from (${countSql}) as c)` : "null"}::bigint as total,
+    ${bodySql("pgrst_source", req.accept ?? "json", req.stripNulls)} as body, count(_p)::bigint as n from pgrst_source as _p`;
   return { sql, params: shape.params.values, countSql, offset };
 }
 
@@ -244,10 +261,10 @@ async function write(tx: Tx, cache: SchemaCache, req: RestRequest): Promise<Rest
       { applyConditions: false },
     );
     const r = await tx.query<{ body: string; affected: string; inserted: string }>(
-      `with ${cte} select coalesce(json_agg(_p), '[]'::json)::text as body,
+      `with ${cte}, pgrst_source as (${rows.rows}) select ${bodySql("pgrst_source", req.accept === "csv" ? "csv" : "json", req.stripNulls)} as body,
          (select count(*) from pgrst_rows) as affected,
          (select count(*) filter (where pgrst_inserted) from pgrst_rows) as inserted
-       from (${rows.rows}) as _p`,
+       from pgrst_source as _p`,
       shape.params.values,
     );
     body = r.rows[0]?.body ?? "[]";

@@ -5,7 +5,6 @@ import { identify, postgrestGatewayError } from "../http/gateway.ts";
 import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { ParseError } from "./ast.ts";
-import { toCsv } from "./csv.ts";
 import { execute, type Method, type Representation } from "./execute.ts";
 import { checkQueryLength, checkQueryLimits } from "./limits.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -64,13 +63,45 @@ const MEDIA: Record<Representation, string> = {
   csv: "text/csv; charset=utf-8",
 };
 
-function negotiate(accept: string | undefined): Representation {
-  if (!accept) return "json";
-  const types = accept.split(",").map((t) => t.split(";")[0]?.trim().toLowerCase() ?? "");
-  for (const t of types) {
-    if (t === "application/json" || t === "*/*" || t === "application/*" || t === "") return "json";
-    if (t === "application/vnd.pgrst.object+json" || t === "application/vnd.pgrst.object") return "object";
-    if (t === "text/csv") return "csv";
+interface Negotiated {
+  representation: Representation;
+  /** `nulls=stripped`: the answer leaves null members out (PostgREST's vnd.pgrst media types). */
+  stripNulls: boolean;
+  /** The Content-Type of the answer. */
+  mediaType: string;
+}
+
+function negotiate(accept: string | undefined): Negotiated {
+  const plain = (representation: Representation): Negotiated => ({
+    representation,
+    stripNulls: false,
+    mediaType: MEDIA[representation],
+  });
+  if (!accept) return plain("json");
+  for (const part of accept.split(",")) {
+    const [type = "", ...params] = part.split(";").map((x) => x.trim().toLowerCase());
+    const stripped = params.includes("nulls=stripped");
+    if (type === "application/json" || type === "*/*" || type === "application/*" || type === "")
+      return plain("json");
+    if (type === "application/vnd.pgrst.array+json" || type === "application/vnd.pgrst.array") {
+      return stripped
+        ? {
+            representation: "json",
+            stripNulls: true,
+            mediaType: "application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8",
+          }
+        : plain("json");
+    }
+    if (type === "application/vnd.pgrst.object+json" || type === "application/vnd.pgrst.object") {
+      return stripped
+        ? {
+            representation: "object",
+            stripNulls: true,
+            mediaType: "application/vnd.pgrst.object+json;nulls=stripped; charset=utf-8",
+          }
+        : plain("object");
+    }
+    if (type === "text/csv") return plain("csv");
   }
   throw new RestError(406, "PGRST107", `None of these media types are available: ${accept}`);
 }
@@ -229,7 +260,8 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     const query = parseQuery([...new URLSearchParams(rawQuery)]);
     checkQueryLimits(query);
     const prefer = parsePrefer(request.headers.prefer);
-    const accept = negotiate(request.headers.accept);
+    const negotiated = negotiate(request.headers.accept);
+    const accept = negotiated.representation;
     const range =
       method === "GET" || method === "HEAD"
         ? parseRange(request.headers.range as string | undefined)
@@ -238,15 +270,15 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
       opts.db,
       caller.claims,
       cache,
-      { method, table, query, prefer, accept, body: request.body, range },
+      { method, table, query, prefer, accept, body: request.body, range, stripNulls: negotiated.stripNulls },
       opts.maxRows,
     );
     reply.status(result.status).headers(result.headers);
     if (prefer.applied.length) reply.header("Preference-Applied", prefer.applied.join(", "));
-    if (result.body !== undefined || method === "HEAD") reply.type(MEDIA[accept]);
+    if (result.body !== undefined || method === "HEAD") reply.type(negotiated.mediaType);
     if (result.body === undefined || method === "HEAD") return reply.send();
-    if (accept === "csv") return reply.type(MEDIA.csv).send(toCsv(result.body));
-    return reply.type(MEDIA[accept]).send(result.body);
+    // The body is already what the media type asks for (CSV is written by the database).
+    return reply.type(negotiated.mediaType).send(result.body);
   };
 
   // A wildcard rather than /:table: any name, however long or odd, reaches the handler and gets
