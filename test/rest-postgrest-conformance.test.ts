@@ -136,6 +136,56 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     assert.deepEqual(nxr.data, [{ username: "supabot" }]);
   });
 
+  test("an embed with no columns leaves its key out, and filters with !inner", async () => {
+    const res = await client.from("messages").select("message, users()").eq("id", 1);
+    assert.deepEqual(
+      { status: res.status, data: res.data },
+      { status: 200, data: [{ message: "Hello World 👋" }] },
+    );
+    const inner = await client.from("channels").select("slug, channel_details!inner()").order("id");
+    assert.deepEqual(inner.data, [{ slug: "public" }, { slug: "random" }]);
+  });
+
+  test("self-references: t(*) embeds the children, fk_column(*) the parent, a wrong hint is PGRST200", async () => {
+    const children = await client.from("collections").select("*, collections(*)").limit(1).single();
+    assert.deepEqual(children.data, {
+      id: 1,
+      description: "Root Collection",
+      parent_id: null,
+      collections: [
+        { id: 2, description: "Child of Root", parent_id: 1 },
+        { id: 3, description: "Another Child of Root", parent_id: 1 },
+      ],
+    });
+    const parent = await client.from("collections").select("*, parent_id(*)").eq("id", 2).single();
+    assert.deepEqual(parent.data, {
+      id: 2,
+      description: "Child of Root",
+      parent_id: { id: 1, description: "Root Collection", parent_id: null },
+    });
+    const viaHint = await client
+      .from("collections")
+      .select("id, collections!parent_id(id)")
+      .eq("id", 2)
+      .single();
+    assert.deepEqual(viaHint.data, { id: 2, collections: [{ id: 4 }, { id: 5 }] });
+    const wrong = await client.from("collections").select("*, collections!nope(*)");
+    assert.deepEqual(
+      { status: wrong.status, error: wrong.error },
+      {
+        status: 400,
+        error: {
+          code: "PGRST200",
+          details:
+            "Searched for a foreign key relationship between 'collections' and 'collections' using the hint 'nope' in the schema 'public', but no matches were found.",
+          hint: null,
+          message:
+            "Could not find a relationship between 'collections' and 'collections' in the schema cache",
+        },
+      },
+    );
+  });
+
   test("CSV as PostgreSQL prints values, an empty result a single newline", async () => {
     const res = await client.from("users").select().order("username").limit(2).csv();
     assert.equal(res.status, 200);
@@ -189,5 +239,253 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     });
     assert.equal(post.status, 201);
     assert.deepEqual(await post.json(), [{ id: 10 }, { id: 11, array_column: ["x"] }]);
+  });
+
+  test("PGRST201 lists the candidates as PostgREST does", async () => {
+    const res = await client
+      .from("best_friends")
+      .select("first_user:users(*), second_user:users(*), third_wheel:users(*)")
+      .single();
+    assert.deepEqual(
+      { status: res.status, error: res.error },
+      {
+        status: 300,
+        error: {
+          code: "PGRST201",
+          details: [
+            {
+              cardinality: "many-to-one",
+              embedding: "best_friends with users",
+              relationship: "best_friends_first_user_fkey using best_friends(first_user) and users(username)",
+            },
+            {
+              cardinality: "many-to-one",
+              embedding: "best_friends with users",
+              relationship:
+                "best_friends_second_user_fkey using best_friends(second_user) and users(username)",
+            },
+            {
+              cardinality: "many-to-one",
+              embedding: "best_friends with users",
+              relationship:
+                "best_friends_third_wheel_fkey using best_friends(third_wheel) and users(username)",
+            },
+          ],
+          hint: "Try changing 'users' to one of the following: 'users!best_friends_first_user_fkey', 'users!best_friends_second_user_fkey', 'users!best_friends_third_wheel_fkey'. Find the desired relationship in the 'details' key.",
+          message:
+            "Could not embed because more than one relationship was found for 'best_friends' and 'users'",
+        },
+      },
+    );
+  });
+
+  test("PGRST200 without a close candidate has a null hint; with one, PostgREST's suggestion", async () => {
+    const res = await client
+      .from("users")
+      .select("msgs:messages(id, ...message_details(created_at, channel!inner(id, slug, owner:users(*))))")
+      .limit(1)
+      .single();
+    assert.deepEqual(
+      { status: res.status, error: res.error },
+      {
+        status: 400,
+        error: {
+          code: "PGRST200",
+          details:
+            "Searched for a foreign key relationship between 'messages' and 'message_details' in the schema 'public', but no matches were found.",
+          hint: null,
+          message:
+            "Could not find a relationship between 'messages' and 'message_details' in the schema cache",
+        },
+      },
+    );
+    const close = await client.from("messages").select("id, channel(*)");
+    assert.equal(close.error?.hint, "Perhaps you meant 'channels' instead of 'channel'.");
+  });
+
+  test("a spread on a to-many embed is PGRST119 in PostgREST's words", async () => {
+    const res = await client
+      .from("channels")
+      .select("channel_id:id, ...messages(id, message)")
+      .limit(1)
+      .single();
+    assert.deepEqual(
+      { status: res.status, error: res.error },
+      {
+        status: 400,
+        error: {
+          code: "PGRST119",
+          details: "'channels' and 'messages' do not form a many-to-one or one-to-one relationship",
+          hint: null,
+          message: "A spread operation on 'messages' is not possible",
+        },
+      },
+    );
+  });
+
+  test("errors name embeds by PostgREST's aliases; the same embed twice is 42712", async () => {
+    const twice = await client
+      .from("best_friends")
+      .select("users!first_user(*), users!second_user(*)")
+      .limit(1)
+      .single();
+    assert.deepEqual(
+      { status: twice.status, error: twice.error },
+      {
+        status: 400,
+        error: {
+          code: "42712",
+          details: null,
+          hint: null,
+          message: 'table name "best_friends_users_1" specified more than once',
+        },
+      },
+    );
+    const sum = await client.from("users").select("username, messages(sum)").limit(1).single();
+    assert.deepEqual(
+      { status: sum.status, error: sum.error },
+      {
+        status: 400,
+        error: { code: "42703", details: null, hint: null, message: "column messages_1.sum does not exist" },
+      },
+    );
+    const missing = await client
+      .from("users")
+      .select("alias:missing_column.count()")
+      .eq("id", 2)
+      .limit(1)
+      .single();
+    assert.deepEqual(missing.error, {
+      code: "42703",
+      details: null,
+      hint: null,
+      message: "column users.missing_column does not exist",
+    });
+  });
+
+  test("many-to-many through a junction table, both ways, with the junction as a hint", async () => {
+    const res = await client
+      .from("users")
+      .select("username, channels(id, slug)")
+      .eq("username", "supabot")
+      .single();
+    assert.deepEqual(res.data, {
+      username: "supabot",
+      channels: [
+        { id: 1, slug: "public" },
+        { id: 2, slug: "random" },
+      ],
+    });
+    const back = await client
+      .from("channels")
+      .select("id, users!user_channels(username)")
+      .eq("id", 2)
+      .single();
+    assert.deepEqual(back.data?.users.map((u: { username: string }) => u.username).sort(), [
+      "kiwicopple",
+      "supabot",
+    ]);
+    const inner = await client
+      .from("users")
+      .select("username, channels!inner(id)")
+      .eq("channels.id", 2)
+      .order("username");
+    assert.deepEqual(
+      inner.data?.map((r) => r.username),
+      ["kiwicopple", "supabot"],
+    );
+  });
+
+  test("a view embeds through its base table's foreign keys, both ways", async () => {
+    const res: { data: unknown } = await client
+      .from("channel_messages")
+      .select("message_id, channels(slug)")
+      .eq("message_id", 1)
+      .single();
+    assert.deepEqual(res.data, { message_id: 1, channels: { slug: "public" } });
+    const back = await client
+      .from("channels")
+      .select("id, channel_messages(message_id)")
+      .eq("id", 3)
+      .single();
+    assert.deepEqual(back.data, { id: 3, channel_messages: [{ message_id: 3 }, { message_id: 4 }] });
+  });
+
+  test("aggregates: count(), sum/avg/min/max grouped by the other columns, and in embeds", async () => {
+    const count = await client.from("messages").select("count()");
+    assert.deepEqual(count.data, [{ count: 4 }]);
+    const bare = await client.from("messages").select("count");
+    assert.deepEqual(bare.data, [{ count: 4 }]);
+    const grouped = await client
+      .from("messages")
+      .select("channel_id, n:count(), id.max()")
+      .order("channel_id");
+    assert.deepEqual(grouped.data, [
+      { channel_id: 1, n: 1, max: 1 },
+      { channel_id: 2, n: 1, max: 2 },
+      { channel_id: 3, n: 2, max: 4 },
+    ]);
+    const stats = await client.from("messages").select("id.sum(), id.avg()::int, id.min()");
+    assert.deepEqual(stats.data, [{ sum: 10, avg: 3, min: 1 }]);
+    const embedded = await client.from("users").select("username, messages(count)").limit(1).single();
+    assert.deepEqual(embedded.data, { username: "supabot", messages: [{ count: 4 }] });
+    const sum = await client
+      .from("users")
+      .select("username, messages(sum_id:id.sum())")
+      .eq("username", "supabot")
+      .single();
+    assert.deepEqual(sum.data, { username: "supabot", messages: [{ sum_id: 10 }] });
+    const nested = await client
+      .from("users")
+      .select("username, messages(channels(count))")
+      .eq("username", "supabot")
+      .single();
+    assert.deepEqual(nested.data?.messages[0], { channels: { count: 1 } });
+  });
+
+  test("computed columns: a function of the row in select and in filters", async () => {
+    const res = await client.from("messages").select("id, blurb_message").eq("blurb_message", "Hel");
+    assert.deepEqual(res.data, [{ id: 1, blurb_message: "Hel" }]);
+    const ins = await client
+      .from("messages")
+      .insert({ id: 9, message: "Xyzzy", username: "supabot", channel_id: 1 })
+      .select("blurb_message")
+      .single();
+    assert.deepEqual(ins.data, { blurb_message: "Xyz" });
+    await client.from("messages").delete().eq("id", 9);
+  });
+
+  test("aggregates, embeds and counts see only the caller's rows", async () => {
+    const a = await seedAccount(t().db, tenant, "A");
+    const b = await seedAccount(t().db, tenant, "B");
+    const userA = clientFor(await memberToken(t().db, tenant, [a], `${app.url}/auth/v1`));
+    const userB = clientFor(await memberToken(t().db, tenant, [b], `${app.url}/auth/v1`));
+    for (const [c, n] of [
+      [userA, 1],
+      [userB, 3],
+    ] as const) {
+      const artist = await c
+        .from("artist_profiles")
+        .insert({ name: `Artist ${n}` })
+        .select()
+        .single();
+      assert.equal(artist.error, null);
+      for (let i = 0; i < n; i++) {
+        const r: { error: unknown } = await c
+          .from("releases")
+          .insert({ title: `R${i}`, artist_id: artist.data.id, release_date: "2027-01-01", status: "draft" })
+          .select()
+          .single();
+        assert.equal(r.error, null);
+      }
+    }
+    const countA = await userA.from("releases").select("count()");
+    assert.deepEqual(countA.data, [{ count: 1 }]);
+    const countB = await userB.from("releases").select("count()");
+    assert.deepEqual(countB.data, [{ count: 3 }]);
+    const embedA = await userA.from("artist_profiles").select("name, releases(count)");
+    assert.deepEqual(embedA.data, [{ name: "Artist 1", releases: [{ count: 1 }] }]);
+    const head = await userA.from("releases").select("*", { head: true, count: "estimated" });
+    assert.equal(head.count, 1);
   });
 });

@@ -23,12 +23,20 @@ export interface StarItem {
   kind: "star";
 }
 
-/** `alias:field::cast` */
+export type Aggregate = "sum" | "avg" | "count" | "max" | "min";
+
+/**
+ * `alias:field::cast`, or an aggregate: `alias:field::cast.sum()::cast`, `alias:count()::cast`
+ * (field `*`), and `count` alone when the table has no column of that name.
+ */
 export interface FieldItem {
   kind: "field";
   field: FieldRef;
   alias: string | undefined;
   cast: string | undefined;
+  aggregate?: Aggregate | undefined;
+  /** The cast applied to the aggregate's result. */
+  aggregateCast?: string | undefined;
 }
 
 /** `alias:relation!hint!inner(select...)`, or `...relation(select...)` to spread a to-one embed. */

@@ -1157,20 +1157,43 @@ describe("errors", () => {
     assert.equal(e.details, 'unexpected "5" expecting "(" or delimiter (.)');
   });
 
-  for (const value of [
-    "count()",
-    "id,count()",
-    "total:count()::int",
-    "duration.sum()",
-    "d:duration::int.avg()",
-    "t(x.max())",
-  ]) {
-    test(`aggregates are refused: ${value}`, () => {
-      const e = parseError(() => one("select", value));
-      assert.equal(e.code, "PGRST123");
-      assert.equal(e.message, "Use of aggregate functions is not allowed");
-    });
-  }
+  test("aggregates parse as PostgREST's db-aggregates-enabled grammar", () => {
+    const sel = (v: string) => one("select", v).select;
+    assert.deepEqual(sel("total:count()::int"), [
+      {
+        kind: "field",
+        field: { name: "*", jsonPath: [] },
+        alias: "total",
+        cast: undefined,
+        aggregate: "count",
+        aggregateCast: "int",
+      },
+    ]);
+    assert.deepEqual(sel("d:duration::int.avg()::text"), [
+      {
+        kind: "field",
+        field: { name: "duration", jsonPath: [] },
+        alias: "d",
+        cast: "int",
+        aggregate: "avg",
+        aggregateCast: "text",
+      },
+    ]);
+    const nested = sel("t(x.max())")?.[0];
+    assert.equal(nested?.kind, "embed");
+    assert.deepEqual(nested?.kind === "embed" ? nested.select : undefined, [
+      {
+        kind: "field",
+        field: { name: "x", jsonPath: [] },
+        alias: undefined,
+        cast: undefined,
+        aggregate: "max",
+        aggregateCast: undefined,
+      },
+    ]);
+    // `.sumx()` is no aggregate: the field ends at the dot.
+    assert.equal(parseError(() => one("select", "duration.sumx()")).code, "PGRST100");
+  });
 });
 
 // ---- hostile input ----

@@ -4,7 +4,7 @@
  * select: `*`, `alias:column->json::cast`, `alias:relation!hint!inner(...)`, `...relation(...)`.
  * order: `field->json.desc.nullslast,other`.
  */
-import { type EmbedItem, type FieldRef, type OrderTerm, ParseError, type SelectItem } from "./ast.ts";
+import type { Aggregate, EmbedItem, FieldRef, OrderTerm, SelectItem } from "./ast.ts";
 import {
   Cursor,
   MAX_DEPTH,
@@ -14,7 +14,7 @@ import {
   parseJsonPath,
 } from "./parse-lexer.ts";
 
-const AGGREGATES = ["sum", "avg", "count", "max", "min"];
+const AGGREGATES: Aggregate[] = ["sum", "avg", "count", "max", "min"];
 
 export function parseSelect(value: string): SelectItem[] {
   const c = new Cursor(value, "select parameter");
@@ -52,36 +52,45 @@ function parseItem(c: Cursor, depth: number): SelectItem {
     alias = first;
     name = parseFieldName(c);
   }
-  if (c.peek() === "!" || c.peek() === "(") {
-    if (name === "count" && c.at("()")) aggregate(c, "count()");
-    return parseEmbed(c, depth, name, alias, false);
+  // `count()`: the number of rows (of the group), as a field `*` with the count aggregate.
+  if (name === "count" && c.eat("()")) {
+    const aggregateCast = c.eat("::") ? parseIdentifier(c, "cast type ([a..z0..9_$])") : undefined;
+    c.skipWs();
+    expectItemEnd(c, '"::", ",", ")" or end of input');
+    return {
+      kind: "field",
+      field: { name: "*", jsonPath: [] },
+      alias,
+      cast: undefined,
+      aggregate: "count",
+      aggregateCast,
+    };
   }
+  if (c.peek() === "!" || c.peek() === "(") return parseEmbed(c, depth, name, alias, false);
   const field: FieldRef = { name, jsonPath: parseJsonPath(c) };
   c.skipWs();
   let cast: string | undefined;
   if (c.eat("::")) cast = parseIdentifier(c, "cast type ([a..z0..9_$])");
+  let aggregate: Aggregate | undefined;
+  let aggregateCast: string | undefined;
   if (c.peek() === ".") {
     const fn = AGGREGATES.find((a) => c.chars.slice(c.pos + 1, c.pos + 3 + a.length).join("") === `${a}()`);
-    if (fn !== undefined) aggregate(c, `${fn}()`);
+    if (fn !== undefined) {
+      c.pos += fn.length + 3;
+      aggregate = fn;
+      if (c.eat("::")) aggregateCast = parseIdentifier(c, "cast type ([a..z0..9_$])");
+    }
   }
   c.skipWs();
   expectItemEnd(c, `"->", "::", ",", ")" or end of input`);
-  return { kind: "field", field, alias, cast };
+  return aggregate
+    ? { kind: "field", field, alias, cast, aggregate, aggregateCast }
+    : { kind: "field", field, alias, cast };
 }
 
 function expectItemEnd(c: Cursor, expecting: string): void {
   const ch = c.peek();
   if (ch !== undefined && ch !== "," && ch !== ")") c.fail(expecting);
-}
-
-/** Aggregates are off in PostgREST by default (db-aggregates-enabled) and not supported here. */
-function aggregate(c: Cursor, fn: string): never {
-  throw new ParseError(
-    "Use of aggregate functions is not allowed",
-    `aggregate ${fn} at index ${c.pos} in the select parameter`,
-    undefined,
-    "PGRST123",
-  );
 }
 
 /** After the relation name: `!hint`, `!inner`, `!left` (at most two), then `(select...)`. */

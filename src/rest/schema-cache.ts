@@ -28,10 +28,35 @@ export interface Table {
   /** Column sets with a unique constraint or index (for on_conflict). */
   uniqueKeys: string[][];
   insertable: boolean;
+  /** A view (or materialized view): it embeds through its base tables' foreign keys. */
+  isView: boolean;
   description: string | null;
+  /** Computed columns: functions of the exposed schema taking this table's row type, by name. */
+  computed: Map<string, ComputedColumn>;
 }
 
-/** A foreign key seen from one side: `table(columns)` -> `target(targetColumns)`. */
+/** `f(t table) returns scalar`: selectable and filterable as if it were a column of `t`. */
+export interface ComputedColumn {
+  name: string;
+  type: string;
+  elementType: string | undefined;
+}
+
+/** A many-to-many relationship's junction: a table whose primary key holds both foreign keys. */
+export interface Junction {
+  table: string;
+  /** The key from the junction to the relationship's origin, and its columns (junction, origin). */
+  constraint1: string;
+  sourceColumns: [string, string][];
+  /** The key from the junction to the target, and its columns (junction, target). */
+  constraint2: string;
+  targetColumns: [string, string][];
+}
+
+/**
+ * A foreign key seen from one side: `table(columns)` -> `target(targetColumns)`; or, for
+ * many-to-many, two foreign keys of a junction table (PostgREST's relationships).
+ */
 export interface Relationship {
   constraint: string;
   table: string;
@@ -39,7 +64,11 @@ export interface Relationship {
   target: string;
   targetColumns: string[];
   /** many-to-one from `table` (the FK side) to `target`; one-to-many the other way round. */
-  cardinality: "many-to-one" | "one-to-many" | "one-to-one";
+  cardinality: "many-to-one" | "one-to-many" | "one-to-one" | "many-to-many";
+  /** A table's key to itself (or a view's to itself). */
+  isSelf: boolean;
+  targetIsView: boolean;
+  junction: Junction | undefined;
 }
 
 export interface SchemaCache {
@@ -60,6 +89,18 @@ interface ColumnRow {
   has_default: boolean;
   position: number;
   description: string | null;
+}
+
+interface FunctionRow {
+  name: string;
+  table_name: string;
+  type: string;
+  element_type: string | null;
+}
+
+interface ViewRow {
+  view_name: string;
+  action: string;
 }
 
 interface ConstraintRow {
@@ -121,13 +162,109 @@ export async function loadSchemaCache(db: Db, schema = "public"): Promise<Schema
           [schema],
         )
       ).rows;
-      return buildCache(schema, columns, constraints);
+      // Computed columns: one-argument, non-set-returning functions of a table's row type.
+      const functions = (
+        await tx.query<FunctionRow>(
+          `select p.proname as name, c.relname as table_name, format_type(p.prorettype, null) as type,
+                  case when t.typcategory = 'A' then format_type(t.typelem, null) end as element_type
+           from pg_proc p
+           join pg_namespace n on n.oid = p.pronamespace
+           join pg_class c on c.reltype = p.proargtypes[0]
+           join pg_namespace cn on cn.oid = c.relnamespace
+           join pg_type t on t.oid = p.prorettype
+           where n.nspname = $1 and cn.nspname = $1 and p.pronargs = 1 and not p.proretset
+             and p.prokind = 'f' and c.relkind in ('r', 'v', 'm', 'p', 'f')`,
+          [schema],
+        )
+      ).rows;
+      // Views' query trees: each output column's original table and column (resorigtbl/resorigcol).
+      const views = (
+        await tx.query<ViewRow>(
+          `select c.relname as view_name, r.ev_action::text as action
+           from pg_rewrite r
+           join pg_class c on c.oid = r.ev_class
+           join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = $1 and c.relkind in ('v', 'm') and r.rulename = '_RETURN'`,
+          [schema],
+        )
+      ).rows;
+      const tableOids = (
+        await tx.query<{ oid: string; name: string; attnum: number; attname: string }>(
+          `select c.oid::text as oid, c.relname as name, a.attnum, a.attname
+           from pg_class c join pg_namespace n on n.oid = c.relnamespace
+           join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+           where n.nspname = $1 and c.relkind in ('r', 'p', 'f')`,
+          [schema],
+        )
+      ).rows;
+      return buildCache(schema, columns, constraints, functions, viewColumnSources(views, tableOids));
     },
     { readOnly: true },
   );
 }
 
-function buildCache(schema: string, columnRows: ColumnRow[], constraints: ConstraintRow[]): SchemaCache {
+/** The text of the top-level query's `:targetList (...)` in a rule's node tree (depth 1 of braces). */
+function topLevelTargetList(action: string): string {
+  let depth = 0;
+  for (let i = 0; i < action.length; i++) {
+    const ch = action[i];
+    if (ch === "\\") i++;
+    else if (ch === "{") depth++;
+    else if (ch === "}") depth--;
+    else if (depth === 1 && ch === ":" && action.startsWith(":targetList", i)) {
+      let j = i + ":targetList".length;
+      let d = 0;
+      for (; j < action.length; j++) {
+        const c = action[j];
+        if (c === "\\") j++;
+        else if (c === "{") d++;
+        else if (c === "}") d--;
+        else if (c === ":" && d === 0 && j > i + 12) break;
+      }
+      return action.slice(i, j);
+    }
+  }
+  return "";
+}
+
+/** view -> view column -> [base table, base column], from the views' query trees (the first query's target list). */
+type ViewSources = Map<string, Map<string, [string, string]>>;
+
+function viewColumnSources(
+  views: ViewRow[],
+  attributes: { oid: string; name: string; attnum: number; attname: string }[],
+): ViewSources {
+  const byOid = new Map<string, { name: string; columns: Map<number, string> }>();
+  for (const a of attributes) {
+    const t = byOid.get(a.oid) ?? { name: a.name, columns: new Map() };
+    t.columns.set(Number(a.attnum), a.attname);
+    byOid.set(a.oid, t);
+  }
+  const out: ViewSources = new Map();
+  for (const v of views) {
+    const map = new Map<string, [string, string]>();
+    // The top-level query's target list comes first in the text; a name is escaped with backslashes.
+    const re =
+      /\{TARGETENTRY :expr .*?:resname ((?:\\.|[^ ])+) :ressortgroupref \d+ :resorigtbl (\d+) :resorigcol (\d+) :resjunk false\}/g;
+    const targetList = topLevelTargetList(v.action);
+    for (const m of targetList.matchAll(re)) {
+      const name = (m[1] as string).replace(/\\(.)/g, "$1");
+      const table = byOid.get(m[2] as string);
+      const column = table?.columns.get(Number(m[3]));
+      if (table && column && !map.has(name)) map.set(name, [table.name, column]);
+    }
+    out.set(v.view_name, map);
+  }
+  return out;
+}
+
+function buildCache(
+  schema: string,
+  columnRows: ColumnRow[],
+  constraints: ConstraintRow[],
+  functions: FunctionRow[],
+  viewSources: ViewSources,
+): SchemaCache {
   const tables = new Map<string, Table>();
   for (const row of columnRows) {
     let table = tables.get(row.table_name);
@@ -140,7 +277,9 @@ function buildCache(schema: string, columnRows: ColumnRow[], constraints: Constr
         primaryKey: [],
         uniqueKeys: [],
         insertable: row.table_kind === "r" || row.table_kind === "p",
+        isView: row.table_kind === "v" || row.table_kind === "m",
         description: row.table_description,
+        computed: new Map(),
       };
       tables.set(row.table_name, table);
     }
@@ -156,13 +295,12 @@ function buildCache(schema: string, columnRows: ColumnRow[], constraints: Constr
     table.columns.push(column);
     table.columnsByName.set(column.name, column);
   }
+  for (const f of functions) {
+    const table = tables.get(f.table_name);
+    if (table && !table.columnsByName.has(f.name))
+      table.computed.set(f.name, { name: f.name, type: f.type, elementType: f.element_type ?? undefined });
+  }
 
-  const relationships = new Map<string, Relationship[]>();
-  const add = (r: Relationship) => {
-    const list = relationships.get(r.table) ?? [];
-    list.push(r);
-    relationships.set(r.table, list);
-  };
   for (const c of constraints) {
     const table = tables.get(c.table_name);
     if (!table) continue;
@@ -171,27 +309,150 @@ function buildCache(schema: string, columnRows: ColumnRow[], constraints: Constr
       if (!table.uniqueKeys.some((k) => sameSet(k, c.columns))) table.uniqueKeys.push(c.columns);
     }
   }
+
+  // As PostgREST builds them: the foreign keys (many-to-one, or one-to-one when the key's columns
+  // are unique), the same through views that show the key's columns, many-to-many through
+  // junctions, then every one of those seen from the other side.
+  interface Forward {
+    constraint: string;
+    table: string;
+    target: string;
+    /** (table column, target column) */
+    columns: [string, string][];
+    oneToOne: boolean;
+  }
+  const forward: Forward[] = [];
   for (const c of constraints) {
     // Only relationships between exposed tables: a key into an internal table is not embeddable.
     if (c.kind !== "f" || c.target_schema !== schema || !c.target_name || !c.target_columns) continue;
     const from = tables.get(c.table_name);
     if (!from || !tables.has(c.target_name)) continue;
-    const unique = from.uniqueKeys.some((k) => sameSet(k, c.columns));
-    add({
+    const targetColumns = c.target_columns;
+    forward.push({
       constraint: c.name,
       table: c.table_name,
-      columns: c.columns,
       target: c.target_name,
-      targetColumns: c.target_columns,
-      cardinality: unique ? "one-to-one" : "many-to-one",
+      columns: c.columns.map((col, i) => [col, targetColumns[i] as string]),
+      oneToOne: from.uniqueKeys.some((k) => sameSet(k, c.columns)),
     });
+  }
+  // A view column that shows a base column: view -> base table -> base column -> view column.
+  const viewColumn = (view: string, table: string, column: string): string | undefined => {
+    for (const [vcol, [t, col]] of viewSources.get(view) ?? [])
+      if (t === table && col === column) return vcol;
+    return undefined;
+  };
+  const views = [...tables.values()].filter((t) => t.isView).map((t) => t.name);
+  const mapped = (view: string, table: string, cols: string[]): string[] | undefined => {
+    const out = cols.map((c) => viewColumn(view, table, c));
+    return out.every((c) => c !== undefined) ? (out as string[]) : undefined;
+  };
+  const withViews: (Forward & { tableIsView: boolean; targetIsView: boolean })[] = forward.map((f) => ({
+    ...f,
+    tableIsView: false,
+    targetIsView: false,
+  }));
+  for (const f of forward) {
+    const fromCols = f.columns.map((c) => c[0]);
+    const toCols = f.columns.map((c) => c[1]);
+    const fromViews = views.flatMap((v) => {
+      const cols = mapped(v, f.table, fromCols);
+      return cols ? [{ view: v, cols }] : [];
+    });
+    const toViews = views.flatMap((v) => {
+      const cols = mapped(v, f.target, toCols);
+      return cols ? [{ view: v, cols }] : [];
+    });
+    for (const v of fromViews) {
+      withViews.push({
+        ...f,
+        table: v.view,
+        columns: v.cols.map((c, i) => [c, toCols[i] as string]),
+        tableIsView: true,
+        targetIsView: false,
+      });
+    }
+    for (const v of toViews) {
+      withViews.push({
+        ...f,
+        target: v.view,
+        columns: fromCols.map((c, i) => [c, v.cols[i] as string]),
+        tableIsView: false,
+        targetIsView: true,
+      });
+    }
+    for (const a of fromViews) {
+      for (const b of toViews) {
+        withViews.push({
+          ...f,
+          table: a.view,
+          target: b.view,
+          columns: a.cols.map((c, i) => [c, b.cols[i] as string]),
+          tableIsView: true,
+          targetIsView: true,
+        });
+      }
+    }
+  }
+
+  const relationships = new Map<string, Relationship[]>();
+  const add = (r: Relationship) => {
+    const list = relationships.get(r.table) ?? [];
+    list.push(r);
+    relationships.set(r.table, list);
+  };
+  const isView = (name: string) => tables.get(name)?.isView ?? false;
+  for (const f of withViews) {
     add({
-      constraint: c.name,
-      table: c.target_name,
-      columns: c.target_columns,
-      target: c.table_name,
-      targetColumns: c.columns,
-      cardinality: unique ? "one-to-one" : "one-to-many",
+      constraint: f.constraint,
+      table: f.table,
+      columns: f.columns.map((c) => c[0]),
+      target: f.target,
+      targetColumns: f.columns.map((c) => c[1]),
+      cardinality: f.oneToOne ? "one-to-one" : "many-to-one",
+      isSelf: f.table === f.target,
+      targetIsView: f.targetIsView,
+      junction: undefined,
+    });
+  }
+  // Many-to-many: two different keys of one junction whose columns are all in its primary key.
+  for (const a of withViews) {
+    if (a.oneToOne) continue;
+    const pk = tables.get(a.table)?.primaryKey ?? [];
+    for (const b of withViews) {
+      if (b.oneToOne || b.table !== a.table || b.constraint === a.constraint) continue;
+      const cols = [...a.columns.map((c) => c[0]), ...b.columns.map((c) => c[0])];
+      if (!cols.every((c) => pk.includes(c))) continue;
+      add({
+        constraint: a.table,
+        table: a.target,
+        columns: a.columns.map((c) => c[1]),
+        target: b.target,
+        targetColumns: b.columns.map((c) => c[1]),
+        cardinality: "many-to-many",
+        isSelf: a.target === b.target,
+        targetIsView: isView(b.target),
+        junction: {
+          table: a.table,
+          constraint1: a.constraint,
+          sourceColumns: a.columns,
+          constraint2: b.constraint,
+          targetColumns: b.columns,
+        },
+      });
+    }
+  }
+  for (const f of withViews) {
+    add({
+      constraint: f.constraint,
+      table: f.target,
+      columns: f.columns.map((c) => c[1]),
+      target: f.table,
+      targetColumns: f.columns.map((c) => c[0]),
+      cardinality: f.oneToOne ? "one-to-one" : "one-to-many",
+      isSelf: f.table === f.target,
+      targetIsView: f.tableIsView,
+      junction: undefined,
     });
   }
   return { schema, tables, relationships };
@@ -202,4 +463,5 @@ function sameSet(a: string[], b: string[]): boolean {
 }
 
 /** Whether a relationship embeds as one object (to-one) rather than an array. */
-export const isToOne = (r: Relationship): boolean => r.cardinality !== "one-to-many";
+export const isToOne = (r: Relationship): boolean =>
+  r.cardinality === "many-to-one" || r.cardinality === "one-to-one";

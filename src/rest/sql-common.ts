@@ -20,7 +20,8 @@ export const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 export class RestError extends Error {
   readonly code: string;
   readonly status: number;
-  readonly details: string | null;
+  /** Text, or (PGRST201) the list of candidate relationships. */
+  readonly details: string | null | object[];
   readonly hint: string | null;
   /** Headers the error response carries (e.g. Content-Range on a 416). */
   readonly headers: Record<string, string>;
@@ -29,7 +30,7 @@ export class RestError extends Error {
     status: number,
     code: string,
     message: string,
-    details: string | null = null,
+    details: string | null | object[] = null,
     hint: string | null = null,
     headers: Record<string, string> = {},
   ) {
@@ -56,12 +57,47 @@ export function referencingAll(sql: string, count: number): string {
   return `${sql} ${/\bwhere\b/.test(sql) ? "and" : "where"} coalesce(${unused.join(", ")}, '') is not null`;
 }
 
-export function requireColumn(table: Table, name: string): Column {
+/** How a level is named in messages (PostgREST's alias, `messages_1`) and its row as a value (for computed columns). */
+export interface LevelNames {
+  /** The name a 42703 quotes: the table at the root, `<table>_<depth>` in an embed. */
+  display?: string;
+  /** An expression of the table's row type; the alias by default. */
+  row?: string;
+}
+
+export function requireColumn(table: Table, name: string, display = table.name): Column {
   const column = table.columnsByName.get(name);
   if (!column) {
-    throw new RestError(400, "42703", `column ${table.name}.${name} does not exist`, null, null);
+    throw new RestError(400, "42703", `column ${display}.${name} does not exist`, null, null);
   }
   return column;
+}
+
+/** A column, or a computed column (a function of the row); else 42703. */
+function resolveField(
+  alias: string,
+  table: Table,
+  name: string,
+  names: LevelNames,
+): { sql: string; column: Column } {
+  const column = table.columnsByName.get(name);
+  if (column) return { sql: `${alias}.${ident(column.name)}`, column };
+  const computed = table.computed.get(name);
+  if (computed) {
+    return {
+      sql: `${ident(table.schema)}.${ident(computed.name)}(${names.row ?? alias})`,
+      column: {
+        name: computed.name,
+        type: computed.type,
+        elementType: computed.elementType,
+        nullable: true,
+        hasDefault: false,
+        position: 0,
+        description: null,
+      },
+    };
+  }
+  return { sql: "", column: requireColumn(table, name, names.display) };
 }
 
 /** `alias."col"->'a'->>'b'`, with keys as parameters; returns the SQL and whether the result is text. */
@@ -70,9 +106,11 @@ export function fieldSql(
   table: Table,
   field: FieldRef,
   params: Params,
+  names: LevelNames = {},
 ): { sql: string; column: Column; text: boolean } {
-  const column = requireColumn(table, field.name);
-  let sql = `${alias}.${ident(column.name)}`;
+  const resolved = resolveField(alias, table, field.name, names);
+  const column = resolved.column;
+  let sql = resolved.sql;
   for (const step of field.jsonPath) {
     const key =
       typeof step.key === "number" ? `${params.add(step.key)}::int` : `${params.add(step.key)}::text`;

@@ -1,7 +1,7 @@
 import type { Condition, Filter } from "./ast.ts";
 import { ParseError } from "./ast.ts";
 import type { Table } from "./schema-cache.ts";
-import { arrayLiteral, fieldSql, operandType, type Params } from "./sql-common.ts";
+import { arrayLiteral, fieldSql, type LevelNames, operandType, type Params } from "./sql-common.ts";
 
 /**
  * Filters and logic trees as SQL. Operands are parameters cast to the column's own type, so a
@@ -52,8 +52,8 @@ function list(f: Filter): string[] {
   return typeof f.value === "string" ? [f.value] : f.value;
 }
 
-function filterSql(alias: string, table: Table, f: Filter, params: Params): string {
-  const { sql: field, column } = fieldSql(alias, table, f.field, params);
+function filterSql(alias: string, table: Table, f: Filter, params: Params, names: LevelNames): string {
+  const { sql: field, column } = fieldSql(alias, table, f.field, params, names);
   const type = operandType(column, f.field);
   // Pattern operators work on text whatever the column's type.
   const textOps = f.op === "like" || f.op === "ilike" || f.op === "match" || f.op === "imatch";
@@ -102,11 +102,17 @@ function filterSql(alias: string, table: Table, f: Filter, params: Params): stri
 }
 
 /** A condition (filter or and/or tree) on `alias`, a row of `table`. */
-export function conditionSql(alias: string, table: Table, c: Condition, params: Params): string {
-  if (c.kind === "filter") return filterSql(alias, table, c, params);
+export function conditionSql(
+  alias: string,
+  table: Table,
+  c: Condition,
+  params: Params,
+  names: LevelNames = {},
+): string {
+  if (c.kind === "filter") return filterSql(alias, table, c, params, names);
   if (c.children.length === 0) return c.negated ? "false" : "true";
   const joined = c.children
-    .map((child) => `(${conditionSql(alias, table, child, params)})`)
+    .map((child) => `(${conditionSql(alias, table, child, params, names)})`)
     .join(c.kind === "and" ? " and " : " or ");
   return c.negated ? `not (${joined})` : `(${joined})`;
 }
