@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
+import { execute } from "../src/rest/execute.ts";
+import { parseQuery } from "../src/rest/parse-query.ts";
+import { parsePrefer } from "../src/rest/prefer.ts";
+import { loadSchemaCache } from "../src/rest/schema-cache.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
@@ -108,6 +112,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     });
   }
 
+  // ---- 1. upsert of only the key ----
   test("upsert with only the key column updates and returns the row", async () => {
     const res = await client.from("channels").upsert({ id: 1 }).select();
     assert.deepEqual(
@@ -124,6 +129,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     assert.deepEqual(await r.json(), [{ id: 2, data: null, slug: "random" }]);
   });
 
+  // ---- 2. nxl / nxr ----
   test("nxl is &> (does not extend to the left of), nxr is &<", async () => {
     const nxl = await client.from("users").select("username").filter("age_range", "nxl", "[2,25)");
     assert.deepEqual(nxl.data?.map((r) => r.username).sort(), [
@@ -136,6 +142,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     assert.deepEqual(nxr.data, [{ username: "supabot" }]);
   });
 
+  // ---- 3. an embed with no columns ----
   test("an embed with no columns leaves its key out, and filters with !inner", async () => {
     const res = await client.from("messages").select("message, users()").eq("id", 1);
     assert.deepEqual(
@@ -146,6 +153,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     assert.deepEqual(inner.data, [{ slug: "public" }, { slug: "random" }]);
   });
 
+  // ---- 4. self-referencing tables ----
   test("self-references: t(*) embeds the children, fk_column(*) the parent, a wrong hint is PGRST200", async () => {
     const children = await client.from("collections").select("*, collections(*)").limit(1).single();
     assert.deepEqual(children.data, {
@@ -186,6 +194,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     );
   });
 
+  // ---- 5. CSV ----
   test("CSV as PostgreSQL prints values, an empty result a single newline", async () => {
     const res = await client.from("users").select().order("username").limit(2).csv();
     assert.equal(res.status, 200);
@@ -205,6 +214,55 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     assert.equal(await empty.text(), "\n");
   });
 
+  // ---- 6. count=estimated with HEAD and a range ----
+  test("HEAD with count=estimated and a range is 206 when the range is part of the total", async () => {
+    const res = await client.from("users").select("*", { head: true, count: "estimated" }).range(0, 1);
+    assert.deepEqual(
+      { status: res.status, count: res.count, data: res.data },
+      { status: 206, count: 5, data: null },
+    );
+    const r = await raw("/users?select=*", {
+      method: "HEAD",
+      headers: { prefer: "count=estimated", range: "0-1" },
+    });
+    assert.equal(r.status, 206);
+    assert.equal(r.headers.get("content-range"), "0-1/5");
+    const whole = await client.from("users").select("*", { head: true, count: "estimated" });
+    assert.deepEqual({ status: whole.status, count: whole.count }, { status: 200, count: 5 });
+  });
+
+  test("count=estimated where estimates are allowed (the operator): exact up to max-rows, past it at least the planner's", async () => {
+    const cache = await loadSchemaCache(t().db);
+    const table = cache.tables.get("users");
+    assert.ok(table);
+    const head = (maxRows: number, range?: { offset: number; limit: number }) =>
+      execute(
+        t().db,
+        { role: "service_role" },
+        cache,
+        {
+          method: "HEAD",
+          table,
+          query: parseQuery([["select", "username"]]),
+          prefer: parsePrefer("count=estimated"),
+          accept: "json",
+          body: undefined,
+          range,
+        },
+        maxRows,
+      );
+    // Five rows, max-rows 1000: the exact count, and the whole table is no part of it.
+    const whole = await head(1000);
+    assert.deepEqual([whole.status, whole.headers["Content-Range"]], [200, "0-4/5"]);
+    const part = await head(1000, { offset: 0, limit: 2 });
+    assert.deepEqual([part.status, part.headers["Content-Range"]], [206, "0-1/5"]);
+    // Max-rows 3: more rows than that, so the planner's estimate when it is larger, never less than 5.
+    const capped = await head(3);
+    assert.equal(capped.status, 206);
+    assert.ok(Number(capped.headers["Content-Range"]?.split("/")[1]) >= 5, capped.headers["Content-Range"]);
+  });
+
+  // ---- 7. nulls=stripped ----
   test("nulls=stripped strips nulls from one object and from each object of an array", async () => {
     const one = await client
       .from("channels")
@@ -241,6 +299,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     assert.deepEqual(await post.json(), [{ id: 10 }, { id: 11, array_column: ["x"] }]);
   });
 
+  // ---- 8. error bodies ----
   test("PGRST201 lists the candidates as PostgREST does", async () => {
     const res = await client
       .from("best_friends")
@@ -363,6 +422,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     });
   });
 
+  // ---- 9. many-to-many ----
   test("many-to-many through a junction table, both ways, with the junction as a hint", async () => {
     const res = await client
       .from("users")
@@ -396,6 +456,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     );
   });
 
+  // ---- 10. views ----
   test("a view embeds through its base table's foreign keys, both ways", async () => {
     const res: { data: unknown } = await client
       .from("channel_messages")
@@ -411,6 +472,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     assert.deepEqual(back.data, { id: 3, channel_messages: [{ message_id: 3 }, { message_id: 4 }] });
   });
 
+  // ---- 11. aggregates and computed columns ----
   test("aggregates: count(), sum/avg/min/max grouped by the other columns, and in embeds", async () => {
     const count = await client.from("messages").select("count()");
     assert.deepEqual(count.data, [{ count: 4 }]);
@@ -455,6 +517,7 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     await client.from("messages").delete().eq("id", 9);
   });
 
+  // ---- row security on the new paths ----
   test("aggregates, embeds and counts see only the caller's rows", async () => {
     const a = await seedAccount(t().db, tenant, "A");
     const b = await seedAccount(t().db, tenant, "B");

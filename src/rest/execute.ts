@@ -174,16 +174,17 @@ async function read(
   if (estimates && (req.prefer.count === "planned" || req.prefer.count === "estimated")) {
     // Run on its own, the count must still accept the whole parameter list.
     const standalone = referencingAll(countSql, params.length);
-    const estimate = await planned(tx, standalone, params);
-    // estimated: exact when the table is small enough to count, else the planner's estimate.
-    if (req.prefer.count === "estimated" && estimate <= maxRows) {
+    if (req.prefer.count === "estimated") {
+      // PostgREST's rule: count exactly up to max-rows + 1; only a result larger than max-rows
+      // takes the planner's estimate (or the count, if larger).
       const c = await tx.query<{ n: string }>(
-        `select count(*)::bigint as n from (${standalone}) as c`,
+        `select count(*)::bigint as n from (${standalone} limit ${maxRows + 1}) as c`,
         params,
       );
-      page.total = Number(c.rows[0]?.n ?? 0);
+      const counted = Number(c.rows[0]?.n ?? 0);
+      page.total = counted > maxRows ? Math.max(counted, await planned(tx, standalone, params)) : counted;
     } else {
-      page.total = estimate;
+      page.total = await planned(tx, standalone, params);
     }
   }
   if (req.prefer.count) apply(req.prefer, "count", req.prefer.count);
