@@ -4,9 +4,9 @@ import { defineConfig } from "vite";
 /**
  * The Backline Console's build (docs/console.md). Served by Backline under /console, so every
  * URL is under that base. `npm run dev:console` starts Vite's dev server with hot reload and
- * sends the API calls to a running Backline (BACKLINE_URL, default http://127.0.0.1:3000).
+ * sends the API calls to a running Backline (BACKLINE_URL, default http://127.0.0.1:54321).
  */
-const backend = process.env.BACKLINE_URL ?? "http://127.0.0.1:3000";
+const backend = process.env.BACKLINE_URL ?? "http://127.0.0.1:54321";
 const api = { target: backend, changeOrigin: false };
 
 export default defineConfig({

@@ -215,7 +215,7 @@ function Shell({ me, role, children }: { me: AdminMe | undefined; role?: Role | 
           </Link>
         ) : null}
         <span className="who" data-testid="user-email">
-          {me?.user.email ?? session?.session.user?.email ?? ""}
+          {me?.user?.email ?? session?.session.user?.email ?? ""}
         </span>
         <button type="button" onClick={() => void signOut()} data-testid="sign-out">
           Sign out

@@ -23,7 +23,8 @@ export interface StaffMembership {
 }
 
 export interface AdminMe {
-  user: { id: string; email?: string };
+  /** null for a service-role key. */
+  user: { id: string; email?: string | null } | null;
   tenant_id: string;
   platform_role: null | "reviewer" | "operator" | "admin";
   staff: StaffMembership[];
