@@ -1,6 +1,12 @@
 import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, useId, useState } from "react";
-import { lastTenantSlug, loadTenantConfig, sendSignInCode, signInWithPassword, verifyCode } from "../api/auth.ts";
+import {
+  lastTenantSlug,
+  loadTenantConfig,
+  sendSignInCode,
+  signInWithPassword,
+  verifyCode,
+} from "../api/auth.ts";
 import { describeError } from "../api/errors.ts";
 import type { TenantConfig } from "../api/session.ts";
 import { useLocation } from "../router.tsx";
