@@ -130,6 +130,9 @@ for (const kind of ENGINES) {
       await app.close();
     }
   } finally {
+    // The embedded engine's thread keeps nothing alive while idle: hold the process until it closed.
+    const hold = setInterval(() => undefined, 1000);
     await t.close();
+    clearInterval(hold);
   }
 }
