@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
+import { operatorScope } from "../db/operator-scope.ts";
 import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
-import { operatorTenantId } from "./auth.ts";
+import { type AdminCaller, adminCaller, operatorCallerOf } from "./auth.ts";
 import { deskRoutes } from "./desk.ts";
 import { adminErrorHandler } from "./errors.ts";
+import { meRoutes } from "./me.ts";
 import { ADMIN_API_VERSION, adminOpenApiDocument } from "./openapi.ts";
 import { type AnyAdminRoute, registerAdminRoutes } from "./spec.ts";
 
@@ -31,7 +33,10 @@ export interface AdminOptions {
 }
 
 /** Every route of /admin/v1, for the document (scripts/openapi.ts makes it without a server). */
-export function adminRouteSpecs(options: Omit<AdminOptions, "directory">): AnyAdminRoute[] {
+export function adminRouteSpecs(
+  options: Omit<AdminOptions, "directory">,
+  isPlatformAdmin: (request: FastifyRequest) => boolean = () => false,
+): AnyAdminRoute[] {
   const tenantOf = () => {
     throw new Error("adminRouteSpecs: tenantOf is set at registration");
   };
@@ -44,14 +49,6 @@ export function adminRouteSpecs(options: Omit<AdminOptions, "directory">): AnyAd
     }),
     ...royaltySpecs({ db: options.db, tenantOf, maxBytes: options.royaltyImportMaxBytes }),
   ];
-}
-
-/**
- * Whether the caller is platform staff with the admin role. The tenant's service-role key never is
- * (stores belong to the installation); a staff token is, when src/admin/auth.ts says so.
- */
-function isPlatformAdmin(_request: FastifyRequest): boolean {
-  return false;
 }
 
 /** GET /admin/v1/openapi.json: the document, without authentication (it holds no data). */
@@ -75,23 +72,37 @@ export { ADMIN_API_VERSION };
 
 export async function adminRoutes(app: FastifyInstance, options: AdminOptions): Promise<void> {
   const { db, directory } = options;
-  const tenantIds = new WeakMap<FastifyRequest, string>();
-  const tenantOf = (request: FastifyRequest): string => {
-    const tenantId = tenantIds.get(request);
-    if (!tenantId) throw new Error("admin request without an operator tenant");
-    return tenantId;
+  const callers = new WeakMap<FastifyRequest, AdminCaller>();
+  const callerOf = (request: FastifyRequest): AdminCaller => {
+    const caller = callers.get(request);
+    if (!caller) throw new Error("admin request without an authenticated caller");
+    return caller;
   };
+  const tenantOf = (request: FastifyRequest): string => callerOf(request).tenantId;
+  // Platform staff with the admin role (stores belong to the installation); never a tenant's key.
+  const isPlatformAdmin = (request: FastifyRequest): boolean => callerOf(request).platformRole === "admin";
 
   // Only JSON bodies: a text/plain body is 415, not a string handed to the handlers.
   app.removeContentTypeParser("text/plain");
   app.setErrorHandler(adminErrorHandler);
   // Who is calling comes first: an unauthenticated request learns nothing about ids or bodies.
+  // The route's config.staffRole decides the role needed (src/admin/auth.ts; "admin" when absent).
   app.addHook("onRequest", async (request, reply) => {
     reply.header("cache-control", "no-store");
-    tenantIds.set(request, await operatorTenantId(directory, request, reply));
+    callers.set(request, await adminCaller(db, directory, request, reply));
+  });
+  // The handler runs in the operator scope: each operator transaction it opens starts with the
+  // database's own staff check, for this caller, tenant and role (src/db/operator-scope.ts).
+  app.addHook("preHandler", (request, _reply, done) => {
+    const caller = callers.get(request);
+    const operator = caller ? operatorCallerOf(caller) : undefined;
+    if (operator) operatorScope.run(operator, done);
+    else done();
   });
 
-  registerAdminRoutes(app, adminRouteSpecs(options), tenantOf);
+  app.register(meRoutes, { db, callerOf });
+
+  registerAdminRoutes(app, adminRouteSpecs(options, isPlatformAdmin), tenantOf);
 
   // The royalty report upload: an encapsulated plugin, so that its raw report bodies (text/csv,
   // application/octet-stream, ...) reach its route only.

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import type { StaffNeed } from "../db/operator-scope.ts";
 import { fieldErrors, paramOf } from "../http/field-errors.ts";
 import { HttpError } from "../http/problem.ts";
 import { FieldsError } from "./errors.ts";
@@ -14,18 +15,11 @@ import { FieldsError } from "./errors.ts";
 export type Method = "GET" | "POST" | "PATCH";
 
 /**
- * Who may call a route (CONSOLE.md "Staff"): cumulative tenant roles reviewer < operator < admin,
- * and `platform` for the installation's own admins (stores). A tenant's service-role key acts as
- * that tenant's admin.
+ * Who may call a route (CONSOLE.md "Staff"; src/admin/auth.ts enforces it from the route's
+ * config.staffRole): cumulative tenant roles reviewer < operator < admin, and `platform` for the
+ * installation's own admins (stores). A tenant's service-role key acts as that tenant's admin.
  */
-export type StaffRole = "reviewer" | "operator" | "admin" | "platform";
-
-declare module "fastify" {
-  interface FastifyContextConfig {
-    /** The staff role a route needs (src/admin/auth.ts enforces it; absent: admin). */
-    staffRole?: StaffRole;
-  }
-}
+export type StaffRole = StaffNeed;
 
 export interface AdminContext<P, Q, B> {
   params: P;

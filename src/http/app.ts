@@ -6,6 +6,7 @@ import { adminDocsRoutes, adminRoutes } from "../admin/routes.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
+import { tenantConfigRoutes } from "../console/tenant-config.ts";
 import { requestScope } from "../db/admission.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
@@ -108,6 +109,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
       "accept-profile",
       "content-profile",
       "idempotency-key",
+      "backline-tenant",
     ],
     exposedHeaders: [
       "content-range",
@@ -174,6 +176,12 @@ export function buildApp(given: AppDeps): FastifyInstance {
     webhooks: { allowPrivate: deps.config.webhookAllowPrivate },
     storage: storage.store,
     uploadLimits: deps.config.uploads,
+  });
+  // The console's one dynamic file (its static files are another plugin's).
+  app.register(tenantConfigRoutes, {
+    db: deps.db,
+    publicUrl: deps.config.publicUrl,
+    defaultTenant: deps.config.consoleTenant,
   });
   app.register(adminRoutes, {
     prefix: "/admin/v1",
