@@ -3,6 +3,7 @@ import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./App.tsx";
 import { ApiError } from "./api/errors.ts";
+import { getSession, subscribe } from "./api/session.ts";
 import "./styles.css";
 
 const client = new QueryClient({
@@ -14,6 +15,14 @@ const client = new QueryClient({
       retry: (count, error) => !(error instanceof ApiError && error.status < 500) && count < 2,
     },
   },
+});
+
+// Signing out (here or in another tab) forgets every answer of the previous user. A listener of
+// the session store runs before React renders the sign-in page, so its own queries are kept.
+let signedIn = getSession() !== null;
+subscribe((session) => {
+  if (signedIn && !session) client.clear();
+  signedIn = session !== null;
 });
 
 const root = document.getElementById("root");
