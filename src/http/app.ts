@@ -2,10 +2,12 @@ import { randomUUID } from "node:crypto";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import { adminRoutes } from "../admin/routes.ts";
+import { adminDocsRoutes, adminRoutes } from "../admin/routes.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
+import { consoleStatic, storageMediaOrigins } from "../console/static.ts";
+import { tenantConfigRoutes } from "../console/tenant-config.ts";
 import { requestScope } from "../db/admission.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
@@ -108,6 +110,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
       "accept-profile",
       "content-profile",
       "idempotency-key",
+      "backline-tenant",
     ],
     exposedHeaders: [
       "content-range",
@@ -175,11 +178,26 @@ export function buildApp(given: AppDeps): FastifyInstance {
     storage: storage.store,
     uploadLimits: deps.config.uploads,
   });
+  // The console's one dynamic file (its static files are another plugin's).
+  app.register(tenantConfigRoutes, {
+    db: deps.db,
+    publicUrl: deps.config.publicUrl,
+    defaultTenant: deps.config.consoleTenant,
+  });
   app.register(adminRoutes, {
     prefix: "/admin/v1",
     db: deps.db,
     directory,
     royaltyImportMaxBytes: deps.config.royaltyImportMaxBytes,
+    signer: storage.signer,
+    publicUrl: deps.config.publicUrl,
   });
+  // The Backline Console (docs/console.md): the built web app, with deep links answering index.html.
+  app.register(consoleStatic, {
+    prefix: "/console",
+    mediaOrigins: storageMediaOrigins(deps.config),
+  });
+  // The admin API's OpenAPI document, outside its authentication: it describes, it holds no data.
+  app.register(adminDocsRoutes, { prefix: "/admin/v1", publicUrl: deps.config.publicUrl });
   return app;
 }

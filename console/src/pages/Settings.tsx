@@ -1,0 +1,152 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useEffect, useId, useState } from "react";
+import { api } from "../api/admin.ts";
+import { ApiError } from "../api/errors.ts";
+import type { SettingsPatch, TenantSettings } from "../api/types.ts";
+import { ErrorState, Loading, Page, When } from "../ui/common.tsx";
+
+interface Form {
+  release_lead_days: string;
+  auto_review: boolean;
+  require_media: boolean;
+  display_name: string;
+  logo_url: string;
+  primary_color: string;
+  support_email: string;
+}
+
+const BRANDING = [
+  ["display_name", "Display name", "text"],
+  ["logo_url", "Logo URL", "url"],
+  ["primary_color", "Primary colour (#rrggbb)", "text"],
+  ["support_email", "Support e-mail", "email"],
+] as const;
+
+function toForm(s: TenantSettings): Form {
+  return {
+    release_lead_days: String(s.release_lead_days ?? ""),
+    auto_review: Boolean(s.auto_review),
+    require_media: Boolean(s.require_media),
+    display_name: s.branding?.display_name ?? "",
+    logo_url: s.branding?.logo_url ?? "",
+    primary_color: s.branding?.primary_color ?? "",
+    support_email: s.branding?.support_email ?? "",
+  };
+}
+
+/** The tenant's settings: release lead days, automatic review, media required, and the branding of part 2. */
+export default function Settings() {
+  const client = useQueryClient();
+  const settings = useQuery({ queryKey: ["settings"], queryFn: api.settings });
+  const [form, setForm] = useState<Form | null>(null);
+  const ids = useId();
+  useEffect(() => {
+    if (settings.data) setForm(toForm(settings.data));
+  }, [settings.data]);
+  const save = useMutation({
+    mutationFn: (body: SettingsPatch) => api.patchSettings(body),
+    onSuccess: (s) => client.setQueryData(["settings"], s),
+  });
+  const set = (key: keyof Form) => (value: string | boolean) =>
+    setForm((f) => (f ? { ...f, [key]: value } : f));
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    if (!form) return;
+    const nullable = (v: string) => (v.trim() === "" ? null : v.trim());
+    const days = form.release_lead_days.trim();
+    save.mutate({
+      ...(days !== "" ? { release_lead_days: Number(days) } : {}),
+      auto_review: form.auto_review,
+      require_media: form.require_media,
+      branding: {
+        display_name: nullable(form.display_name),
+        logo_url: nullable(form.logo_url),
+        primary_color: nullable(form.primary_color),
+        support_email: nullable(form.support_email),
+      },
+    });
+  }
+  const fieldError = (param: string): string | undefined => {
+    const e = save.error;
+    if (!(e instanceof ApiError)) return undefined;
+    return e.errors.find((x) => x.param === param)?.message ?? (e.param === param ? e.message : undefined);
+  };
+  const errorId = (key: string) => `${ids}-${key}-error`;
+
+  return (
+    <Page title="Settings" testid="page-settings">
+      {settings.isPending ? (
+        <Loading />
+      ) : settings.isError ? (
+        <ErrorState error={settings.error} onRetry={() => settings.refetch()} />
+      ) : form ? (
+        <form className="card" onSubmit={submit} data-testid="settings-form" noValidate>
+          <h2>Releases</h2>
+          <label htmlFor={`${ids}-lead`}>
+            Lead days (0–365: days between submission and the earliest release date)
+          </label>
+          <input
+            id={`${ids}-lead`}
+            type="number"
+            min={0}
+            max={365}
+            value={form.release_lead_days}
+            onChange={(e) => set("release_lead_days")(e.target.value)}
+            aria-invalid={Boolean(fieldError("release_lead_days"))}
+            aria-describedby={errorId("release_lead_days")}
+            data-testid="settings-lead-days"
+          />
+          <p id={errorId("release_lead_days")} className="error-text">
+            {fieldError("release_lead_days") ?? ""}
+          </p>
+          <label>
+            <input
+              type="checkbox"
+              checked={form.auto_review}
+              onChange={(e) => set("auto_review")(e.target.checked)}
+              data-testid="settings-auto-review"
+            />{" "}
+            Approve submitted releases automatically (no review queue)
+          </label>
+          <label>
+            <input
+              type="checkbox"
+              checked={form.require_media}
+              onChange={(e) => set("require_media")(e.target.checked)}
+              data-testid="settings-require-media"
+            />{" "}
+            Require the cover and audio before a release can be submitted
+          </label>
+          <h2>Branding</h2>
+          {BRANDING.map(([key, label, type]) => (
+            <div key={key}>
+              <label htmlFor={`${ids}-${key}`}>{label}</label>
+              <input
+                id={`${ids}-${key}`}
+                type={type}
+                value={form[key]}
+                onChange={(e) => set(key)(e.target.value)}
+                aria-invalid={Boolean(fieldError(`branding.${key}`))}
+                aria-describedby={errorId(key)}
+                data-testid={`settings-${key.replace(/_/g, "-")}`}
+              />
+              <p id={errorId(key)} className="error-text">
+                {fieldError(`branding.${key}`) ?? ""}
+              </p>
+            </div>
+          ))}
+          <button type="submit" className="primary" disabled={save.isPending} data-testid="settings-save">
+            Save
+          </button>
+          {save.isSuccess ? (
+            <p role="status" data-testid="settings-saved">
+              Saved <When at={save.data.updated_at} />.
+            </p>
+          ) : null}
+          {save.isError ? <ErrorState error={save.error} /> : null}
+        </form>
+      ) : null}
+    </Page>
+  );
+}
