@@ -48,7 +48,6 @@ describeEachEngine("admin API desk at 100,000 releases", (t) => {
     a = await tenantWithKeys(t());
     const b = await tenantWithKeys(t());
     const step = (name: string, since: number) =>
-      // biome-ignore lint/suspicious/noConsole: the seeding's cost is a figure of the run.
       console.log(`# ${db().kind}: ${name} ${Date.now() - since} ms`);
     // Seeded as the schema owner with triggers off (session_replication_role = replica): the rows
     // are what the pipeline leaves, without a history row, event and check per release, which would
@@ -137,7 +136,6 @@ describeEachEngine("admin API desk at 100,000 releases", (t) => {
         ),
       { readOnly: false },
     );
-    // biome-ignore lint/suspicious/noConsole: the seeding's cost is a figure of the run.
     console.log(
       `# seeded ${RELEASES} releases (+ deliveries, jobs) in ${Date.now() - started} ms on ${db().kind}`,
     );
@@ -327,7 +325,6 @@ describeEachEngine("admin API desk at 100,000 releases", (t) => {
     figures.push(`reviews: the last page ${tail.ms.toFixed(0)} ms`);
     assert.equal(expectStatus({ status: 200, headers: new Headers(), body: tail.body }, 200).data.length, 50);
     assert.equal(tail.body.has_more, false);
-    // biome-ignore lint/suspicious/noConsole: the figures are the point of this test.
     console.log(figures.map((f) => `# ${db().kind}: ${f}`).join("\n"));
   });
 });
