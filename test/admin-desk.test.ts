@@ -958,6 +958,11 @@ describeEachEngine("admin API: the operator's desk", (t) => {
 
     test("roles: a reviewer reviews but reaches no operator or admin route; another tenant's staff gets nothing", async () => {
       const reviewer = await staff(a.tenant, [{ of: a.tenant, role: "reviewer" }]);
+      const me = expectStatus(await call(reviewer, "GET", "/me", { doc: "/me" }), 200);
+      assert.deepEqual(
+        me.staff.map((x: Any) => [x.tenant_id, x.role]),
+        [[a.tenant.id, "reviewer"]],
+      );
       expectStatus(await call(reviewer, "GET", "/reviews", { doc: "/reviews" }), 200);
       expectStatus(await call(reviewer, "GET", "/review-reasons", { doc: "/review-reasons" }), 200);
       expectStatus(await call(reviewer, "GET", "/oac-requests", { doc: "/oac-requests" }), 200);
