@@ -191,5 +191,11 @@ export async function signOut(): Promise<void> {
       // Signed out here whatever the server says (an expired token is signed out already).
     }
   }
+  // Nothing of the session stays in the browser: the tenant last used is forgotten too.
+  try {
+    localStorage.removeItem(LAST_TENANT);
+  } catch {
+    // No storage.
+  }
   setSession(null);
 }
