@@ -12,7 +12,9 @@ import { badCursor, iso, page } from "./spec.ts";
  * The desk's reads (src/admin/desk.ts). Every list is keyset-paginated on the columns of one index
  * (migration 0022), so a page costs the same at the first item and the 100,000th: the cursor is the
  * last item's id, whose sort key is looked up in the tenant; the next page is `(key, id)` past it.
- * Every query names the tenant: another tenant's ids are not found.
+ * Every query names the tenant: another tenant's ids are not found. The cursor's timestamp is read
+ * as text: a JavaScript Date keeps milliseconds, the database microseconds, and a key rounded down
+ * would bring the cursor's own row back on the next page.
  */
 
 /** How long the signed URLs of the review page live. */
@@ -52,7 +54,7 @@ export async function reviewPage(db: Db, tenantId: string, q: { limit: number; s
     if (q.starting_after) {
       const c = (
         await tx.query<{ submitted_at: Date | string | null }>(
-          `select r.submitted_at from public.releases r join internal.accounts a on a.id = r.account_id
+          `select r.submitted_at::text as submitted_at from public.releases r join internal.accounts a on a.id = r.account_id
            where r.id = $1 and a.tenant_id = $2`,
           [q.starting_after, tenantId],
         )
@@ -317,7 +319,7 @@ export async function listDeliveries(
     if (q.starting_after) {
       const c = (
         await tx.query<{ error: boolean; created_at: Date | string }>(
-          `select d.status = 'error' as error, d.created_at from internal.release_deliveries d
+          `select d.status = 'error' as error, d.created_at::text as created_at from internal.release_deliveries d
            join internal.accounts a on a.id = d.account_id where d.id = $1 and a.tenant_id = $2`,
           [q.starting_after, tenantId],
         )
@@ -409,7 +411,7 @@ export async function listTakedowns(
     if (q.starting_after) {
       const c = (
         await tx.query<{ created_at: Date | string }>(
-          `select t.created_at from public.takedown_requests t join internal.accounts a on a.id = t.account_id
+          `select t.created_at::text as created_at from public.takedown_requests t join internal.accounts a on a.id = t.account_id
            where t.id = $1 and a.tenant_id = $2`,
           [q.starting_after, tenantId],
         )
@@ -484,7 +486,7 @@ export async function listOac(
     if (q.starting_after) {
       const c = (
         await tx.query<{ created_at: Date | string }>(
-          `select o.created_at from internal.oac_requests o join internal.accounts a on a.id = o.account_id
+          `select o.created_at::text as created_at from internal.oac_requests o join internal.accounts a on a.id = o.account_id
            where o.id = $1 and a.tenant_id = $2`,
           [q.starting_after, tenantId],
         )
@@ -633,7 +635,7 @@ export async function listAccounts(
     if (q.starting_after) {
       const c = (
         await tx.query<{ created_at: Date | string }>(
-          "select created_at from internal.accounts where id = $1 and tenant_id = $2",
+          "select created_at::text as created_at from internal.accounts where id = $1 and tenant_id = $2",
           [q.starting_after, tenantId],
         )
       ).rows[0];
@@ -728,7 +730,7 @@ export async function apiKeysOf(
     if (q.starting_after) {
       const c = (
         await tx.query<{ created_at: Date | string }>(
-          "select created_at from internal.api_keys where id = $1 and account_id = $2",
+          "select created_at::text as created_at from internal.api_keys where id = $1 and account_id = $2",
           [q.starting_after, accountId],
         )
       ).rows[0];

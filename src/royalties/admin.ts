@@ -304,7 +304,7 @@ export function royaltySpecs(options: RoyaltyAdminOptions): AnyAdminRoute[] {
             if (query.starting_after) {
               const c = (
                 await tx.query<{ started_at: Date | string }>(
-                  "select started_at from internal.royalty_imports where id = $1 and tenant_id = $2",
+                  "select started_at::text as started_at from internal.royalty_imports where id = $1 and tenant_id = $2",
                   [query.starting_after, tenantId],
                 )
               ).rows[0];
