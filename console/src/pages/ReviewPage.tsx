@@ -3,7 +3,7 @@ import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import type { Problem, ReleaseForReview, TrackForReview } from "../api/types.ts";
 import { Link, navigate } from "../router.tsx";
-import { ErrorState, Fields, Loading, Page, Status, Value, When } from "../ui/common.tsx";
+import { ErrorState, Fields, Loading, Page, Status, TableWrap, Value, When } from "../ui/common.tsx";
 import { Dialog } from "../ui/Dialog.tsx";
 
 /** Used when the server has no GET /review-reasons yet. */
@@ -410,7 +410,7 @@ function CorrectionDiff({ value }: { value: unknown }) {
       </>
     );
   return (
-    <div className="table-wrap">
+    <TableWrap label="Correction differences">
       {about}
       <table data-testid="review-diff">
         <thead>
@@ -434,7 +434,7 @@ function CorrectionDiff({ value }: { value: unknown }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }
 
