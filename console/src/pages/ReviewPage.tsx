@@ -36,7 +36,13 @@ function duration(seconds: number | null | undefined): string {
 /** A release's review: everything the reviewer looks at, and the decision with its shortcuts. */
 export default function ReviewPage({ id }: { id: string }) {
   const client = useQueryClient();
-  const release = useQuery({ queryKey: ["release", id], queryFn: () => api.release(id) });
+  // Its media URLs are signed for 15 minutes: the release is fetched again (new URLs) only once
+  // they are about to expire, so a track being played is not reloaded by a refetch on focus.
+  const release = useQuery({
+    queryKey: ["release", id],
+    queryFn: () => api.release(id),
+    staleTime: 12 * 60_000,
+  });
   // The queue's first page, for j/k and "next after deciding".
   const queue = useQuery({ queryKey: ["reviews", {}, null, 50], queryFn: () => api.reviews({ limit: 50 }) });
   const ids = queue.data?.data.map((r) => r.id) ?? [];
