@@ -9,7 +9,8 @@ import "./styles.css";
 const client = new QueryClient({
   defaultOptions: {
     queries: {
-      staleTime: 10_000,
+      // Shown from the cache at once, refetched whenever a page opens: a desk's lists change all day.
+      staleTime: 0,
       refetchOnWindowFocus: true,
       // A refusal (4xx) is an answer, not a hiccup: show it at once.
       retry: (count, error) => !(error instanceof ApiError && error.status < 500) && count < 2,

@@ -3,7 +3,7 @@ import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import type { Problem, ReleaseForReview, TrackForReview } from "../api/types.ts";
 import { Link, navigate } from "../router.tsx";
-import { ErrorState, Fields, Loading, Page, Status, Value, When } from "../ui/common.tsx";
+import { ErrorState, Fields, Loading, Page, Status, TableWrap, Value, When } from "../ui/common.tsx";
 import { Dialog } from "../ui/Dialog.tsx";
 
 /** Used when the server has no GET /review-reasons yet. */
@@ -36,7 +36,13 @@ function duration(seconds: number | null | undefined): string {
 /** A release's review: everything the reviewer looks at, and the decision with its shortcuts. */
 export default function ReviewPage({ id }: { id: string }) {
   const client = useQueryClient();
-  const release = useQuery({ queryKey: ["release", id], queryFn: () => api.release(id) });
+  // Its media URLs are signed for 15 minutes: the release is fetched again (new URLs) only once
+  // they are about to expire, so a track being played is not reloaded by a refetch on focus.
+  const release = useQuery({
+    queryKey: ["release", id],
+    queryFn: () => api.release(id),
+    staleTime: 12 * 60_000,
+  });
   // The queue's first page, for j/k and "next after deciding".
   const queue = useQuery({ queryKey: ["reviews", {}, null, 50], queryFn: () => api.reviews({ limit: 50 }) });
   const ids = queue.data?.data.map((r) => r.id) ?? [];
@@ -86,9 +92,12 @@ export default function ReviewPage({ id }: { id: string }) {
   useEffect(() => setDone(null), [id]);
 
   const r = release.data;
+  // While the release loads, its title from the queue's row (already in the cache).
+  const queued = queue.data?.data.find((row) => row.id === id);
+  const title = r?.title ?? queued?.title;
   return (
     <Page
-      title={r ? `Review: ${r.title}` : "Review"}
+      title={title ? `Review: ${title}` : "Review"}
       testid="page-review"
       actions={
         <>
@@ -111,14 +120,6 @@ export default function ReviewPage({ id }: { id: string }) {
         </>
       }
     >
-      {release.isPending ? (
-        <Loading />
-      ) : release.isError ? (
-        <ErrorState error={release.error} onRetry={() => release.refetch()} />
-      ) : r ? (
-        <ReleaseBody release={r} />
-      ) : null}
-
       {r ? (
         <div className="decision" data-testid="review-decision">
           <span>
@@ -158,6 +159,14 @@ export default function ReviewPage({ id }: { id: string }) {
           )}
           {approve.isError ? <ErrorState error={approve.error} /> : null}
         </div>
+      ) : null}
+
+      {release.isPending ? (
+        <Loading />
+      ) : release.isError ? (
+        <ErrorState error={release.error} onRetry={() => release.refetch()} />
+      ) : r ? (
+        <ReleaseBody release={r} />
       ) : null}
 
       <RejectDialog
@@ -407,7 +416,7 @@ function CorrectionDiff({ value }: { value: unknown }) {
       </>
     );
   return (
-    <div className="table-wrap">
+    <TableWrap label="Correction differences">
       {about}
       <table data-testid="review-diff">
         <thead>
@@ -431,7 +440,7 @@ function CorrectionDiff({ value }: { value: unknown }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }
 
