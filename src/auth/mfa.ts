@@ -1,5 +1,5 @@
-import type { SecretBox } from "../secrets/box.ts";
 import type { Tx } from "../db/types.ts";
+import type { SecretBox } from "../secrets/box.ts";
 import { AuthError, validationFailed } from "./errors.ts";
 import { type SessionContext, sessionJson } from "./sessions.ts";
 import { newOpaqueToken, sha256 } from "./tokens.ts";
