@@ -63,7 +63,11 @@ export function setCliActor(command: string): void {
     // No passwd entry (a container's arbitrary uid): keep "unknown".
   }
   processDefault = {
-    actor: { type: "cli", id: `cli:${command}`.slice(0, 300), detail: { os_user: osUser, host: os.hostname() } },
+    actor: {
+      type: "cli",
+      id: `cli:${command}`.slice(0, 300),
+      detail: { os_user: osUser, host: os.hostname() },
+    },
   };
 }
 

@@ -6,6 +6,7 @@ import { adminRoutes } from "../admin/routes.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
+import { tenantConfigRoutes } from "../console/tenant-config.ts";
 import { requestScope } from "../db/admission.ts";
 import { openAuditScope, runWithAuditScope } from "../db/audit-context.ts";
 import type { Db } from "../db/db.ts";
@@ -115,6 +116,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
       "accept-profile",
       "content-profile",
       "idempotency-key",
+      "backline-tenant",
     ],
     exposedHeaders: [
       "content-range",
@@ -181,6 +183,12 @@ export function buildApp(given: AppDeps): FastifyInstance {
     webhooks: { allowPrivate: deps.config.webhookAllowPrivate },
     storage: storage.store,
     uploadLimits: deps.config.uploads,
+  });
+  // The console's one dynamic file (its static files are another plugin's).
+  app.register(tenantConfigRoutes, {
+    db: deps.db,
+    publicUrl: deps.config.publicUrl,
+    defaultTenant: deps.config.consoleTenant,
   });
   app.register(adminRoutes, {
     prefix: "/admin/v1",
