@@ -6,6 +6,7 @@ import { decideOac, oacQueue } from "../pipeline/oac.ts";
 import { decideReview, reviewQueue } from "../pipeline/review.ts";
 import { royaltyAdminRoutes } from "../royalties/admin.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
+import { auditRoutes } from "./audit.ts";
 import { type AdminCaller, adminCaller, operatorCallerOf } from "./auth.ts";
 import { adminErrorHandler } from "./errors.ts";
 import { Bodies, parseBody, pathId } from "./input.ts";
@@ -56,6 +57,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   });
 
   app.register(meRoutes, { db, callerOf });
+  app.register(auditRoutes, { db, callerOf });
 
   // Review.
   app.get("/reviews", { config: { staffRole: "reviewer" } }, async (request) => ({

@@ -341,3 +341,118 @@ create trigger audit after insert or update on internal.royalty_imports
   for each row execute function internal.audit_row('people');
 create trigger audit after update on internal.oac_requests
   for each row execute function internal.audit_row('people');
+
+-- 4. aal2 for staff (after migration 0019's staff roles). Where the tenant or the platform requires
+-- it, a person's staff role counts only from an aal2 session; the platform role (the
+-- installation's stores) always needs aal2 from a person. Machine credentials (a tenant's
+-- service-role key, the CLI) are not sessions and are not affected (docs/security.md).
+
+-- Whether the staff caller (the request's claims, or staff_caller on the operator path) passes
+-- the aal2 requirement of `target` (null: the platform's requirement only). `always`: the act
+-- needs aal2 from a person whatever the settings say.
+create function auth.staff_aal_ok(target uuid, always boolean default false) returns boolean
+language sql stable security definer set search_path = ''
+as $$
+  with c as (select auth.staff_caller() as claims)
+  select case
+    when c.claims ->> 'role' <> 'authenticated' or (c.claims ? 'account_id') or nullif(c.claims ->> 'sub', '') is null
+      then true
+    when coalesce(nullif(c.claims ->> 'aal', ''), 'aal1') = 'aal2' then true
+    when always then false
+    when target is null then not coalesce((select p.require_staff_aal2 from internal.platform_settings p where p.id), false)
+    else not internal.staff_aal2_required(target)
+  end
+  from c
+$$;
+
+-- Migration 0019's role lookup, whatever the session's level (kept to tell "not staff" from
+-- "staff, but verify a second factor first").
+alter function auth.staff_role(uuid) rename to staff_role_any_aal;
+alter function auth.platform_staff_role() rename to platform_staff_role_any_aal;
+
+create function auth.staff_role(target uuid) returns text
+language sql stable security definer set search_path = ''
+as $$ select case when auth.staff_aal_ok(target) then auth.staff_role_any_aal(target) end $$;
+
+create function auth.platform_staff_role() returns text
+language sql stable security definer set search_path = ''
+as $$ select case when auth.staff_aal_ok(null) then auth.platform_staff_role_any_aal() end $$;
+
+-- 'platform' (the installation's stores and their credentials) always needs aal2 from a person.
+create or replace function auth.has_staff_role(target uuid, need text) returns boolean
+language sql stable security definer set search_path = ''
+as $$
+  select case
+    when need = 'platform' then coalesce(auth.platform_staff_role() = 'admin', false) and auth.staff_aal_ok(null, true)
+    else coalesce(internal.staff_rank(auth.staff_role(target)) >= internal.staff_rank(need), false)
+  end
+$$;
+
+-- The database's check for an operator act, now also refusing with hint aal2_required a staff
+-- member whose role would count from an aal2 session.
+create or replace function internal.require_staff(target uuid, need text) returns void
+language plpgsql stable security definer set search_path = ''
+as $$
+declare
+  held text := auth.staff_role(target);
+begin
+  if need not in ('reviewer', 'operator', 'admin', 'platform') then
+    raise exception 'unknown staff role %', need using errcode = '22023';
+  end if;
+  if auth.has_staff_role(target, need) then
+    return;
+  end if;
+  if (need = 'platform' and auth.platform_staff_role_any_aal() = 'admin' and not auth.staff_aal_ok(null, true))
+      or (need <> 'platform' and internal.staff_rank(auth.staff_role_any_aal(target)) >= internal.staff_rank(need)
+        and not auth.staff_aal_ok(target)) then
+    raise exception using errcode = '42501', hint = 'aal2_required',
+      message = 'this act needs a session verified with a second factor (aal2)';
+  end if;
+  if held is null and (need <> 'platform' or auth.platform_staff_role() is null) then
+    raise exception using errcode = '42501', hint = 'not_staff',
+      message = format('the caller is not staff of tenant %s', target);
+  end if;
+  raise exception using errcode = '42501', hint = 'insufficient_role',
+    message = format('this needs the staff role %s; the caller has %s', need,
+      coalesce(case when need = 'platform' then auth.platform_staff_role() end, held));
+end
+$$;
+
+revoke all on function auth.staff_aal_ok(uuid, boolean), auth.staff_role_any_aal(uuid),
+  auth.platform_staff_role_any_aal(), auth.staff_role(uuid), auth.platform_staff_role() from public;
+grant execute on function auth.staff_aal_ok(uuid, boolean), auth.staff_role_any_aal(uuid),
+  auth.platform_staff_role_any_aal(), auth.staff_role(uuid), auth.platform_staff_role()
+  to authenticated, tenant_service, service_role;
+
+-- Sensitive acts always need aal2 from a person, whichever interface: staff roles, the
+-- installation's stores and their credentials, tenants' signing keys. The CLI and service-role
+-- keys are machine credentials and pass.
+create function internal.require_person_aal2() returns trigger
+language plpgsql security definer set search_path = ''
+as $$
+begin
+  if not auth.staff_aal_ok(null, true) then
+    perform internal.refuse('BL024', format('Changing %s needs a session verified with a second factor (aal2)', tg_table_name),
+      jsonb_build_object('required_aal', 'aal2', 'table', tg_table_name)::text,
+      'Verify a TOTP factor (auth.mfa.challengeAndVerify) and retry with the new access token.');
+  end if;
+  return coalesce(new, old);
+end
+$$;
+create trigger require_person_aal2 before insert or update or delete on internal.staff
+  for each row execute function internal.require_person_aal2();
+create trigger require_person_aal2 before insert or update or delete on internal.stores
+  for each row execute function internal.require_person_aal2();
+create trigger require_person_aal2 before update of jwt_secret, jwt_secret_sealed on internal.tenants
+  for each row execute function internal.require_person_aal2();
+create trigger require_person_aal2 before update of require_staff_aal2 on internal.platform_settings
+  for each row execute function internal.require_person_aal2();
+
+-- Staff roles are audited like the other acts.
+create trigger audit after insert or update or delete on internal.staff
+  for each row execute function internal.audit_row('all');
+
+-- A tenant's admins read its audit log: staff with role admin, through the same claims rule.
+grant select on internal.audit_log to authenticated;
+create policy audit_log_staff_admin on internal.audit_log for select to authenticated
+  using (tenant_id is not null and (select auth.has_staff_role(auth.tenant_id(), 'admin')) and tenant_id = auth.tenant_id());
