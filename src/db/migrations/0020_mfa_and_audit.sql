@@ -124,13 +124,13 @@ begin
     and (r not in ('anon', 'authenticated', 'tenant_service') or a.tenant_id = auth.tenant_id());
   if not found or r = 'anon' then
     perform internal.refuse('BL023', 'Only the account''s owner can require multi-factor sign-in of its members',
-      jsonb_build_object('field', 'account_id')::text);
+      jsonb_build_object('field', 'account_id')::text, 'Ask the account''s owner.');
   end if;
   if r = 'authenticated' then
     if auth.uid() is null or not exists (select 1 from internal.memberships m
         where m.account_id = p_account and m.user_id = auth.uid() and m.role = 'owner') then
       perform internal.refuse('BL023', 'Only the account''s owner can require multi-factor sign-in of its members',
-        jsonb_build_object('field', 'account_id')::text);
+        jsonb_build_object('field', 'account_id')::text, 'Ask the account''s owner.');
     end if;
     if auth.aal() is distinct from 'aal2' then
       perform internal.refuse('BL024', 'This act needs a session verified with a second factor (aal2)',
@@ -301,6 +301,7 @@ begin
     when tg_table_name = 'memberships' then (rj ->> 'account_id') || ':' || (rj ->> 'user_id')
     when rj ? 'id' then rj ->> 'id'
     when rj ? 'code' then rj ->> 'code'
+    when rj ? 'tenant_id' then rj ->> 'tenant_id'
   end;
   insert into internal.audit_log (tenant_id, actor_type, actor, actor_detail, ip, action, object_table, object_id,
     before, after)
