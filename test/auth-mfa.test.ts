@@ -134,10 +134,10 @@ describeEachEngine("auth: multi-factor sign-in (TOTP) with supabase-js", (t) => 
     aal = await client.auth.mfa.getAuthenticatorAssuranceLevel();
     assert.equal(aal.data?.currentLevel, "aal2");
     assert.equal(aal.data?.nextLevel, "aal2");
-    assert.deepEqual(aal.data?.currentAuthenticationMethods.map((a) => (typeof a === "string" ? a : a.method)).sort(), [
-      "password",
-      "totp",
-    ]);
+    assert.deepEqual(
+      aal.data?.currentAuthenticationMethods.map((a) => (typeof a === "string" ? a : a.method)).sort(),
+      ["password", "totp"],
+    );
     factors = await client.auth.mfa.listFactors();
     assert.deepEqual(
       factors.data?.totp.map((f) => [f.id, f.status]),

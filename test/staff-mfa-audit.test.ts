@@ -446,7 +446,7 @@ describeEachEngine("staff and accounts under aal2, and the audit log", (t) => {
         [12, 11],
         "newest first, only the changed column",
       );
-      assert.deepEqual((data[0]?.before as Row).release_lead_days, 11);
+      assert.deepEqual((data[0]?.before as Row | undefined)?.release_lead_days, 11);
       const next = await admin(
         w,
         "service",
