@@ -1045,7 +1045,7 @@ program
   .description("the master key that seals secrets at rest (docs/security.md)")
   .command("rotate-master-key")
   .description(
-    "seal every secret (tenant signing secrets, store credentials, webhook secrets) with a new master key, in one " +
+    "seal every secret (tenant signing secrets, store credentials, webhook secrets, TOTP factor secrets) with a new master key, in one " +
       "transaction: with ENCRYPTION_KEY set, the new key is ENCRYPTION_KEY and the old one ENCRYPTION_KEY_PREVIOUS; " +
       "on the embedded default, a new DATA_DIR/encryption.key is made (stop the server first)",
   )
