@@ -369,6 +369,17 @@ describeEachEngine("staff and accounts under aal2, and the audit log", (t) => {
         message: "The store refused the artwork",
       });
       assert.equal(reported.status, 200, reported.text);
+      // Staff: a royalty report imported through /admin/v1.
+      const imported = await fetch(`${app.url}/admin/v1/royalty-imports?format=backline`, {
+        method: "POST",
+        headers: { apikey: w.keys.service_role_key, "content-type": "text/csv" },
+        body: [
+          "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency",
+          "2026-04,2026-03,spotify,US,012345000010,QZABC2600001,stream,100,0.4,0.12,0.28,USD",
+        ].join("\n"),
+      });
+      const importBody = (await imported.json()) as Row;
+      assert.ok(imported.status < 300, JSON.stringify(importBody));
       // The CLI: a member added, and an MFA reset.
       const other = await person(w);
       await runWithAuditScope(cli("accounts add-member"), () =>
@@ -407,6 +418,12 @@ describeEachEngine("staff and accounts under aal2, and the audit log", (t) => {
       assert.deepEqual(
         [dl.actor_type, dl.actor, (dl.after as Row).status],
         ["service_key", w.tenant.id, "error"],
+      );
+      const imp = find("internal.royalty_imports", "insert")[0];
+      assert.ok(imp, "a royalty import");
+      assert.deepEqual(
+        [imp.actor_type, imp.actor, imp.object_id],
+        ["service_key", w.tenant.id, (importBody.import as Row).id],
       );
       const member = find("internal.memberships", "insert").find((r) => r.actor_type === "cli");
       assert.ok(member, "a member added by the CLI");
