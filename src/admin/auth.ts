@@ -1,6 +1,6 @@
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
-import { type OperatorCaller, STAFF_NEEDS, type StaffNeed } from "../db/operator-scope.ts";
+import { type OperatorCaller, operatorScope, STAFF_NEEDS, type StaffNeed } from "../db/operator-scope.ts";
 import type { Claims } from "../db/types.ts";
 import { identify } from "../http/gateway.ts";
 import { HttpError } from "../http/problem.ts";
@@ -226,4 +226,35 @@ export async function adminCaller(
 export function operatorCallerOf(caller: AdminCaller): OperatorCaller | undefined {
   if (caller.need === "signed_in") return undefined;
   return { claims: caller.claims, tenantId: caller.tenantId, need: caller.need };
+}
+
+/**
+ * Installs /admin/v1's authentication on `app` (the admin plugin): an onRequest hook that
+ * authenticates every request (adminCaller: 401/403 before anything else runs) and sets
+ * `Cache-Control: no-store`, and a preHandler hook that runs the route's handler in the operator
+ * scope, so that every operator transaction it opens starts with the database's own check
+ * (internal.require_staff) for this caller, tenant and role. `callerOf(request)` is who called.
+ */
+export function installAdminAuth(
+  app: FastifyInstance,
+  options: { db: Db; directory: TenantDirectory },
+): { callerOf: (request: FastifyRequest) => AdminCaller } {
+  const callers = new WeakMap<FastifyRequest, AdminCaller>();
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("cache-control", "no-store");
+    callers.set(request, await adminCaller(options.db, options.directory, request, reply));
+  });
+  app.addHook("preHandler", (request, _reply, done) => {
+    const caller = callers.get(request);
+    const operator = caller ? operatorCallerOf(caller) : undefined;
+    if (operator) operatorScope.run(operator, done);
+    else done();
+  });
+  return {
+    callerOf: (request) => {
+      const caller = callers.get(request);
+      if (!caller) throw new Error("admin request without an authenticated caller");
+      return caller;
+    },
+  };
 }

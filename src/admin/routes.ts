@@ -1,13 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
-import { operatorScope } from "../db/operator-scope.ts";
 import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
 import { decideOac, oacQueue } from "../pipeline/oac.ts";
 import { decideReview, reviewQueue } from "../pipeline/review.ts";
 import { royaltyAdminRoutes } from "../royalties/admin.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { auditRoutes } from "./audit.ts";
-import { type AdminCaller, adminCaller, operatorCallerOf } from "./auth.ts";
+import { installAdminAuth } from "./auth.ts";
 import { adminErrorHandler } from "./errors.ts";
 import { Bodies, parseBody, pathId } from "./input.ts";
 import { meRoutes } from "./me.ts";
@@ -30,31 +29,13 @@ export interface AdminOptions {
 
 export async function adminRoutes(app: FastifyInstance, options: AdminOptions): Promise<void> {
   const { db, directory } = options;
-  const callers = new WeakMap<FastifyRequest, AdminCaller>();
-  const callerOf = (request: FastifyRequest): AdminCaller => {
-    const caller = callers.get(request);
-    if (!caller) throw new Error("admin request without an authenticated caller");
-    return caller;
-  };
-  const scope = (request: FastifyRequest): { tenantId: string } => ({ tenantId: callerOf(request).tenantId });
-
   // Only JSON bodies: a text/plain body is 415, not a string handed to the handlers.
   app.removeContentTypeParser("text/plain");
   app.setErrorHandler(adminErrorHandler);
-  // Who is calling comes first: an unauthenticated request learns nothing about ids or bodies.
-  // The route's config.staffRole decides the role needed (src/admin/auth.ts; "admin" when absent).
-  app.addHook("onRequest", async (request, reply) => {
-    reply.header("cache-control", "no-store");
-    callers.set(request, await adminCaller(db, directory, request, reply));
-  });
-  // The handler runs in the operator scope: each operator transaction it opens starts with the
-  // database's own staff check, for this caller, tenant and role (src/db/operator-scope.ts).
-  app.addHook("preHandler", (request, _reply, done) => {
-    const caller = callers.get(request);
-    const operator = caller ? operatorCallerOf(caller) : undefined;
-    if (operator) operatorScope.run(operator, done);
-    else done();
-  });
+  // Who is calling comes first, and each route's config.staffRole decides what it needs
+  // (src/admin/auth.ts); the handler runs where the database checks the role again.
+  const { callerOf } = installAdminAuth(app, { db, directory });
+  const scope = (request: FastifyRequest): { tenantId: string } => ({ tenantId: callerOf(request).tenantId });
 
   app.register(meRoutes, { db, callerOf });
   app.register(auditRoutes, { db, callerOf });

@@ -366,27 +366,44 @@ as $$
   from c
 $$;
 
--- Migration 0019's role lookup, whatever the session's level (kept to tell "not staff" from
--- "staff, but verify a second factor first").
-alter function auth.staff_role(uuid) rename to staff_role_any_aal;
-alter function auth.platform_staff_role() rename to platform_staff_role_any_aal;
+-- Migration 0019's lookup of the caller's roles, whatever the session's level (kept to tell
+-- "not staff" from "staff, but verify a second factor first"); internal.caller_staff, which every
+-- staff check reads (auth.staff_role, auth.platform_staff_role, auth.has_staff_role,
+-- internal.require_staff), now leaves out a role that needs aal2 of an aal1 session.
+alter function internal.caller_staff(uuid) rename to caller_staff_any_aal;
 
-create function auth.staff_role(target uuid) returns text
-language sql stable security definer set search_path = ''
-as $$ select case when auth.staff_aal_ok(target) then auth.staff_role_any_aal(target) end $$;
+create function internal.caller_staff(target uuid, out tenant_role text, out platform_role text)
+language plpgsql stable security definer set search_path = ''
+as $$
+begin
+  select c.tenant_role, c.platform_role into tenant_role, platform_role
+    from internal.caller_staff_any_aal(target) c;
+  if tenant_role is not null and not auth.staff_aal_ok(target) then
+    tenant_role := null;
+  end if;
+  if platform_role is not null and not auth.staff_aal_ok(null) then
+    platform_role := null;
+  end if;
+end
+$$;
 
-create function auth.platform_staff_role() returns text
+create function auth.staff_role_any_aal(target uuid) returns text
 language sql stable security definer set search_path = ''
-as $$ select case when auth.staff_aal_ok(null) then auth.platform_staff_role_any_aal() end $$;
+as $$ select case when target is not null then (select c.tenant_role from internal.caller_staff_any_aal(target) c) end $$;
+
+create function auth.platform_staff_role_any_aal() returns text
+language sql stable security definer set search_path = ''
+as $$ select c.platform_role from internal.caller_staff_any_aal(null) c $$;
 
 -- 'platform' (the installation's stores and their credentials) always needs aal2 from a person.
 create or replace function auth.has_staff_role(target uuid, need text) returns boolean
 language sql stable security definer set search_path = ''
 as $$
   select case
-    when need = 'platform' then coalesce(auth.platform_staff_role() = 'admin', false) and auth.staff_aal_ok(null, true)
-    else coalesce(internal.staff_rank(auth.staff_role(target)) >= internal.staff_rank(need), false)
+    when need = 'platform' then coalesce(c.platform_role = 'admin', false) and auth.staff_aal_ok(null, true)
+    else coalesce(internal.staff_rank(c.tenant_role) >= internal.staff_rank(need), false)
   end
+  from internal.caller_staff(target) c
 $$;
 
 -- The database's check for an operator act, now also refusing with hint aal2_required a staff
@@ -395,34 +412,40 @@ create or replace function internal.require_staff(target uuid, need text) return
 language plpgsql stable security definer set search_path = ''
 as $$
 declare
-  held text := auth.staff_role(target);
+  held record;
+  any_aal record;
 begin
-  if need not in ('reviewer', 'operator', 'admin', 'platform') then
+  if need is null or need not in ('reviewer', 'operator', 'admin', 'platform') then
     raise exception 'unknown staff role %', need using errcode = '22023';
   end if;
-  if auth.has_staff_role(target, need) then
+  select * into held from internal.caller_staff(target);
+  if need = 'platform' then
+    if held.platform_role = 'admin' and auth.staff_aal_ok(null, true) then
+      return;
+    end if;
+  elsif internal.staff_rank(held.tenant_role) >= internal.staff_rank(need) then
     return;
   end if;
-  if (need = 'platform' and auth.platform_staff_role_any_aal() = 'admin' and not auth.staff_aal_ok(null, true))
-      or (need <> 'platform' and internal.staff_rank(auth.staff_role_any_aal(target)) >= internal.staff_rank(need)
-        and not auth.staff_aal_ok(target)) then
+  select * into any_aal from internal.caller_staff_any_aal(target);
+  if (need = 'platform' and any_aal.platform_role = 'admin')
+      or (need <> 'platform' and internal.staff_rank(any_aal.tenant_role) >= internal.staff_rank(need)) then
     raise exception using errcode = '42501', hint = 'aal2_required',
       message = 'this act needs a session verified with a second factor (aal2)';
   end if;
-  if held is null and (need <> 'platform' or auth.platform_staff_role() is null) then
+  if held.tenant_role is null and held.platform_role is null then
     raise exception using errcode = '42501', hint = 'not_staff',
       message = format('the caller is not staff of tenant %s', target);
   end if;
   raise exception using errcode = '42501', hint = 'insufficient_role',
     message = format('this needs the staff role %s; the caller has %s', need,
-      coalesce(case when need = 'platform' then auth.platform_staff_role() end, held));
+      coalesce(case when need = 'platform' then held.platform_role end, held.tenant_role, 'none'));
 end
 $$;
 
-revoke all on function auth.staff_aal_ok(uuid, boolean), auth.staff_role_any_aal(uuid),
-  auth.platform_staff_role_any_aal(), auth.staff_role(uuid), auth.platform_staff_role() from public;
-grant execute on function auth.staff_aal_ok(uuid, boolean), auth.staff_role_any_aal(uuid),
-  auth.platform_staff_role_any_aal(), auth.staff_role(uuid), auth.platform_staff_role()
+revoke all on function auth.staff_aal_ok(uuid, boolean), internal.caller_staff_any_aal(uuid),
+  internal.caller_staff(uuid), auth.staff_role_any_aal(uuid), auth.platform_staff_role_any_aal() from public;
+grant execute on function auth.staff_aal_ok(uuid, boolean), internal.caller_staff_any_aal(uuid),
+  internal.caller_staff(uuid), auth.staff_role_any_aal(uuid), auth.platform_staff_role_any_aal()
   to authenticated, tenant_service, service_role;
 
 -- Sensitive acts always need aal2 from a person, whichever interface: staff roles, the
