@@ -1311,3 +1311,130 @@ for (const preset of POLICY_PRESETS) {
     });
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Migration 0020: the audit log and the MFA tables, against every caller
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The audit log is read by a tenant's service-role key (its tenant's rows), by staff admins of the
+ * tenant (none of this world's callers) and by the operator; nobody else reads a row, and nobody
+ * at all changes one (docs/operator.md, "The audit log"). The MFA tables (factors and their
+ * secrets, challenges) and the platform settings are the operator's path only.
+ */
+describeEachEngine("RLS matrix: the audit log and the MFA tables (migration 0020)", (t) => {
+  let seeded: World | undefined;
+  let factorId = "";
+  before(async () => {
+    seeded = await seedWorld(t().db, "account-members");
+    const w = seeded;
+    factorId = (
+      await t().db.asService((tx) =>
+        tx.query<{ id: string }>(
+          "insert into internal.mfa_factors (tenant_id, user_id, secret_sealed) values ($1, $2, $3) returning id",
+          [w.tenants[1].id, w.people.memberA.id, t().db.secrets.encrypt("JBSWY3DPEHPK3PXP")],
+        ),
+      )
+    ).rows[0]?.id as string;
+    await t().db.asService((tx) =>
+      tx.query("insert into internal.mfa_challenges (factor_id) values ($1)", [factorId]),
+    );
+  });
+  const world = (): World => {
+    if (!seeded) throw new Error("world not seeded");
+    return seeded;
+  };
+
+  /** What a caller reads: the tenants of the rows it sees, or the refusal's SQLSTATE. */
+  async function read(caller: Caller, sql: string): Promise<string[] | string> {
+    try {
+      const rows = await t().db.withRequestContext(
+        world().claims[caller],
+        async (tx) => (await tx.query<{ t: string | null }>(sql)).rows,
+      );
+      const w = world();
+      const name = (id: string | null) =>
+        id === w.tenants[1].id ? "tenant1" : id === w.tenants[2].id ? "tenant2" : String(id);
+      return [...new Set(rows.map((r) => name(r.t)))].sort();
+    } catch (error) {
+      return asDbError(error)?.sqlstate ?? String(error);
+    }
+  }
+
+  async function write(caller: Caller, sql: string, params: unknown[] = []): Promise<string> {
+    try {
+      const r = await t().db.withRequestContext(world().claims[caller], async (tx) => {
+        const result = await tx.query(sql, params);
+        throw Object.assign(new Error("rollback"), { rows: result.rowCount });
+      });
+      return `ok ${String(r)}`;
+    } catch (error) {
+      const rows = (error as { rows?: number }).rows;
+      if (rows !== undefined) return rows === 0 ? "no rows" : `changed ${rows}`;
+      return asDbError(error)?.sqlstate ?? String(error);
+    }
+  }
+
+  const AUDIT_READS: Record<Caller, string[] | string> = {
+    anon: "42501",
+    memberA: [],
+    memberA2: [],
+    memberB: [],
+    viewerA: [],
+    tenant2User: [],
+    keyA: [],
+    viewerKeyA: [],
+    service: ["tenant1", "tenant2"],
+    tenantService1: ["tenant1"],
+    tenantService2: ["tenant2"],
+    tamperedUser: [],
+    tamperedKey: [],
+    // Its tenant_id names no tenant: none of the log's rows.
+    tamperedService: [],
+    // Staff below admin read none of it (a tenant's admins do: test/staff-mfa-audit.test.ts).
+    reviewer1: [],
+    operator1: [],
+    platformOperator: [],
+    unprovenReviewer1: [],
+  };
+
+  describe("internal.audit_log", () => {
+    for (const caller of CALLERS) {
+      test(`select as ${caller}: ${JSON.stringify(AUDIT_READS[caller])}`, async () => {
+        const seen = await read(
+          caller,
+          `select tenant_id::text as t from internal.audit_log where tenant_id in ('${world().tenants[1].id}', '${world().tenants[2].id}')`,
+        );
+        assert.deepEqual(seen, AUDIT_READS[caller]);
+      });
+      for (const op of ["update", "delete", "insert"] as const) {
+        test(`${op} as ${caller}: refused (42501)`, async () => {
+          const sql = {
+            update: "update internal.audit_log set actor = 'forged'",
+            delete: "delete from internal.audit_log",
+            insert:
+              "insert into internal.audit_log (actor_type, actor, action, object_table) values ('system', 'forged', 'insert', 'x')",
+          }[op];
+          assert.equal(await write(caller, sql), "42501");
+        });
+      }
+    }
+  });
+
+  for (const table of ["internal.mfa_factors", "internal.mfa_challenges", "internal.platform_settings"]) {
+    describe(table, () => {
+      for (const caller of CALLERS) {
+        const expected = caller === "service" ? "readable" : "42501";
+        test(`select as ${caller}: ${expected}`, async () => {
+          const seen = await read(caller, `select null::text as t from ${table}`);
+          assert.deepEqual(seen, expected === "readable" ? ["null"] : expected);
+        });
+        if (caller !== "service") {
+          test(`delete as ${caller}: refused (42501)`, async () => {
+            assert.equal(await write(caller, `delete from ${table}`), "42501");
+          });
+        }
+      }
+    });
+  }
+});

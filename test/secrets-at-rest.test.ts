@@ -226,6 +226,7 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
   describe("rotating the master key", () => {
     let tenant: Tenant;
     let endpointId: string;
+    const TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP";
     const WEBHOOK_SECRET = `whsec_${randomBytes(32).toString("base64")}`;
 
     before(async () => {
@@ -244,6 +245,18 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
         )
       )[0]?.id as string;
       await configureStore(db(), "deezer", DDEX_SETTINGS);
+      // A user's TOTP factor (migration 0020): its secret is sealed too.
+      const userId = (
+        await rows<{ id: string }>(
+          "insert into internal.users (tenant_id, email) values ($1, $2) returning id",
+          [tenant.id, `mfa-${randomUUID().slice(0, 8)}@example.com`],
+        )
+      )[0]?.id;
+      await rows("insert into internal.mfa_factors (tenant_id, user_id, secret_sealed) values ($1, $2, $3)", [
+        tenant.id,
+        userId,
+        db().secrets.encrypt(TOTP_SECRET),
+      ]);
     });
     after(async () => {
       await configureStore(db(), "deezer", {});
@@ -257,7 +270,8 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
            union all select credentials_sealed from internal.stores where credentials_sealed is not null
            union all select secret_ciphertext from internal.webhook_endpoints
            union all select previous_secret_ciphertext from internal.webhook_endpoints where previous_secret_ciphertext is not null
-           union all select response_ciphertext from internal.idempotency_keys where response_ciphertext is not null`,
+           union all select response_ciphertext from internal.idempotency_keys where response_ciphertext is not null
+           union all select secret_sealed from internal.mfa_factors`,
         )
       ).map((r) => r.v);
 
@@ -284,6 +298,12 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
       assert.ok(report.resealed.tenant_signing_secrets >= 1);
       assert.equal(report.resealed.store_credentials, 1);
       assert.equal(report.resealed.webhook_secrets, 2);
+      assert.ok(report.resealed.mfa_secrets >= 1);
+      const [factor] = await rows<{ v: string }>(
+        "select secret_sealed as v from internal.mfa_factors where tenant_id = $1",
+        [tenant.id],
+      );
+      assert.equal(new SecretBox(newKey).decrypt(factor?.v as string), TOTP_SECRET);
       const fresh = new SecretBox(newKey);
       for (const v of await sealedValues()) assert.ok(fresh.isCurrent(v), `${v} is sealed with the new key`);
       const [endpoint] = await rows<{ secret_ciphertext: string; previous_secret_ciphertext: string }>(
@@ -300,6 +320,7 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
         store_credentials: 0,
         webhook_secrets: 0,
         idempotent_answers: 0,
+        mfa_secrets: 0,
       });
       const [stored] = await rows<{ v: string }>(
         "select response_ciphertext as v from internal.idempotency_keys where response_ciphertext is not null",

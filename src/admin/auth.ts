@@ -153,12 +153,19 @@ export async function adminCaller(
     platformRole = null;
   } else {
     // The database decides (migration 0019), from the request's own claims, as a policy would.
+    // A role that counts only from an aal2 session (migration 0020) is told apart: aal2_required.
     const row = await db.withRequestContext(
       claims,
       async (tx) =>
         (
-          await tx.query<{ role: StaffRole | null; platform: StaffRole | null }>(
-            "select auth.staff_role($1) as role, auth.platform_staff_role() as platform",
+          await tx.query<{
+            role: StaffRole | null;
+            platform: StaffRole | null;
+            role_any_aal: StaffRole | null;
+            platform_any_aal: StaffRole | null;
+          }>(
+            `select auth.staff_role($1) as role, auth.platform_staff_role() as platform,
+               auth.staff_role_any_aal($1) as role_any_aal, auth.platform_staff_role_any_aal() as platform_any_aal`,
             [tenantId],
           )
         ).rows[0],
@@ -166,6 +173,22 @@ export async function adminCaller(
     );
     role = row?.role ?? null;
     platformRole = row?.platform ?? null;
+    const aal2 = claims.aal === "aal2";
+    const wouldHold =
+      need !== "signed_in" &&
+      holds({ role: row?.role_any_aal ?? null, platformRole: row?.platform_any_aal ?? null }, need);
+    if (
+      wouldHold &&
+      !aal2 &&
+      (!holds({ role, platformRole }, need) || need === "platform") &&
+      !request.is404
+    ) {
+      throw new HttpError(
+        403,
+        "aal2_required",
+        "This needs a session verified with a second factor (aal2): verify a TOTP factor with auth.mfa.challengeAndVerify and use the new access token.",
+      );
+    }
   }
 
   const caller: AdminCaller = {

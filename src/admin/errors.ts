@@ -58,7 +58,10 @@ export function adminErrorHandler(error: FastifyError, request: FastifyRequest, 
   // The database's own staff check (internal.require_staff, migration 0019) names its refusal in
   // the hint: the same 403 the auth hook gives, when a role was removed between the two.
   const db = asDbError(error);
-  if (db?.sqlstate === "42501" && (db.hint === "not_staff" || db.hint === "insufficient_role")) {
+  if (
+    db?.sqlstate === "42501" &&
+    (db.hint === "not_staff" || db.hint === "insufficient_role" || db.hint === "aal2_required")
+  ) {
     return sendProblem(reply, request, { status: 403, code: db.hint, detail: db.message });
   }
   return problemErrorHandler(error, request, reply);

@@ -182,6 +182,28 @@ export async function authRoutes(
     return reply.status(204).send();
   });
 
+  // Multi-factor authentication (supabase-js auth.mfa): TOTP factors.
+  app.post("/factors", async (request) =>
+    auth.enrollFactor(info(request), tokenUser(request), body(request)),
+  );
+
+  app.post("/factors/:id/challenge", async (request) =>
+    auth.challengeFactor(info(request), tokenUser(request), (request.params as { id: string }).id),
+  );
+
+  app.post("/factors/:id/verify", async (request) =>
+    auth.verifyFactor(
+      info(request),
+      tokenUser(request),
+      (request.params as { id: string }).id,
+      body(request),
+    ),
+  );
+
+  app.delete("/factors/:id", async (request) =>
+    auth.unenrollFactor(info(request), tokenUser(request), (request.params as { id: string }).id),
+  );
+
   app.post("/recover", async (request) =>
     auth.recover(info(request), body(request), query(request, "redirect_to")),
   );

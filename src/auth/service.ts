@@ -8,6 +8,7 @@ import { displayNameOf, provisionAccounts } from "../tenancy/memberships.ts";
 import { sendEmailToken, useEmailToken, type VerifyInput } from "./email-tokens.ts";
 import { AuthError, invalidCredentials, sessionNotFound, validationFailed } from "./errors.ts";
 import { inviteAddress } from "./invite.ts";
+import { challengeFactor, enrollFactor, loadSession, unenrollFactor, verifyFactor } from "./mfa.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH, verifyPassword, weakPasswordReasons } from "./passwords.ts";
 import {
   endSessions,
@@ -362,6 +363,45 @@ export class AuthService {
 
   async logout(req: RequestInfo, who: TokenUser, scope: LogoutScope) {
     await this.db.asService((tx) => endSessions(tx, req.tenant.id, who.userId, who.sessionId, scope));
+  }
+
+  /** POST /factors (supabase-js auth.mfa.enroll): a new TOTP factor, unverified until its first code. */
+  async enrollFactor(req: RequestInfo, who: TokenUser, body: Record<string, unknown>) {
+    const ctx = this.context(req);
+    return this.db.asService(async (tx) => {
+      const user = await this.currentUser(tx, req, who, true);
+      return enrollFactor(tx, this.db.secrets, ctx, user, await loadSession(tx, who.sessionId), body);
+    });
+  }
+
+  /** POST /factors/{id}/challenge. */
+  async challengeFactor(req: RequestInfo, who: TokenUser, factorId: string) {
+    return this.db.asService(async (tx) => {
+      const user = await this.currentUser(tx, req, who);
+      return challengeFactor(tx, user, factorId, req.ip);
+    });
+  }
+
+  /**
+   * POST /factors/{id}/verify: every attempt, right or wrong, counts against the user's limit
+   * (mfa_verify_per_user) before the code is looked at.
+   */
+  async verifyFactor(req: RequestInfo, who: TokenUser, factorId: string, body: Record<string, unknown>) {
+    const ctx = this.context(req);
+    await this.limit(req, "mfa_verify_per_user", who.userId);
+    return this.db.asService(async (tx) => {
+      const user = await this.currentUser(tx, req, who, true);
+      const session = await loadSession(tx, who.sessionId);
+      return verifyFactor(tx, this.db.secrets, ctx, user, session, factorId, body);
+    });
+  }
+
+  /** DELETE /factors/{id}: a verified factor only from an aal2 session. */
+  async unenrollFactor(req: RequestInfo, who: TokenUser, factorId: string) {
+    return this.db.asService(async (tx) => {
+      const user = await this.currentUser(tx, req, who, true);
+      return unenrollFactor(tx, user, await loadSession(tx, who.sessionId), factorId);
+    });
   }
 
   /** Sends a recovery mail if the address has a user; answers the same either way (no account enumeration). */

@@ -43,6 +43,8 @@ const schema = z.object({
       email_sent_per_address: limit.default({ max: 5, windowSeconds: 3600 }),
       verify_per_ip: limit.default({ max: 30, windowSeconds: 300 }),
       refresh_per_ip: limit.default({ max: 150, windowSeconds: 300 }),
+      /** Attempts to verify a second factor (right or wrong) by one user: guessing a code is slow. */
+      mfa_verify_per_user: limit.default({ max: 10, windowSeconds: 300 }),
     })
     .prefault({}),
 });

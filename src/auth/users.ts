@@ -1,4 +1,5 @@
 import type { Tx } from "../db/types.ts";
+import { factorsJson } from "./mfa.ts";
 
 /** The user rows behind /auth/v1, and the user object GoTrue returns. */
 
@@ -142,6 +143,7 @@ export async function userJson(tx: Tx, user: UserRow): Promise<Record<string, un
       [user.tenant_id, user.id],
     )
   ).rows;
+  const factors = await factorsJson(tx, user.tenant_id, user.id);
   return {
     id: user.id,
     aud: "authenticated",
@@ -169,6 +171,8 @@ export async function userJson(tx: Tx, user: UserRow): Promise<Record<string, un
       updated_at: iso(i.updated_at),
       email: typeof i.identity_data.email === "string" ? i.identity_data.email : undefined,
     })),
+    // GoTrue leaves `factors` out when the user has none.
+    ...(factors.length > 0 ? { factors } : {}),
     created_at: iso(user.created_at),
     updated_at: iso(user.updated_at),
     is_anonymous: user.is_anonymous,

@@ -1,4 +1,5 @@
 import type { SecretBox } from "../secrets/box.ts";
+import { auditSetting } from "./audit-context.ts";
 import { operatorScope } from "./operator-scope.ts";
 import { type Claims, DB_ROLES, type DbRole, type Engine, type EngineKind, type Tx } from "./types.ts";
 
@@ -130,17 +131,19 @@ export class Db {
     if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs >= 0)) {
       throw new Error("statementTimeoutMs must be a whole number of milliseconds, 0 or more");
     }
+    const audit = auditSetting() ?? "";
     return this.engine.transaction(
       async (tx) => {
+        // backline.audit: who acts and from where, for the audit log (src/db/audit-context.ts).
         if (timeoutMs === undefined) {
-          await tx.query("select set_config('role', $1, true), set_config('request.jwt.claims', $2, true)", [
-            claims.role,
-            JSON.stringify(claims),
-          ]);
+          await tx.query(
+            "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('backline.audit', $3, true)",
+            [claims.role, JSON.stringify(claims), audit],
+          );
         } else {
           await tx.query(
-            "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true)",
-            [claims.role, JSON.stringify(claims), String(timeoutMs)],
+            "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true), set_config('backline.audit', $4, true)",
+            [claims.role, JSON.stringify(claims), String(timeoutMs), audit],
           );
         }
         return fn(tx);

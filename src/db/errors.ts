@@ -45,6 +45,9 @@ export const RULE_VIOLATIONS = {
   BL007: { code: "oac_not_eligible", status: 409 },
   // Migration 0013: an API key asked for more than its scopes allow (its detail names the scope).
   BL014: { code: "insufficient_scope", status: 403 },
+  // Migration 0020: an account setting only its owner may change; an act that needs an aal2 session.
+  BL023: { code: "not_account_owner", status: 403 },
+  BL024: { code: "aal2_required", status: 403 },
 } as const satisfies Record<string, { code: string; status: number }>;
 
 export interface ErrorMapping {

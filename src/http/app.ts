@@ -9,6 +9,7 @@ import type { Config } from "../config.ts";
 import { consoleStatic, storageMediaOrigins } from "../console/static.ts";
 import { tenantConfigRoutes } from "../console/tenant-config.ts";
 import { requestScope } from "../db/admission.ts";
+import { openAuditScope, runWithAuditScope } from "../db/audit-context.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
 import { publicApiRoutes } from "../public-api/plugin.ts";
@@ -62,7 +63,13 @@ export function buildApp(given: AppDeps): FastifyInstance {
   // Everything a request does runs in requestScope: its wait for a database connection is bounded.
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
-    requestScope.run(REQUEST, done);
+    // The audit scope (who acts, from which address) is entered here and again before the
+    // handler, since reading the body may run outside it (src/db/audit-context.ts).
+    const audit = openAuditScope(request);
+    requestScope.run(REQUEST, () => runWithAuditScope(audit, done));
+  });
+  app.addHook("preHandler", (request, _reply, done) => {
+    runWithAuditScope(openAuditScope(request), done);
   });
   app.addHook("onSend", async (request, reply) => {
     // 503 is an invitation to come back (a busy database, a process shutting down): say when.

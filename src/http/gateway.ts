@@ -1,5 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import { peekClaims, TokenError, verifyToken } from "../auth/tokens.ts";
+import { setRequestActor } from "../db/audit-context.ts";
 import type { Claims } from "../db/types.ts";
 import type { TenantAuthInfo, TenantDirectory } from "../tenancy/directory.ts";
 
@@ -139,6 +140,7 @@ export async function identify(
         caller: { tenant, claims: { role: "anon", tenant_id: tenant.id }, user: undefined },
       };
     case "service_role":
+      setRequestActor(request, { type: "service_key", id: tenant.id });
       return {
         ok: true,
         caller: { tenant, claims: { role: "tenant_service", tenant_id: tenant.id }, user: undefined },
@@ -149,6 +151,11 @@ export async function identify(
       const claims: Claims = { ...payload, role: "authenticated", tenant_id: tenant.id };
       for (const c of SERVER_ONLY_CLAIMS) delete claims[c];
       const sessionId = typeof payload.session_id === "string" ? payload.session_id : undefined;
+      setRequestActor(request, {
+        type: "user",
+        id: payload.sub,
+        detail: { email: payload.email, aal: payload.aal ?? "aal1" },
+      });
       return { ok: true, caller: { tenant, claims, user: { id: payload.sub, sessionId } } };
     }
     default:

@@ -157,7 +157,8 @@ export class Authenticator {
       userId: payload.sub,
       // A user's authority comes from their memberships, checked by the database per account.
       scopes: ["keys:manage"],
-      claims: { role: "authenticated", sub: payload.sub, tenant_id: tenant.id },
+      // aal: an account may require aal2 of its members (migration 0020).
+      claims: { role: "authenticated", sub: payload.sub, tenant_id: tenant.id, aal: payload.aal ?? "aal1" },
     };
   }
 

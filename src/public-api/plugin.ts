@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { CatalogueCache } from "../catalog/catalogue.ts";
+import { setRequestActor } from "../db/audit-context.ts";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { bearerOf } from "../http/gateway.ts";
@@ -178,6 +179,12 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
       if (error instanceof ApiError && error.status === 401) limiter.hit(failures, FAILED_AUTH_LIMIT);
       throw error;
     }
+    setRequestActor(
+      request,
+      caller.kind === "api_key"
+        ? { type: "api_key", id: caller.keyId ?? "", detail: { account_id: caller.accountId } }
+        : { type: "user", id: caller.userId ?? "" },
+    );
     if (hash && !known) {
       const decided = await limitOf(caller);
       if (learned.size >= 100_000) learned.clear();

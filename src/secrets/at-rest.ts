@@ -31,6 +31,8 @@ export const SEALED_COLUMNS = [
     id: "ctid tid",
     column: "response_ciphertext",
   },
+  // TOTP factors' secrets (migration 0020).
+  { name: "mfa_secrets", table: "internal.mfa_factors", id: "id uuid", column: "secret_sealed" },
 ] as const;
 export type SealedName = (typeof SEALED_COLUMNS)[number]["name"];
 export type SealedCounts = Record<SealedName, number>;
@@ -40,6 +42,7 @@ const zero = (): SealedCounts => ({
   store_credentials: 0,
   webhook_secrets: 0,
   idempotent_answers: 0,
+  mfa_secrets: 0,
 });
 
 /**

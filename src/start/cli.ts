@@ -3,7 +3,9 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import pino from "pino";
+import { MfaOperatorError, requireAccountAal2, requireStaffAal2, resetMfa } from "../auth/mfa-operator.ts";
 import type { Config } from "../config.ts";
+import { setCliActor } from "../db/audit-context.ts";
 import type { Db } from "../db/db.ts";
 import { migrate, migrationStatus } from "../db/migrate.ts";
 import { openDatabase } from "../db/open.ts";
@@ -114,6 +116,14 @@ const program = new Command("backline")
   .option("--json", "print JSON instead of text")
   .showHelpAfterError()
   .configureOutput({ outputError: (str, write) => write(`backline: ${str.replace(/^error: /, "")}`) });
+
+// Every command but the server's own names itself as the actor of what it changes: the audit log
+// records "cli:<command>" with the OS user (docs/operator.md, "The audit log").
+program.hook("preAction", (_root, action) => {
+  const path: string[] = [];
+  for (let c: Command | null = action; c && c !== program; c = c.parent) path.unshift(c.name());
+  if (path[0] !== "serve" && path[0] !== "worker") setCliActor(path.join(" "));
+});
 
 program
   .command("serve")
@@ -1036,7 +1046,7 @@ program
   .description("the master key that seals secrets at rest (docs/security.md)")
   .command("rotate-master-key")
   .description(
-    "seal every secret (tenant signing secrets, store credentials, webhook secrets) with a new master key, in one " +
+    "seal every secret (tenant signing secrets, store credentials, webhook secrets, TOTP factor secrets) with a new master key, in one " +
       "transaction: with ENCRYPTION_KEY set, the new key is ENCRYPTION_KEY and the old one ENCRYPTION_KEY_PREVIOUS; " +
       "on the embedded default, a new DATA_DIR/encryption.key is made (stop the server first)",
   )
@@ -1168,6 +1178,107 @@ staff
       );
     });
   });
+
+// Multi-factor sign-in, the operator's side (docs/operator.md, "Multi-factor sign-in").
+const mfa = program
+  .command("auth")
+  .description("sign-in for people (/auth/v1)")
+  .command("mfa")
+  .description("multi-factor sign-in: recovery and where it is required");
+const mfaError = (e: unknown): never => {
+  throw e instanceof MfaOperatorError ? new CliError(e.message) : e;
+};
+mfa
+  .command("reset")
+  .description(
+    "a user lost their second factor: remove their factors and end their sessions, after checking who asks " +
+      "(they sign in with their password and enrol a new factor)",
+  )
+  .requiredOption("--tenant <slug|id>", "the tenant whose /auth/v1 the user signs in to")
+  .requiredOption("--email <email>", "the user's e-mail address")
+  .option("--reason <text>", "why (kept in the audit log)")
+  .action(async (opts: { tenant: string; email: string; reason?: string }) => {
+    await withDb(async (db) => {
+      const r = await resetMfa(db, opts).catch(mfaError);
+      output(
+        program,
+        `${opts.email}: ${r.factors_removed} factor(s) removed, ${r.sessions_ended} session(s) ended. ` +
+          "They sign in with their password and enrol a new factor.",
+        r,
+      );
+    });
+  });
+mfa
+  .command("require")
+  .description("require aal2 (a verified second factor) of staff: of one tenant's staff or of every tenant's")
+  .option("--tenant <slug|id>", "the tenant")
+  .option("--platform", "every tenant's staff (the platform setting)")
+  .argument("<on|off>", "on or off", choice(["on", "off"] as const))
+  .action(async (state: "on" | "off", opts: { tenant?: string; platform?: boolean }) => {
+    await withDb(async (db) => {
+      const r = await requireStaffAal2(db, opts, state === "on").catch(mfaError);
+      output(
+        program,
+        `${r.tenant_id ? `Staff of tenant ${opts.tenant}` : "Staff of every tenant"} ${
+          r.require_staff_aal2
+            ? "need an aal2 session"
+            : "no longer need an aal2 session (unless another setting says so)"
+        }.`,
+        r,
+      );
+    });
+  });
+mfa
+  .command("require-account")
+  .description(
+    "require aal2 of an account's members (what the account's owner decides; the operator may set it too)",
+  )
+  .argument("<account-id>", "the account")
+  .argument("<on|off>", "on or off", choice(["on", "off"] as const))
+  .action(async (accountId: string, state: "on" | "off") => {
+    await withDb(async (db) => {
+      const r = await requireAccountAal2(db, accountId, state === "on").catch(mfaError);
+      output(program, `Account ${accountId}: members ${r.require_aal2 ? "need" : "do not need"} aal2.`, r);
+    });
+  });
+
+program
+  .command("audit")
+  .description('the audit log (docs/operator.md, "The audit log"); over HTTP: GET /admin/v1/audit')
+  .command("list")
+  .description("the newest rows of a tenant's audit log (or the installation's own with --platform)")
+  .option("--tenant <slug|id>", "the tenant")
+  .option("--platform", "rows about the installation (stores, platform settings)")
+  .option("--actor <actor>", "a user id, key id or cli:<command>")
+  .option("--object <id>", "a row's id")
+  .option("--limit <n>", "how many (1-1000)", integer(1, 1000), 50)
+  .action(
+    async (opts: { tenant?: string; platform?: boolean; actor?: string; object?: string; limit: number }) => {
+      await withDb(async (db) => {
+        if (!opts.tenant && !opts.platform) throw new CliError("name a tenant (--tenant) or --platform");
+        const tenantId = opts.tenant ? (await requireTenant(db, opts.tenant)).id : null;
+        const rows = await db.asService(
+          async (tx) =>
+            (
+              await tx.query<Record<string, unknown>>(
+                `select id, at, actor_type, actor, actor_detail, ip, action, object_table, object_id, before, after
+               from internal.audit_log
+               where tenant_id is not distinct from $1::uuid and ($2::text is null or actor = $2)
+                 and ($3::text is null or object_id = $3)
+               order by id desc limit $4`,
+                [tenantId, opts.actor ?? null, opts.object ?? null, opts.limit],
+              )
+            ).rows,
+          { readOnly: true },
+        );
+        output(
+          program,
+          table(rows, ["id", "at", "actor", "action", "object_table", "object_id", "ip"]),
+          rows,
+        );
+      });
+    },
+  );
 
 class CliError extends Error {}
 
