@@ -11,13 +11,14 @@ import { findUserByEmail, type UserRow } from "./users.ts";
  * as hashes and work once, until they expire. A newer one of the same kind replaces older ones.
  */
 
-export type EmailTokenKind = "signup" | "recovery" | "email_change" | "invite";
+export type EmailTokenKind = "signup" | "recovery" | "email_change" | "invite" | "magiclink";
 
 const SUBJECTS: Record<EmailTokenKind, string> = {
   signup: "Confirm your sign-up",
   recovery: "Reset your password",
   email_change: "Confirm your new e-mail address",
   invite: "You have been invited",
+  magiclink: "Your sign-in link",
 };
 
 const INTROS: Record<EmailTokenKind, string> = {
@@ -25,6 +26,7 @@ const INTROS: Record<EmailTokenKind, string> = {
   recovery: "Someone asked to reset the password of this account. If it was you, continue below.",
   email_change: "Confirm this address as the new e-mail address of your account.",
   invite: "You have been invited. Open the link to accept the invitation, then choose a password.",
+  magiclink: "Someone asked to sign in to this account. If it was you, continue below.",
 };
 
 const SENT_AT: Record<EmailTokenKind, string> = {
@@ -33,6 +35,8 @@ const SENT_AT: Record<EmailTokenKind, string> = {
   email_change: "email_change_sent_at = now()",
   // GoTrue reports an invitation as both.
   invite: "invited_at = now(), confirmation_sent_at = now()",
+  // GoTrue records a sign-in link as a recovery mail.
+  magiclink: "recovery_sent_at = now()",
 };
 
 /** What sending a link needs to know: the tenant, its auth settings, and where the server answers. */
@@ -90,24 +94,35 @@ export async function sendEmailToken(
   });
 }
 
+/**
+ * What the client names in verifyOtp: a token kind, or GoTrue's `email`, which is either the code
+ * of a sign-up confirmation or of a sign-in link (POST /otp sends one or the other).
+ */
+export type VerifyType = EmailTokenKind | "email";
+
 export type VerifyInput =
-  | { type: EmailTokenKind; tokenHash: string }
-  | { type: EmailTokenKind; email: string; otp: string };
+  | { type: VerifyType; tokenHash: string }
+  | { type: VerifyType; email: string; otp: string };
+
+function kindsOf(type: VerifyType): EmailTokenKind[] {
+  return type === "email" ? ["signup", "magiclink"] : [type];
+}
 
 /** Finds and uses up the token; the user it belongs to and the address it was sent to, or otp_expired. */
 export async function useEmailToken(
   tx: Tx,
   tenantId: string,
   input: VerifyInput,
-): Promise<{ user: UserRow; email: string }> {
-  let row: { id: string; user_id: string; email: string } | undefined;
+): Promise<{ user: UserRow; email: string; kind: EmailTokenKind }> {
+  const kinds = kindsOf(input.type);
+  let row: { id: string; user_id: string; email: string; kind: EmailTokenKind } | undefined;
   if ("tokenHash" in input) {
     row = (
-      await tx.query<{ id: string; user_id: string; email: string }>(
-        `select id, user_id, email from internal.one_time_tokens
-         where token_hash = $1 and tenant_id = $2 and kind = $3 and used_at is null and expires_at > now()
+      await tx.query<{ id: string; user_id: string; email: string; kind: EmailTokenKind }>(
+        `select id, user_id, email, kind from internal.one_time_tokens
+         where token_hash = $1 and tenant_id = $2 and kind = any($3::text[]) and used_at is null and expires_at > now()
          for update`,
-        [sha256(input.tokenHash), tenantId, input.type],
+        [sha256(input.tokenHash), tenantId, kinds],
       )
     ).rows[0];
   } else {
@@ -123,11 +138,12 @@ export async function useEmailToken(
         : (await findUserByEmail(tx, tenantId, input.email))?.id;
     if (userId) {
       row = (
-        await tx.query<{ id: string; user_id: string; email: string }>(
-          `select id, user_id, email from internal.one_time_tokens
-           where user_id = $1 and tenant_id = $2 and kind = $3 and otp_hash = $4 and used_at is null and expires_at > now()
+        await tx.query<{ id: string; user_id: string; email: string; kind: EmailTokenKind }>(
+          `select id, user_id, email, kind from internal.one_time_tokens
+           where user_id = $1 and tenant_id = $2 and kind = any($3::text[]) and otp_hash = $4 and used_at is null and expires_at > now()
+           order by created_at desc limit 1
            for update`,
-          [userId, tenantId, input.type, otpHash(userId, input.otp)],
+          [userId, tenantId, kinds, otpHash(userId, input.otp)],
         )
       ).rows[0];
     }
@@ -141,5 +157,5 @@ export async function useEmailToken(
     )
   ).rows[0];
   if (!user) throw otpExpired();
-  return { user, email: row.email };
+  return { user, email: row.email, kind: row.kind };
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { asDbError, mapDbError } from "../db/errors.ts";
 import { bearerOf, type Caller, identify } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
-import type { EmailTokenKind } from "./email-tokens.ts";
+import type { VerifyType } from "./email-tokens.ts";
 import { AuthError, authErrorBody, validationFailed } from "./errors.ts";
 import type { AuthService, RequestInfo, TokenUser } from "./service.ts";
 import { authSettings, redirectAllowed } from "./settings.ts";
@@ -14,9 +14,10 @@ import { authSettings, redirectAllowed } from "./settings.ts";
 
 const VERSION_HEADER = "x-supabase-api-version";
 const SCOPES = ["global", "local", "others"] as const;
-const VERIFY_TYPES: Record<string, EmailTokenKind> = {
+const VERIFY_TYPES: Record<string, VerifyType> = {
   signup: "signup",
-  email: "signup",
+  email: "email",
+  magiclink: "magiclink",
   recovery: "recovery",
   email_change: "email_change",
   invite: "invite",
@@ -204,6 +205,10 @@ export async function authRoutes(
     auth.unenrollFactor(info(request), tokenUser(request), (request.params as { id: string }).id),
   );
 
+  app.post("/otp", async (request) =>
+    auth.signInWithOtp(info(request), body(request), query(request, "redirect_to")),
+  );
+
   app.post("/recover", async (request) =>
     auth.recover(info(request), body(request), query(request, "redirect_to")),
   );
@@ -218,7 +223,8 @@ export async function authRoutes(
   app.post("/verify", async (request) => {
     const b = body(request);
     const type = typeof b.type === "string" ? VERIFY_TYPES[b.type] : undefined;
-    if (!type) throw validationFailed("type must be one of signup, email, recovery, email_change, invite");
+    if (!type)
+      throw validationFailed("type must be one of signup, email, magiclink, recovery, email_change, invite");
     if (typeof b.token_hash === "string" && b.token_hash !== "")
       return auth.verify(info(request), { type, tokenHash: b.token_hash });
     if (typeof b.email === "string" && typeof b.token === "string" && b.token !== "") {

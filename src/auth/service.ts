@@ -404,6 +404,54 @@ export class AuthService {
     });
   }
 
+  /**
+   * POST /otp (signInWithOtp with an e-mail address): mails a sign-in link and code to the
+   * address's user. An address with no user gets one made (unless `create_user` is false or
+   * sign-ups are off) and a sign-up confirmation instead, whose link and code sign in as well, as
+   * GoTrue does. Either way the answer is `{}`: it does not tell whether the address is registered.
+   */
+  async signInWithOtp(
+    req: RequestInfo,
+    body: { email?: unknown; data?: unknown; create_user?: unknown },
+    redirectTo: string | undefined,
+  ) {
+    const ctx = this.context(req);
+    const email = normaliseEmail(body.email);
+    const data = body.data === undefined || body.data === null ? {} : body.data;
+    if (typeof data !== "object" || Array.isArray(data)) throw validationFailed("data must be an object");
+    if (body.create_user !== undefined && typeof body.create_user !== "boolean")
+      throw validationFailed("create_user must be a boolean");
+    const createUser = body.create_user !== false;
+    await this.limit(req, "email_sent_per_address", email);
+    // The limits are counted outside the transaction (they may need the database themselves).
+    const known = await this.db.asService((tx) => findUserByEmail(tx, req.tenant.id, email), {
+      readOnly: true,
+    });
+    if (!known) {
+      if (!createUser) throw new AuthError(422, "otp_disabled", "Signups not allowed for otp");
+      if (ctx.settings.disable_signup)
+        throw new AuthError(422, "signup_disabled", "Signups not allowed for this instance");
+      await this.limit(req, "signup_per_ip", req.ip ?? "unknown");
+    }
+    await this.db.asService(async (tx) => {
+      const user = await findUserByEmail(tx, req.tenant.id, email);
+      if (user) {
+        await sendEmailToken(tx, this.mailer, ctx, user, "magiclink", email, redirectTo);
+        return;
+      }
+      const created = await insertUser(tx, {
+        tenantId: req.tenant.id,
+        email,
+        passwordHash: null,
+        userMetadata: data as Record<string, unknown>,
+        confirmed: false,
+      });
+      await sendEmailToken(tx, this.mailer, ctx, created, "signup", email, redirectTo);
+    });
+    void this.mailer.deliver();
+    return {};
+  }
+
   /** Sends a recovery mail if the address has a user; answers the same either way (no account enumeration). */
   async recover(req: RequestInfo, body: { email?: unknown }, redirectTo: string | undefined) {
     const ctx = this.context(req);
@@ -429,10 +477,10 @@ export class AuthService {
     const ctx = this.context(req);
     await this.limit(req, "verify_per_ip", req.ip ?? "unknown");
     return this.db.asService(async (tx) => {
-      const { user, email } = await useEmailToken(tx, req.tenant.id, input);
+      const { user, email, kind } = await useEmailToken(tx, req.tenant.id, input);
       const now = new Date();
       let changes: Record<string, unknown>;
-      if (input.type === "email_change") {
+      if (kind === "email_change") {
         const taken = await findUserByEmail(tx, req.tenant.id, email);
         if (taken && taken.id !== user.id) {
           throw new AuthError(
@@ -446,9 +494,9 @@ export class AuthService {
         changes = { email_proven_at: now };
         if (!user.email_confirmed_at) changes.email_confirmed_at = now;
       }
-      const firstProof = user.email_proven_at === null && input.type !== "email_change";
+      const firstProof = user.email_proven_at === null && kind !== "email_change";
       if (firstProof) {
-        const keepsPassword = input.type === "signup" && user.signup_contested_at === null;
+        const keepsPassword = kind === "signup" && user.signup_contested_at === null;
         if (!keepsPassword) {
           changes.encrypted_password = null;
           await tx.query("delete from internal.sessions where tenant_id = $1 and user_id = $2", [
@@ -467,8 +515,7 @@ export class AuthService {
           displayNameOf(updated.raw_user_meta_data),
         );
       }
-      const method =
-        input.type === "recovery" ? "recovery" : input.type === "email_change" ? "email_change" : "otp";
+      const method = kind === "recovery" ? "recovery" : kind === "email_change" ? "email_change" : "otp";
       return startSession(tx, ctx, updated, method);
     });
   }
