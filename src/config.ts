@@ -116,6 +116,13 @@ const schema = z.object({
   UPLOAD_MAX_ARTWORK_BYTES: bytes(1, 1024 * MIB).default(50 * MIB),
   UPLOAD_MAX_AUDIO_BYTES: bytes(1, 5 * 1024 * MIB).default(2 * 1024 * MIB),
   ROYALTY_IMPORT_MAX_BYTES: bytes(1, 1024 * 1024 * MIB).default(2 * 1024 * MIB),
+  RATE_LIMIT_SYNC_MS: z.coerce
+    .number({ message: "must be a number of milliseconds" })
+    .int({ message: "must be a whole number of milliseconds" })
+    .min(0, { message: "must be 0 (off) or 50 to 60000 milliseconds" })
+    .max(60_000, { message: "must be 0 (off) or 50 to 60000 milliseconds" })
+    .refine((v) => v === 0 || v >= 50, { message: "must be 0 (off) or 50 to 60000 milliseconds" })
+    .default(250),
 });
 
 export type Env = z.input<typeof schema>;
@@ -158,6 +165,8 @@ export interface Config {
   uploads: UploadLimits;
   /** The largest report POST /admin/v1/royalty-imports takes (the CLI reads files of any size). */
   royaltyImportMaxBytes: number;
+  /** PostgreSQL: how often each process shares its rate-limit counts with the others (ms; 0: never). */
+  rateLimitSyncMs: number;
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -262,6 +271,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxBytes: { artwork: e.UPLOAD_MAX_ARTWORK_BYTES, audio: e.UPLOAD_MAX_AUDIO_BYTES },
     },
     royaltyImportMaxBytes: e.ROYALTY_IMPORT_MAX_BYTES,
+    rateLimitSyncMs: e.RATE_LIMIT_SYNC_MS,
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
   };
 }

@@ -20,6 +20,7 @@ import { checkJsonLimits, drainBeforeRefusal } from "./body-limits.ts";
 import { closing } from "./graceful.ts";
 import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
+import { MemoryRateLimiter } from "./rate-limit.ts";
 import { redactingLogger } from "./redact.ts";
 
 export interface AppDeps {
@@ -134,6 +135,21 @@ export function buildApp(given: AppDeps): FastifyInstance {
   app.addHook("onReady", () => mailer.start());
   app.addHook("onClose", () => mailer.close());
 
+  // Rate limits are decided in the process; on PostgreSQL the counts are shared with the other
+  // processes in the background (docs/operations.md, "Rate limits across processes").
+  const limiter = new MemoryRateLimiter();
+  if (deps.db.kind === "postgres" && deps.config.rateLimitSyncMs > 0) {
+    let stopSharing: (() => Promise<void>) | undefined;
+    app.addHook("onReady", async () => {
+      stopSharing = limiter.startSharing(deps.db, deps.config.rateLimitSyncMs, (error) =>
+        logger.warn({ err: error }, "rate limits: sharing the counts failed; counting locally"),
+      );
+    });
+    app.addHook("onClose", async () => {
+      await stopSharing?.();
+    });
+  }
+
   app.register(healthRoutes, { db: deps.db });
   app.register(authRoutes, { prefix: "/auth/v1", auth, directory });
 
@@ -153,6 +169,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
     schemaCache: cache,
     maxRows: deps.config.restMaxRows,
     publicUrl: deps.config.publicUrl,
+    limiter,
   });
   const secrets = loadSecretBox(deps.config);
   const storage = openStorage(deps.config, secrets);
@@ -174,6 +191,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
     webhooks: { allowPrivate: deps.config.webhookAllowPrivate },
     storage: storage.store,
     uploadLimits: deps.config.uploads,
+    limiter,
   });
   app.register(adminRoutes, {
     prefix: "/admin/v1",

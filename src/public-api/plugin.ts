@@ -40,6 +40,8 @@ export interface PublicApiOptions {
   webhooks: { allowPrivate: boolean };
   storage: ObjectStore;
   uploadLimits: UploadLimits;
+  /** The app's rate limiter (shared with the other processes on PostgreSQL); its own when unset. */
+  limiter?: MemoryRateLimiter;
 }
 
 export const PUBLIC_API_VERSION = "1.0.0";
@@ -77,7 +79,7 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   const authenticator = new Authenticator(db, directory, (error) =>
     app.log.warn({ err: error }, "last_used_at"),
   );
-  const limiter = new MemoryRateLimiter();
+  const limiter = options.limiter ?? new MemoryRateLimiter();
   const services: Services = {
     db,
     mailer: options.mailer,
