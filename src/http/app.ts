@@ -11,7 +11,7 @@ import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
 import { publicApiRoutes } from "../public-api/plugin.ts";
 import { restRoutes } from "../rest/routes.ts";
-import { loadSchemaCache, type SchemaCache } from "../rest/schema-cache.ts";
+import { loadSchemaCache, SCHEMA_CHANNEL, type SchemaCache } from "../rest/schema-cache.ts";
 import { openStorage } from "../storage/open.ts";
 import { storageRoutes } from "../storage/routes.ts";
 import { TenantDirectory } from "../tenancy/directory.ts";
@@ -162,6 +162,31 @@ export function buildApp(given: AppDeps): FastifyInstance {
     });
     return schemaCache;
   };
+  // Read again on `NOTIFY pgrst, 'reload schema'` (PostgREST's way; the migration runner sends it
+  // after each migration), in every process: requests keep the old cache until the new one is read.
+  const reloadSchema = () => {
+    if (schemaCache === undefined) return;
+    const next = loadSchemaCache(deps.db);
+    next.then(
+      () => {
+        schemaCache = next;
+        logger.info("rest: schema cache reloaded");
+      },
+      (error: unknown) =>
+        logger.warn({ err: error }, "rest: reloading the schema cache failed; keeping the old one"),
+    );
+  };
+  let unlistenSchema: (() => Promise<void>) | undefined;
+  app.addHook("onReady", async () => {
+    try {
+      unlistenSchema = await deps.db.listen(SCHEMA_CHANNEL, reloadSchema);
+    } catch (error) {
+      logger.warn({ err: error }, "rest: cannot listen for schema reloads");
+    }
+  });
+  app.addHook("onClose", async () => {
+    await unlistenSchema?.();
+  });
   app.register(restRoutes, {
     prefix: "/rest/v1",
     db: deps.db,

@@ -25,7 +25,16 @@ export interface WorkerOptions {
   leaseMs?: number;
   logger?: Pick<Logger, "info" | "warn" | "error">;
   id?: string;
+  /**
+   * Wake on the `backline_jobs` notice a committed enqueue sends (Db.listen; true by default), so
+   * a job written by any process starts at once; `pollMs` still looks for jobs coming due and for
+   * a lost notice. False: poll only (the benchmark's baseline).
+   */
+  listen?: boolean;
 }
+
+/** The channel a committed insert into internal.jobs (or a job queued again) notifies (migration 0021). */
+export const JOBS_CHANNEL = "backline_jobs";
 
 /**
  * Claims and runs jobs of the kinds it has handlers for. `wake()` makes it look at once (after a
@@ -33,11 +42,15 @@ export interface WorkerOptions {
  */
 export class Worker {
   readonly id: string;
-  private readonly opts: Required<Omit<WorkerOptions, "logger" | "id">> & Pick<WorkerOptions, "logger">;
+  private readonly opts: Required<Omit<WorkerOptions, "logger" | "id" | "listen">> &
+    Pick<WorkerOptions, "logger">;
   private readonly inFlight = new Set<Promise<void>>();
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  /** A wake-up came while the loop was not sleeping: look again before sleeping. */
+  private woken = false;
+  private readonly listenForNotices: boolean;
 
   constructor(options: WorkerOptions) {
     this.id = options.id ?? `worker-${randomUUID().slice(0, 8)}`;
@@ -49,6 +62,7 @@ export class Worker {
       leaseMs: options.leaseMs ?? 60_000,
       logger: options.logger,
     };
+    this.listenForNotices = options.listen ?? true;
   }
 
   start(): void {
@@ -58,6 +72,7 @@ export class Worker {
   }
 
   wake(): void {
+    this.woken = true;
     this.wakeUp?.();
   }
 
@@ -70,11 +85,28 @@ export class Worker {
   }
 
   private async run(): Promise<void> {
+    let unlisten: (() => Promise<void>) | undefined;
+    if (this.listenForNotices) {
+      try {
+        unlisten = await this.opts.db.listen(JOBS_CHANNEL, () => this.wake());
+      } catch (error) {
+        this.opts.logger?.warn({ err: error, worker: this.id }, "jobs: cannot listen for notices; polling");
+      }
+    }
+    try {
+      await this.work();
+    } finally {
+      await unlisten?.().catch(() => {});
+    }
+  }
+
+  private async work(): Promise<void> {
     const kinds = Object.keys(this.opts.handlers);
     while (this.running) {
       const free = this.opts.concurrency - this.inFlight.size;
       let claimed: Job[] = [];
       if (free > 0) {
+        this.woken = false;
         try {
           claimed = await claim(this.opts.db, this.id, kinds, free, this.opts.leaseMs);
         } catch (error) {
@@ -93,13 +125,16 @@ export class Worker {
   }
 
   private sleep(): Promise<void> {
+    // Woken while claiming (a notice, a job finished): there may be more to claim now.
+    if (this.woken && this.inFlight.size < this.opts.concurrency) return Promise.resolve();
     return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
       const timer = setTimeout(done, this.opts.pollMs);
       timer.unref();
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
       this.wakeUp = done;
     });
   }

@@ -13,3 +13,20 @@ create unlogged table internal.rate_counters (
 );
 create index rate_counters_end on internal.rate_counters (window_end);
 alter table internal.rate_counters enable row level security;
+
+-- Job workers wake when work is committed (src/jobs/worker.ts, Db.listen): a notice per
+-- statement that writes jobs, and per job queued again to run now (a dead job retried). The
+-- notice is delivered at commit, so a worker never looks before the job is visible.
+create function internal.jobs_notify() returns trigger
+language plpgsql security definer set search_path = ''
+as $$
+begin
+  perform pg_notify('backline_jobs', '');
+  return null;
+end
+$$;
+create trigger jobs_inserted after insert on internal.jobs
+  for each statement execute function internal.jobs_notify();
+create trigger jobs_requeued after update of status on internal.jobs
+  for each row when (new.status = 'queued' and old.status <> 'queued' and new.run_at <= now())
+  execute function internal.jobs_notify();
