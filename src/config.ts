@@ -116,6 +116,18 @@ const schema = z.object({
   UPLOAD_MAX_ARTWORK_BYTES: bytes(1, 1024 * MIB).default(50 * MIB),
   UPLOAD_MAX_AUDIO_BYTES: bytes(1, 5 * 1024 * MIB).default(2 * 1024 * MIB),
   ROYALTY_IMPORT_MAX_BYTES: bytes(1, 1024 * 1024 * MIB).default(2 * 1024 * MIB),
+  WORKER_STORE_CONCURRENCY: z.coerce
+    .number({ message: "must be a number" })
+    .int({ message: "must be a whole number" })
+    .min(1)
+    .max(100)
+    .default(2),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce
+    .number({ message: "must be a number" })
+    .int({ message: "must be a whole number" })
+    .min(1)
+    .max(1000)
+    .default(10),
   RATE_LIMIT_SYNC_MS: z.coerce
     .number({ message: "must be a number of milliseconds" })
     .int({ message: "must be a whole number of milliseconds" })
@@ -150,7 +162,9 @@ export interface Config {
   /** Each request statement's time limit per role on PostgreSQL (ms, 0: none); not for workers or the CLI. */
   statementTimeouts: StatementTimeouts;
   /** The operator backend's worker: inside `npm start` unless off (then run `backline worker`). */
-  worker: { enabled: boolean; concurrency: number; leaseMs: number };
+  worker: { enabled: boolean; concurrency: number; leaseMs: number; perStore: number };
+  /** Webhook sends in flight at once to one endpoint, per process. */
+  webhookEndpointConcurrency: number;
   /** The key that encrypts secrets at rest (webhook signing secrets); unset: DATA_DIR/encryption.key. */
   encryptionKey: string | undefined;
   /** Keys that still open what they sealed while the master key is rotated (docs/security.md). */
@@ -259,7 +273,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       authenticated: e.STATEMENT_TIMEOUT_AUTHENTICATED_MS,
       service: e.STATEMENT_TIMEOUT_SERVICE_MS,
     },
-    worker: { enabled: e.WORKER === "on", concurrency: e.WORKER_CONCURRENCY, leaseMs: e.WORKER_LEASE_MS },
+    worker: {
+      enabled: e.WORKER === "on",
+      concurrency: e.WORKER_CONCURRENCY,
+      leaseMs: e.WORKER_LEASE_MS,
+      perStore: e.WORKER_STORE_CONCURRENCY,
+    },
+    webhookEndpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
     encryptionKey: e.ENCRYPTION_KEY,
     encryptionKeyPrevious: e.ENCRYPTION_KEY_PREVIOUS?.split(",").map((k) => k.trim()) ?? [],
     // Off on every engine: any API key holder registers webhook URLs, and a local address would

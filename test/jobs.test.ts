@@ -240,6 +240,56 @@ describeEachEngine("job queue", (t) => {
     }
   });
 
+  test("a per-store cap: a store whose sends hang holds one slot, the other store's jobs all run meanwhile", async () => {
+    const k = kind("capped");
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let slowRunning = 0;
+    let slowMax = 0;
+    const fastDone: number[] = [];
+    const worker = new Worker({
+      db: db(),
+      concurrency: 3,
+      pollMs: 50,
+      perGroup: { kinds: [k], field: "store", max: 1 },
+      handlers: {
+        [k]: async (job) => {
+          if (job.payload.store === "slow") {
+            slowRunning++;
+            slowMax = Math.max(slowMax, slowRunning);
+            await gate;
+            slowRunning--;
+          } else fastDone.push(Number(job.payload.n));
+        },
+      },
+    });
+    await db().asService(async (tx) => {
+      for (let n = 0; n < 4; n++) await enqueue(tx, k, { store: "slow", n });
+      for (let n = 0; n < 6; n++) await enqueue(tx, k, { store: "fast", n });
+    });
+    worker.start();
+    try {
+      await until(async () => fastDone.length === 6, 5000);
+      assert.equal(slowMax, 1, "one slow send at a time");
+      release();
+      await until(
+        async () =>
+          (
+            await db().asService((tx) =>
+              tx.query("select 1 from internal.jobs where kind = $1 and status <> 'succeeded'", [k]),
+            )
+          ).rowCount === 0,
+        5000,
+      );
+      assert.equal(slowMax, 1);
+    } finally {
+      release();
+      await worker.stop();
+    }
+  });
+
   test("two workers racing over 120 jobs run each exactly once", async (ctx) => {
     if (t().kind !== "postgres") return ctx.skip("PGlite has one connection: nothing races");
     const k = kind("race");

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.ts";
-import { claim, complete, extendLease, fail, type Job } from "./queue.ts";
+import { claim, complete, extendLease, fail, type GroupCaps, groupOf, type Job } from "./queue.ts";
 
 /** What a job handler gets besides the job: a signal that aborts when its lease is lost or the worker stops hard. */
 export interface JobContext {
@@ -31,6 +31,11 @@ export interface WorkerOptions {
    * a lost notice. False: poll only (the benchmark's baseline).
    */
   listen?: boolean;
+  /**
+   * At most `max` jobs of `kinds` with the same payload `field` running at once in this worker
+   * (delivery sends per store): a store that hangs holds at most that many of the slots.
+   */
+  perGroup?: { kinds: string[]; field: string; max: number };
 }
 
 /** The channel a committed insert into internal.jobs (or a job queued again) notifies (migration 0021). */
@@ -42,7 +47,7 @@ export const JOBS_CHANNEL = "backline_jobs";
  */
 export class Worker {
   readonly id: string;
-  private readonly opts: Required<Omit<WorkerOptions, "logger" | "id" | "listen">> &
+  private readonly opts: Required<Omit<WorkerOptions, "logger" | "id" | "listen" | "perGroup">> &
     Pick<WorkerOptions, "logger">;
   private readonly inFlight = new Set<Promise<void>>();
   private running = false;
@@ -51,6 +56,9 @@ export class Worker {
   /** A wake-up came while the loop was not sleeping: look again before sleeping. */
   private woken = false;
   private readonly listenForNotices: boolean;
+  private readonly perGroup: WorkerOptions["perGroup"];
+  /** Jobs running per group (perGroup). */
+  private readonly groupLoad = new Map<string, number>();
 
   constructor(options: WorkerOptions) {
     this.id = options.id ?? `worker-${randomUUID().slice(0, 8)}`;
@@ -63,6 +71,7 @@ export class Worker {
       logger: options.logger,
     };
     this.listenForNotices = options.listen ?? true;
+    this.perGroup = options.perGroup;
   }
 
   start(): void {
@@ -108,20 +117,38 @@ export class Worker {
       if (free > 0) {
         this.woken = false;
         try {
-          claimed = await claim(this.opts.db, this.id, kinds, free, this.opts.leaseMs);
+          claimed = await claim(this.opts.db, this.id, kinds, free, this.opts.leaseMs, this.caps());
         } catch (error) {
           this.opts.logger?.warn({ err: error, worker: this.id }, "claiming jobs failed; retrying");
         }
       }
       for (const job of claimed) {
+        const group = groupOf(job, this.perGroup);
+        if (group !== undefined) this.groupLoad.set(group, (this.groupLoad.get(group) ?? 0) + 1);
         const p = this.execute(job).finally(() => {
           this.inFlight.delete(p);
+          if (group !== undefined) {
+            const load = (this.groupLoad.get(group) ?? 1) - 1;
+            if (load <= 0) this.groupLoad.delete(group);
+            else this.groupLoad.set(group, load);
+          }
           this.wake();
         });
         this.inFlight.add(p);
       }
       if (claimed.length === 0 || this.inFlight.size >= this.opts.concurrency) await this.sleep();
     }
+  }
+
+  private caps(): GroupCaps | undefined {
+    if (!this.perGroup) return undefined;
+    const room = new Map<string, number>();
+    const full: string[] = [];
+    for (const [group, load] of this.groupLoad) {
+      if (load >= this.perGroup.max) full.push(group);
+      else room.set(group, this.perGroup.max - load);
+    }
+    return { ...this.perGroup, room, full };
   }
 
   private sleep(): Promise<void> {
