@@ -46,6 +46,10 @@ const schema = z.object({
   DATABASE_URL: postgresUrl.optional(),
   MIGRATION_DATABASE_URL: postgresUrl.optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  PGLITE_SHARED_BUFFERS: z
+    .string()
+    .regex(/^[1-9][0-9]{0,5}(kB|MB|GB)$/, { message: "must be a size such as 32MB" })
+    .default("32MB"),
   PGLITE_THREAD: z.enum(["worker", "main"], { message: "must be worker or main" }).default("worker"),
   DATABASE_QUEUE_MAX: z.coerce
     .number({ message: "must be a number" })
@@ -146,7 +150,7 @@ export interface Config {
   publicUrl: string;
   dataDir: string;
   database:
-    | { engine: "pglite"; dataDir: string; thread: "worker" | "main" }
+    | { engine: "pglite"; dataDir: string; thread: "worker" | "main"; sharedBuffers: string }
     | { engine: "postgres"; url: string; migrationUrl: string; poolSize: number };
   /** How many requests may wait for a database connection, and for how long, before a 503 (docs/security.md). */
   databaseQueue: { maxWaiting: number; maxWaitMs: number };
@@ -231,7 +235,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         migrationUrl: e.MIGRATION_DATABASE_URL ?? e.DATABASE_URL,
         poolSize: e.DATABASE_POOL_SIZE,
       }
-    : { engine: "pglite", dataDir: path.join(dataDir, "pgdata"), thread: e.PGLITE_THREAD };
+    : {
+        engine: "pglite",
+        dataDir: path.join(dataDir, "pgdata"),
+        thread: e.PGLITE_THREAD,
+        sharedBuffers: e.PGLITE_SHARED_BUFFERS,
+      };
   if (e.STORAGE_DRIVER === "s3" && !e.S3_BUCKET) {
     throw new ConfigError("S3_BUCKET", "is required when STORAGE_DRIVER is s3");
   }
