@@ -173,11 +173,20 @@ const RoyaltyList = z
     data: z.array(z.union([RoyaltyLine, RoyaltyGroup])).meta({
       description: "Lines, newest month first; or, with group_by, groups in key order.",
     }),
-    total: z.number().int().meta({ description: "How many lines (or groups) match, over all pages." }),
+    total: z
+      .number()
+      .int()
+      .optional()
+      .meta({
+        description: "How many lines (or groups) match, over all pages; not on starting_after pages.",
+      }),
     limit: z.number().int(),
     offset: z.number().int(),
     has_more: z.boolean(),
-    totals: z.array(CurrencyTotal).meta({ description: "Per currency, over everything that matches." }),
+    totals: z
+      .array(CurrencyTotal)
+      .optional()
+      .meta({ description: "Per currency, over everything that matches; not on starting_after pages." }),
   })
   .meta({ id: "RoyaltyList" });
 
@@ -203,13 +212,8 @@ async function answer(
       const r = await tx.query("select 1 from public.releases where id = $1", [releaseId]);
       if (r.rowCount === 0) throw notFound("release", releaseId);
     }
-    const totals = await royaltyTotals(tx, filter);
-    let data: Record<string, unknown>[];
-    let total: number;
-    if (groupBy) {
-      ({ rows: data, total } = await royaltyGroups(tx, filter, groupBy, q.limit, q.offset));
-    } else if (q.starting_after !== undefined) {
-      total = totals.reduce((n, t) => n + t.lines, 0);
+    if (q.starting_after !== undefined && !groupBy) {
+      // A keyset page: no totals (they sum every matching line), as cursor pages go (docs/public-api.md).
       const page = await royaltyLinesAfter(tx, filter, q.limit, q.starting_after);
       if (!page) {
         throw new ApiError(
@@ -221,15 +225,13 @@ async function answer(
           },
         );
       }
-      return {
-        object: "list" as const,
-        data: page.rows,
-        total,
-        limit: q.limit,
-        offset: 0,
-        has_more: page.hasMore,
-        totals,
-      };
+      return { object: "list" as const, data: page.rows, limit: q.limit, offset: 0, has_more: page.hasMore };
+    }
+    const totals = await royaltyTotals(tx, filter);
+    let data: Record<string, unknown>[];
+    let total: number;
+    if (groupBy) {
+      ({ rows: data, total } = await royaltyGroups(tx, filter, groupBy, q.limit, q.offset));
     } else {
       total = totals.reduce((n, t) => n + t.lines, 0);
       data = await royaltyLines(tx, filter, q.limit, q.offset, total);
