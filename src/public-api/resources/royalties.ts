@@ -173,13 +173,9 @@ const RoyaltyList = z
     data: z.array(z.union([RoyaltyLine, RoyaltyGroup])).meta({
       description: "Lines, newest month first; or, with group_by, groups in key order.",
     }),
-    total: z
-      .number()
-      .int()
-      .optional()
-      .meta({
-        description: "How many lines (or groups) match, over all pages; not on starting_after pages.",
-      }),
+    total: z.number().int().optional().meta({
+      description: "How many lines (or groups) match, over all pages; not on starting_after pages.",
+    }),
     limit: z.number().int(),
     offset: z.number().int(),
     has_more: z.boolean(),
