@@ -13,6 +13,7 @@ describe("loadConfig", () => {
       engine: "pglite",
       dataDir: path.resolve(".backline/pgdata"),
       thread: "worker",
+      sharedBuffers: "32MB",
     });
     assert.equal(c.publicUrl, "http://127.0.0.1:54321");
     assert.equal(c.devTenant, true);
@@ -40,11 +41,12 @@ describe("loadConfig", () => {
   });
 
   test("the worker runs inside the server unless WORKER=off", () => {
-    assert.deepEqual(loadConfig({}).worker, { enabled: true, concurrency: 4, leaseMs: 60_000 });
+    assert.deepEqual(loadConfig({}).worker, { enabled: true, concurrency: 4, leaseMs: 60_000, perStore: 2 });
     assert.deepEqual(loadConfig({ WORKER: "off", WORKER_CONCURRENCY: "8", WORKER_LEASE_MS: "5000" }).worker, {
       enabled: false,
       concurrency: 8,
       leaseMs: 5000,
+      perStore: 2,
     });
   });
 

@@ -46,6 +46,10 @@ const schema = z.object({
   DATABASE_URL: postgresUrl.optional(),
   MIGRATION_DATABASE_URL: postgresUrl.optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  PGLITE_SHARED_BUFFERS: z
+    .string()
+    .regex(/^[1-9][0-9]{0,5}(kB|MB|GB)$/, { message: "must be a size such as 32MB" })
+    .default("32MB"),
   PGLITE_THREAD: z.enum(["worker", "main"], { message: "must be worker or main" }).default("worker"),
   DATABASE_QUEUE_MAX: z.coerce
     .number({ message: "must be a number" })
@@ -120,6 +124,25 @@ const schema = z.object({
   UPLOAD_MAX_ARTWORK_BYTES: bytes(1, 1024 * MIB).default(50 * MIB),
   UPLOAD_MAX_AUDIO_BYTES: bytes(1, 5 * 1024 * MIB).default(2 * 1024 * MIB),
   ROYALTY_IMPORT_MAX_BYTES: bytes(1, 1024 * 1024 * MIB).default(2 * 1024 * MIB),
+  WORKER_STORE_CONCURRENCY: z.coerce
+    .number({ message: "must be a number" })
+    .int({ message: "must be a whole number" })
+    .min(1)
+    .max(100)
+    .default(2),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce
+    .number({ message: "must be a number" })
+    .int({ message: "must be a whole number" })
+    .min(1)
+    .max(1000)
+    .default(10),
+  RATE_LIMIT_SYNC_MS: z.coerce
+    .number({ message: "must be a number of milliseconds" })
+    .int({ message: "must be a whole number of milliseconds" })
+    .min(0, { message: "must be 0 (off) or 50 to 60000 milliseconds" })
+    .max(60_000, { message: "must be 0 (off) or 50 to 60000 milliseconds" })
+    .refine((v) => v === 0 || v >= 50, { message: "must be 0 (off) or 50 to 60000 milliseconds" })
+    .default(250),
 });
 
 export type Env = z.input<typeof schema>;
@@ -131,7 +154,7 @@ export interface Config {
   publicUrl: string;
   dataDir: string;
   database:
-    | { engine: "pglite"; dataDir: string; thread: "worker" | "main" }
+    | { engine: "pglite"; dataDir: string; thread: "worker" | "main"; sharedBuffers: string }
     | { engine: "postgres"; url: string; migrationUrl: string; poolSize: number };
   /** How many requests may wait for a database connection, and for how long, before a 503 (docs/security.md). */
   databaseQueue: { maxWaiting: number; maxWaitMs: number };
@@ -152,7 +175,9 @@ export interface Config {
   /** Each request statement's time limit per role on PostgreSQL (ms, 0: none); not for workers or the CLI. */
   statementTimeouts: StatementTimeouts;
   /** The operator backend's worker: inside `npm start` unless off (then run `backline worker`). */
-  worker: { enabled: boolean; concurrency: number; leaseMs: number };
+  worker: { enabled: boolean; concurrency: number; leaseMs: number; perStore: number };
+  /** Webhook sends in flight at once to one endpoint, per process. */
+  webhookEndpointConcurrency: number;
   /** The key that encrypts secrets at rest (webhook signing secrets); unset: DATA_DIR/encryption.key. */
   encryptionKey: string | undefined;
   /** Keys that still open what they sealed while the master key is rotated (docs/security.md). */
@@ -167,6 +192,8 @@ export interface Config {
   uploads: UploadLimits;
   /** The largest report POST /admin/v1/royalty-imports takes (the CLI reads files of any size). */
   royaltyImportMaxBytes: number;
+  /** PostgreSQL: how often each process shares its rate-limit counts with the others (ms; 0: never). */
+  rateLimitSyncMs: number;
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -217,7 +244,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         migrationUrl: e.MIGRATION_DATABASE_URL ?? e.DATABASE_URL,
         poolSize: e.DATABASE_POOL_SIZE,
       }
-    : { engine: "pglite", dataDir: path.join(dataDir, "pgdata"), thread: e.PGLITE_THREAD };
+    : {
+        engine: "pglite",
+        dataDir: path.join(dataDir, "pgdata"),
+        thread: e.PGLITE_THREAD,
+        sharedBuffers: e.PGLITE_SHARED_BUFFERS,
+      };
   if (e.STORAGE_DRIVER === "s3" && !e.S3_BUCKET) {
     throw new ConfigError("S3_BUCKET", "is required when STORAGE_DRIVER is s3");
   }
@@ -260,7 +292,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       authenticated: e.STATEMENT_TIMEOUT_AUTHENTICATED_MS,
       service: e.STATEMENT_TIMEOUT_SERVICE_MS,
     },
-    worker: { enabled: e.WORKER === "on", concurrency: e.WORKER_CONCURRENCY, leaseMs: e.WORKER_LEASE_MS },
+    worker: {
+      enabled: e.WORKER === "on",
+      concurrency: e.WORKER_CONCURRENCY,
+      leaseMs: e.WORKER_LEASE_MS,
+      perStore: e.WORKER_STORE_CONCURRENCY,
+    },
+    webhookEndpointConcurrency: e.WEBHOOK_ENDPOINT_CONCURRENCY,
     encryptionKey: e.ENCRYPTION_KEY,
     encryptionKeyPrevious: e.ENCRYPTION_KEY_PREVIOUS?.split(",").map((k) => k.trim()) ?? [],
     // Off on every engine: any API key holder registers webhook URLs, and a local address would
@@ -272,6 +310,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxBytes: { artwork: e.UPLOAD_MAX_ARTWORK_BYTES, audio: e.UPLOAD_MAX_AUDIO_BYTES },
     },
     royaltyImportMaxBytes: e.ROYALTY_IMPORT_MAX_BYTES,
+    rateLimitSyncMs: e.RATE_LIMIT_SYNC_MS,
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
   };
 }

@@ -180,6 +180,116 @@ describeEachEngine("job queue", (t) => {
     assert.equal((await jobStatus(otherId))?.status, "queued", "a kind without a handler is left alone");
   });
 
+  test("a sleeping worker wakes when a job is committed, or a dead one retried, not at its next poll", async () => {
+    const k = kind("wake");
+    const started: number[] = [];
+    let failNext = true;
+    const worker = new Worker({
+      db: db(),
+      // Polling alone would take a minute: only the notice can start these jobs in time.
+      pollMs: 60_000,
+      handlers: {
+        [k]: async () => {
+          started.push(Date.now());
+          if (failNext) {
+            failNext = false;
+            throw new Error("first run fails for good");
+          }
+        },
+      },
+    });
+    worker.start();
+    try {
+      // Let the worker's first look (nothing to do) end, so it is asleep.
+      await new Promise((r) => setTimeout(r, 300));
+      const id = (await db().asService((tx) => enqueue(tx, k, {}, { maxAttempts: 1 }))) as string;
+      const committed = Date.now();
+      await until(async () => started.length === 1, 5000);
+      assert.ok((started[0] as number) - committed < 5000);
+      await until(async () => (await jobStatus(id))?.status === "dead", 5000);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok(await retryDeadJob(db(), id));
+      await until(async () => (await jobStatus(id))?.status === "succeeded", 5000);
+      assert.equal(started.length, 2);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  test("a worker that does not listen waits for its poll", async () => {
+    const k = kind("nolisten");
+    let ran = false;
+    const worker = new Worker({
+      db: db(),
+      pollMs: 60_000,
+      listen: false,
+      handlers: {
+        [k]: async () => {
+          ran = true;
+        },
+      },
+    });
+    worker.start();
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      await db().asService((tx) => enqueue(tx, k, {}));
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(ran, false, "a polling worker did not wake");
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  test("a per-store cap: a store whose sends hang holds one slot, the other store's jobs all run meanwhile", async () => {
+    const k = kind("capped");
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let slowRunning = 0;
+    let slowMax = 0;
+    const fastDone: number[] = [];
+    const worker = new Worker({
+      db: db(),
+      concurrency: 3,
+      pollMs: 50,
+      perGroup: { kinds: [k], field: "store", max: 1 },
+      handlers: {
+        [k]: async (job) => {
+          if (job.payload.store === "slow") {
+            slowRunning++;
+            slowMax = Math.max(slowMax, slowRunning);
+            await gate;
+            slowRunning--;
+          } else fastDone.push(Number(job.payload.n));
+        },
+      },
+    });
+    await db().asService(async (tx) => {
+      for (let n = 0; n < 4; n++) await enqueue(tx, k, { store: "slow", n });
+      for (let n = 0; n < 6; n++) await enqueue(tx, k, { store: "fast", n });
+    });
+    worker.start();
+    try {
+      await until(async () => fastDone.length === 6, 5000);
+      assert.equal(slowMax, 1, "one slow send at a time");
+      release();
+      await until(
+        async () =>
+          (
+            await db().asService((tx) =>
+              tx.query("select 1 from internal.jobs where kind = $1 and status <> 'succeeded'", [k]),
+            )
+          ).rowCount === 0,
+        5000,
+      );
+      assert.equal(slowMax, 1);
+    } finally {
+      release();
+      await worker.stop();
+    }
+  });
+
   test("two workers racing over 120 jobs run each exactly once", async (ctx) => {
     if (t().kind !== "postgres") return ctx.skip("PGlite has one connection: nothing races");
     const k = kind("race");

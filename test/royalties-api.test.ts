@@ -147,6 +147,30 @@ describeEachEngine("royalties: public API", (t) => {
     assert.equal(ids.size, 9);
   });
 
+  test("starting_after pages the lines by keyset, as offsets do; a cursor that is not the caller's line is refused", async () => {
+    const q = (query: string) => api(key)<RoyaltyList>("GET", `/royalties?${query}`);
+    const all = (await q("limit=100")).body.data.map((l) => String(l.id));
+    assert.ok(all.length > 4);
+    const seen: string[] = [];
+    let page = await q("limit=3");
+    seen.push(...page.body.data.map((l) => String(l.id)));
+    while (page.body.has_more) {
+      page = await q(`limit=3&starting_after=${seen.at(-1)}`);
+      assert.equal(page.status, 200, JSON.stringify(page.body));
+      seen.push(...page.body.data.map((l) => String(l.id)));
+    }
+    assert.deepEqual(seen, all, "the keyset pages are the offset listing, in order, once each");
+    assert.equal(page.body.total, undefined, "a keyset page sums nothing");
+    assert.equal(page.body.totals, undefined);
+    const filtered = await q(`store=spotify&limit=100&starting_after=${all[0]}`);
+    assert.ok(filtered.body.data.every((l) => l.store === "spotify"));
+
+    assertProblem(await q("starting_after=999999999"), 400, "resource_missing");
+    assertProblem(await q(`starting_after=${all[0]}&offset=3`), 400, "invalid_parameter");
+    assertProblem(await q(`starting_after=${all[0]}&group_by=store`), 400, "invalid_parameter");
+    assertProblem(await q("starting_after=abc"), 400, "invalid_parameter");
+  });
+
   test("group_by=store sums per store and currency; group_by=period,release", async () => {
     const res = await api(key)<RoyaltyList>("GET", "/royalties?group_by=store&limit=100");
     assert.equal(res.status, 200);

@@ -673,6 +673,23 @@ describeEachEngine("webhook delivery", (t) => {
   // Alone on a two-core machine this measures 1,700–2,400 deliveries/s (receiver in this process,
   // verifying each one); it asserts half the 1,000/s goal, so a machine busy with other test
   // files does not make it fail. The rate is printed either way.
+  test("an endpoint that hangs holds at most its cap of sends: the other endpoint's deliveries all go meanwhile", async () => {
+    const slow = await endpoint(receiver.route("hangs-capped", { respond: () => "hang" }));
+    const fast = await endpoint(receiver.route("fast-beside"));
+    for (let i = 0; i < 6; i++) await emit();
+    // Each event goes to both endpoints; four slots, at most two of them for any one endpoint.
+    const d = dispatcher({ concurrency: 4, perEndpoint: 2, pollMs: 50, timeoutMs: 10_000 });
+    d.start();
+    await until("the fast endpoint's six deliveries", async () => fast.route.received.length === 6, 5000);
+    assert.equal(slow.route.received.length, 2, "the hanging endpoint got only its cap");
+    const [row] = await sql<{ locked: string }>(
+      "select count(*) filter (where locked_by is not null) as locked from internal.webhook_deliveries where endpoint_id = $1",
+      [slow.id],
+    );
+    assert.equal(Number(row?.locked), 2);
+    receiver.release();
+  });
+
   test("one dispatcher sends a thousand deliveries a second and more to a fast receiver", async (ctx) => {
     if (t().kind !== "postgres") return ctx.skip("throughput is measured on PostgreSQL");
     const url = t().url as string;

@@ -96,6 +96,34 @@ export class Db {
   }
 
   /**
+   * A request's transaction whose claims the database decides: `resolve` runs first, as
+   * service_role, and must itself switch to the request's role and claims with
+   * `set_config(..., true)` in the statement that reads them (a public-API key's row: one statement
+   * instead of a transaction of its own), returning that role; or throw, which rolls back before
+   * anything else runs. The role's statement timeout applies from the start.
+   */
+  async withResolvedContext<T>(
+    role: DbRole,
+    resolve: (tx: Tx) => Promise<DbRole>,
+    fn: (tx: Tx) => Promise<T>,
+    options: ContextOptions = {},
+  ): Promise<T> {
+    const timeout = options.statementTimeoutMs ?? timeoutOf(this.statementTimeouts, role);
+    return this.engine.transaction(
+      async (tx) => {
+        await tx.query(
+          "select set_config('role', 'service_role', true), set_config('statement_timeout', $1, true)",
+          [String(timeout)],
+        );
+        const resolved = await resolve(tx);
+        if (resolved !== role) throw new Error(`withResolvedContext: resolved to ${resolved}, not ${role}`);
+        return fn(tx);
+      },
+      { readOnly: options.readOnly ?? false },
+    );
+  }
+
+  /**
    * The named service path: full access, for workers, the CLI and admin code. Never for a
    * client's request. No statement timeout unless `options.statementTimeoutMs` asks for one.
    */

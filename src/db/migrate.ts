@@ -172,6 +172,8 @@ export async function migrate(engine: Engine, migrations = loadMigrations()): Pr
           "insert into internal.schema_migrations (version, name, checksum) values ($1, $2, $3)",
           [next.version, next.name, next.checksum],
         );
+        // Every running process reads /rest/v1's schema cache again once this commits (PostgREST's notice).
+        await tx.query("select pg_notify('pgrst', 'reload schema')");
         return next;
       },
       { readOnly: false },

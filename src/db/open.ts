@@ -59,6 +59,7 @@ export async function openDatabase(config: Config, options: OpenOptions): Promis
       dataDir: dbc.dataDir,
       queue: config.databaseQueue,
       thread: dbc.thread,
+      sharedBuffers: dbc.sharedBuffers,
     });
     if (options.migrate) await runMigrations(engine, options.logger);
   } else {

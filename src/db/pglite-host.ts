@@ -31,6 +31,8 @@ export interface OpenOptions {
   dataDir?: string | undefined;
   /** A snapshot from `dump` (a tar file's bytes) to start from. */
   loadDataDir?: ArrayBuffer | undefined;
+  /** shared_buffers: PGlite touches all of it at start, so it is resident memory (docs/operations.md, "Memory"). */
+  sharedBuffers?: string | undefined;
 }
 
 /** What the host needs of a port: a worker's parentPort or one end of a MessageChannel. */
@@ -55,8 +57,12 @@ interface OpenTx {
 
 /** Opens PGlite and answers `port`'s requests until `close`. Resolves once the database is open. */
 export async function host(port: Port, options: OpenOptions): Promise<void> {
+  const defaults = (PGlite as unknown as { defaultStartParams?: string[] }).defaultStartParams;
   const pg = await PGlite.create(options.dataDir, {
     parsers: SAME_AS_NODE_POSTGRES,
+    ...(options.sharedBuffers && defaults
+      ? { startParams: [...defaults, "-c", `shared_buffers=${options.sharedBuffers}`] }
+      : {}),
     ...(options.loadDataDir ? { loadDataDir: new Blob([options.loadDataDir]) } : {}),
   });
   // Every parameter goes to PostgreSQL as text, as node-postgres sends it: the server parses it

@@ -22,6 +22,8 @@ export interface PgliteOpenOptions {
    * the thread that serves HTTP. `main`: in this thread, as before; kept as the benchmarks' baseline.
    */
   thread?: "worker" | "main";
+  /** PostgreSQL's shared_buffers (e.g. '32MB'); PGlite's own default (128MB) when unset. */
+  sharedBuffers?: string | undefined;
 }
 
 /**
@@ -72,7 +74,7 @@ export class PgliteEngine implements Engine {
     }
     try {
       const loadDataDir = options.loadDataDir ? await options.loadDataDir.arrayBuffer() : undefined;
-      const open = { dataDir: options.dataDir, loadDataDir };
+      const open = { dataDir: options.dataDir, loadDataDir, sharedBuffers: options.sharedBuffers };
       const queue = options.queue ?? DEFAULT_QUEUE_LIMITS;
       if (options.thread === "main") {
         const { port1, port2 } = new MessageChannel();

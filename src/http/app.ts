@@ -14,7 +14,7 @@ import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
 import { publicApiRoutes } from "../public-api/plugin.ts";
 import { restRoutes } from "../rest/routes.ts";
-import { loadSchemaCache, type SchemaCache } from "../rest/schema-cache.ts";
+import { loadSchemaCache, SCHEMA_CHANNEL, type SchemaCache } from "../rest/schema-cache.ts";
 import { openStorage } from "../storage/open.ts";
 import { storageRoutes } from "../storage/routes.ts";
 import { TenantDirectory } from "../tenancy/directory.ts";
@@ -23,6 +23,7 @@ import { checkJsonLimits, drainBeforeRefusal } from "./body-limits.ts";
 import { closing } from "./graceful.ts";
 import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
+import { MemoryRateLimiter } from "./rate-limit.ts";
 import { redactingLogger } from "./redact.ts";
 
 export interface AppDeps {
@@ -144,6 +145,21 @@ export function buildApp(given: AppDeps): FastifyInstance {
   app.addHook("onReady", () => mailer.start());
   app.addHook("onClose", () => mailer.close());
 
+  // Rate limits are decided in the process; on PostgreSQL the counts are shared with the other
+  // processes in the background (docs/operations.md, "Rate limits across processes").
+  const limiter = new MemoryRateLimiter();
+  if (deps.db.kind === "postgres" && deps.config.rateLimitSyncMs > 0) {
+    let stopSharing: (() => Promise<void>) | undefined;
+    app.addHook("onReady", async () => {
+      stopSharing = limiter.startSharing(deps.db, deps.config.rateLimitSyncMs, (error) =>
+        logger.warn({ err: error }, "rate limits: sharing the counts failed; counting locally"),
+      );
+    });
+    app.addHook("onClose", async () => {
+      await stopSharing?.();
+    });
+  }
+
   app.register(healthRoutes, { db: deps.db });
   app.register(authRoutes, { prefix: "/auth/v1", auth, directory });
 
@@ -156,6 +172,31 @@ export function buildApp(given: AppDeps): FastifyInstance {
     });
     return schemaCache;
   };
+  // Read again on `NOTIFY pgrst, 'reload schema'` (PostgREST's way; the migration runner sends it
+  // after each migration), in every process: requests keep the old cache until the new one is read.
+  const reloadSchema = () => {
+    if (schemaCache === undefined) return;
+    const next = loadSchemaCache(deps.db);
+    next.then(
+      () => {
+        schemaCache = next;
+        logger.info("rest: schema cache reloaded");
+      },
+      (error: unknown) =>
+        logger.warn({ err: error }, "rest: reloading the schema cache failed; keeping the old one"),
+    );
+  };
+  let unlistenSchema: (() => Promise<void>) | undefined;
+  app.addHook("onReady", async () => {
+    try {
+      unlistenSchema = await deps.db.listen(SCHEMA_CHANNEL, reloadSchema);
+    } catch (error) {
+      logger.warn({ err: error }, "rest: cannot listen for schema reloads");
+    }
+  });
+  app.addHook("onClose", async () => {
+    await unlistenSchema?.();
+  });
   app.register(restRoutes, {
     prefix: "/rest/v1",
     db: deps.db,
@@ -163,6 +204,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
     schemaCache: cache,
     maxRows: deps.config.restMaxRows,
     publicUrl: deps.config.publicUrl,
+    limiter,
   });
   const secrets = loadSecretBox(deps.config);
   const storage = openStorage(deps.config, secrets);
@@ -184,6 +226,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
     webhooks: { allowPrivate: deps.config.webhookAllowPrivate },
     storage: storage.store,
     uploadLimits: deps.config.uploads,
+    limiter,
   });
   // The console's one dynamic file (its static files are another plugin's).
   app.register(tenantConfigRoutes, {

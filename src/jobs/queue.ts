@@ -53,8 +53,32 @@ export async function enqueue(
 }
 
 /**
+ * A cap on jobs running at once per group: jobs of `kinds` whose payload has the same `field`
+ * (delivery sends per store). `room` is how many more each group may start now (groups not named
+ * there: `max`); `full` are the groups at their cap, not claimed at all.
+ */
+export interface GroupCaps {
+  kinds: string[];
+  field: string;
+  max: number;
+  room: Map<string, number>;
+  full: string[];
+}
+
+/** The group of a job under `caps`, or undefined when it is not capped. */
+export function groupOf(
+  job: Pick<Job, "kind" | "payload">,
+  caps: Pick<GroupCaps, "kinds" | "field"> | undefined,
+) {
+  if (!caps?.kinds.includes(job.kind)) return undefined;
+  const value = job.payload[caps.field];
+  return typeof value === "string" ? value : undefined;
+}
+
+/**
  * Claims up to `limit` runnable jobs of the given kinds for `workerId`: queued ones whose time has
- * come, and running ones whose lease ran out (their worker died).
+ * come, and running ones whose lease ran out (their worker died). With `caps`, no group gets more
+ * than its room, and groups at their cap are passed over.
  */
 export async function claim(
   db: Db,
@@ -62,6 +86,7 @@ export async function claim(
   kinds: string[],
   limit: number,
   leaseMs: number,
+  caps?: GroupCaps,
 ): Promise<Job[]> {
   if (kinds.length === 0 || limit <= 0) return [];
   return db.asService(async (tx) => {
@@ -74,6 +99,7 @@ export async function claim(
        where kind = any($1::text[]) and status = 'running' and locked_until < now() and attempts >= max_attempts`,
       [kinds],
     );
+    if (caps) return claimCapped(tx, workerId, kinds, limit, leaseMs, caps);
     return (
       await tx.query<Job>(
         `update internal.jobs j
@@ -91,6 +117,52 @@ export async function claim(
       )
     ).rows;
   });
+}
+
+async function claimCapped(
+  tx: Tx,
+  workerId: string,
+  kinds: string[],
+  limit: number,
+  leaseMs: number,
+  caps: GroupCaps,
+): Promise<Job[]> {
+  // Looked at: twice what may be taken, so one group with a backlog cannot fill the batch alone.
+  const candidates = (
+    await tx.query<{ id: string; kind: string; grp: string | null }>(
+      `select id::text as id, kind, case when kind = any($4::text[]) then payload ->> $5 end as grp
+       from internal.jobs
+       where kind = any($1::text[])
+         and ((status = 'queued' and run_at <= now()) or (status = 'running' and locked_until < now()))
+         and not (kind = any($4::text[]) and coalesce(payload ->> $5, '') = any($3::text[]))
+       order by run_at, id
+       limit $2
+       for update skip locked`,
+      [kinds, limit * 2, caps.full, caps.kinds, caps.field],
+    )
+  ).rows;
+  const taken: string[] = [];
+  const taking = new Map<string, number>();
+  for (const c of candidates) {
+    if (taken.length >= limit) break;
+    if (c.grp !== null) {
+      const n = taking.get(c.grp) ?? 0;
+      if (n >= (caps.room.get(c.grp) ?? caps.max)) continue;
+      taking.set(c.grp, n + 1);
+    }
+    taken.push(c.id);
+  }
+  if (taken.length === 0) return [];
+  return (
+    await tx.query<Job>(
+      `update internal.jobs j
+         set status = 'running', locked_by = $1, locked_until = now() + make_interval(secs => $3::double precision / 1000),
+             attempts = j.attempts + 1
+         where j.id = any ($2::bigint[])
+         returning j.id::text as id, j.kind, j.payload, j.attempts, j.max_attempts`,
+      [workerId, taken, leaseMs],
+    )
+  ).rows;
 }
 
 /** Extends the lease of a job this worker still holds; false when it lost it. */

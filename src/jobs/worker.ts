@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.ts";
-import { claim, complete, extendLease, fail, type Job } from "./queue.ts";
+import { claim, complete, extendLease, fail, type GroupCaps, groupOf, type Job } from "./queue.ts";
 
 /** What a job handler gets besides the job: a signal that aborts when its lease is lost or the worker stops hard. */
 export interface JobContext {
@@ -25,7 +25,21 @@ export interface WorkerOptions {
   leaseMs?: number;
   logger?: Pick<Logger, "info" | "warn" | "error">;
   id?: string;
+  /**
+   * Wake on the `backline_jobs` notice a committed enqueue sends (Db.listen; true by default), so
+   * a job written by any process starts at once; `pollMs` still looks for jobs coming due and for
+   * a lost notice. False: poll only (the benchmark's baseline).
+   */
+  listen?: boolean;
+  /**
+   * At most `max` jobs of `kinds` with the same payload `field` running at once in this worker
+   * (delivery sends per store): a store that hangs holds at most that many of the slots.
+   */
+  perGroup?: { kinds: string[]; field: string; max: number };
 }
+
+/** The channel a committed insert into internal.jobs (or a job queued again) notifies (migration 0021). */
+export const JOBS_CHANNEL = "backline_jobs";
 
 /**
  * Claims and runs jobs of the kinds it has handlers for. `wake()` makes it look at once (after a
@@ -33,11 +47,18 @@ export interface WorkerOptions {
  */
 export class Worker {
   readonly id: string;
-  private readonly opts: Required<Omit<WorkerOptions, "logger" | "id">> & Pick<WorkerOptions, "logger">;
+  private readonly opts: Required<Omit<WorkerOptions, "logger" | "id" | "listen" | "perGroup">> &
+    Pick<WorkerOptions, "logger">;
   private readonly inFlight = new Set<Promise<void>>();
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  /** A wake-up came while the loop was not sleeping: look again before sleeping. */
+  private woken = false;
+  private readonly listenForNotices: boolean;
+  private readonly perGroup: WorkerOptions["perGroup"];
+  /** Jobs running per group (perGroup). */
+  private readonly groupLoad = new Map<string, number>();
 
   constructor(options: WorkerOptions) {
     this.id = options.id ?? `worker-${randomUUID().slice(0, 8)}`;
@@ -49,6 +70,8 @@ export class Worker {
       leaseMs: options.leaseMs ?? 60_000,
       logger: options.logger,
     };
+    this.listenForNotices = options.listen ?? true;
+    this.perGroup = options.perGroup;
   }
 
   start(): void {
@@ -58,6 +81,7 @@ export class Worker {
   }
 
   wake(): void {
+    this.woken = true;
     this.wakeUp?.();
   }
 
@@ -70,20 +94,44 @@ export class Worker {
   }
 
   private async run(): Promise<void> {
+    let unlisten: (() => Promise<void>) | undefined;
+    if (this.listenForNotices) {
+      try {
+        unlisten = await this.opts.db.listen(JOBS_CHANNEL, () => this.wake());
+      } catch (error) {
+        this.opts.logger?.warn({ err: error, worker: this.id }, "jobs: cannot listen for notices; polling");
+      }
+    }
+    try {
+      await this.work();
+    } finally {
+      await unlisten?.().catch(() => {});
+    }
+  }
+
+  private async work(): Promise<void> {
     const kinds = Object.keys(this.opts.handlers);
     while (this.running) {
       const free = this.opts.concurrency - this.inFlight.size;
       let claimed: Job[] = [];
       if (free > 0) {
+        this.woken = false;
         try {
-          claimed = await claim(this.opts.db, this.id, kinds, free, this.opts.leaseMs);
+          claimed = await claim(this.opts.db, this.id, kinds, free, this.opts.leaseMs, this.caps());
         } catch (error) {
           this.opts.logger?.warn({ err: error, worker: this.id }, "claiming jobs failed; retrying");
         }
       }
       for (const job of claimed) {
+        const group = groupOf(job, this.perGroup);
+        if (group !== undefined) this.groupLoad.set(group, (this.groupLoad.get(group) ?? 0) + 1);
         const p = this.execute(job).finally(() => {
           this.inFlight.delete(p);
+          if (group !== undefined) {
+            const load = (this.groupLoad.get(group) ?? 1) - 1;
+            if (load <= 0) this.groupLoad.delete(group);
+            else this.groupLoad.set(group, load);
+          }
           this.wake();
         });
         this.inFlight.add(p);
@@ -92,14 +140,28 @@ export class Worker {
     }
   }
 
+  private caps(): GroupCaps | undefined {
+    if (!this.perGroup) return undefined;
+    const room = new Map<string, number>();
+    const full: string[] = [];
+    for (const [group, load] of this.groupLoad) {
+      if (load >= this.perGroup.max) full.push(group);
+      else room.set(group, this.perGroup.max - load);
+    }
+    return { ...this.perGroup, room, full };
+  }
+
   private sleep(): Promise<void> {
+    // Woken while claiming (a notice, a job finished): there may be more to claim now.
+    if (this.woken && this.inFlight.size < this.opts.concurrency) return Promise.resolve();
     return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
       const timer = setTimeout(done, this.opts.pollMs);
       timer.unref();
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
       this.wakeUp = done;
     });
   }

@@ -59,7 +59,8 @@ async function startDeliveries(
     );
     const id = inserted.rows[0]?.id;
     if (id) {
-      await enqueue(tx, "delivery.send", { delivery_id: id }, { dedupeKey: id });
+      // The store rides along so a worker caps its sends per store (docs/operations.md).
+      await enqueue(tx, "delivery.send", { delivery_id: id, store }, { dedupeKey: id });
       started++;
     }
   }
@@ -483,8 +484,8 @@ export async function retryDeliveries(
   return db.asService(async (tx) => {
     await releaseInScope(tx, releaseId, scope);
     const errored = (
-      await tx.query<{ id: string }>(
-        "select id from internal.release_deliveries where release_id = $1 and status = 'error' order by store",
+      await tx.query<{ id: string; store: string }>(
+        "select id, store from internal.release_deliveries where release_id = $1 and status = 'error' order by store",
         [releaseId],
       )
     ).rows;
@@ -497,7 +498,7 @@ export async function retryDeliveries(
         [d.id],
       );
       if (waiting.rowCount === 0) {
-        await enqueue(tx, "delivery.send", { delivery_id: d.id }, { dedupeKey: d.id });
+        await enqueue(tx, "delivery.send", { delivery_id: d.id, store: d.store }, { dedupeKey: d.id });
       }
     }
     return errored.length;

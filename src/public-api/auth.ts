@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { peekClaims, TokenError, verifyToken } from "../auth/tokens.ts";
 import type { Db } from "../db/db.ts";
-import type { Claims } from "../db/types.ts";
+import type { Claims, Tx } from "../db/types.ts";
 import { bearerOf } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { ApiError } from "./errors.ts";
@@ -32,6 +32,8 @@ export interface Caller {
   keyId: string | undefined;
   userId: string | undefined;
   scopes: readonly Scope[];
+  /** An API key's hash: its requests' transactions check the key again in their first statement. */
+  keyHash?: string | undefined;
 }
 
 interface KeyRow {
@@ -83,22 +85,35 @@ export class Authenticator {
     return this.byUserToken(token);
   }
 
-  private async byKey(token: string): Promise<Caller> {
-    if (!parseApiKey(token)) {
-      throw unauthorized("api_key_invalid", "The API key is malformed: it is not a key this server issued.");
-    }
-    const key = await this.db.asService(
-      async (tx) =>
-        (
-          await tx.query<KeyRow>(
-            `select id, tenant_id, account_id, mode, status, coalesce(expires_at <= now(), false) as expired,
-                    scopes, account_role, last_used_at
-             from internal.api_keys where key_hash = $1`,
-            [hashApiKey(token)],
-          )
-        ).rows[0],
-      { readOnly: true },
-    );
+  /**
+   * Inside a request's transaction (Db.withResolvedContext), as its first statement: reads the
+   * key's row and, only when it is active and unexpired, switches to `authenticated` with the key's
+   * claims, in the same statement. A key frozen, revoked or expired since this process learned it
+   * stops here, in every process, at its next request; no transaction of its own is spent.
+   */
+  async verifyInTransaction(tx: Tx, keyHash: string): Promise<KeyRow> {
+    const key = (
+      await tx.query<KeyRow & { ok: boolean }>(
+        `select k.id, k.tenant_id, k.account_id, k.mode, k.status, k.expired, k.scopes, k.account_role, k.last_used_at,
+                k.ok,
+                set_config('role', case when k.ok then 'authenticated' else 'service_role' end, true) as _role,
+                set_config('request.jwt.claims', case when k.ok then jsonb_build_object(
+                  'role', 'authenticated', 'tenant_id', k.tenant_id, 'account_id', k.account_id,
+                  'account_role', k.account_role, 'api_key_id', k.id)::text else '{}' end, true) as _claims
+         from (select a.*, coalesce(a.expires_at <= now(), false) as expired,
+                      a.status = 'active' and not coalesce(a.expires_at <= now(), false) as ok
+               from internal.api_keys a where a.key_hash = $1) k`,
+        [keyHash],
+      )
+    ).rows[0];
+    // Not active: refused (the transaction is rolled back before anything else runs in it).
+    this.check(key);
+    if (!key?.ok) throw unauthorized("api_key_unknown", "No such API key.");
+    this.touch(key);
+    return key;
+  }
+
+  private check(key: KeyRow | undefined): asserts key is KeyRow {
     if (!key) throw unauthorized("api_key_unknown", "No such API key.");
     if (key.status === "revoked") throw unauthorized("api_key_revoked", "This API key was revoked.");
     if (key.status === "frozen") {
@@ -109,8 +124,29 @@ export class Authenticator {
     }
     if (key.expired) throw unauthorized("api_key_expired", "This API key has expired.");
     if (key.status !== "active") throw unauthorized("api_key_unknown", "No such API key.");
+  }
+
+  private async byKey(token: string): Promise<Caller> {
+    if (!parseApiKey(token)) {
+      throw unauthorized("api_key_invalid", "The API key is malformed: it is not a key this server issued.");
+    }
+    const keyHash = hashApiKey(token);
+    const key = await this.db.asService(
+      async (tx) =>
+        (
+          await tx.query<KeyRow>(
+            `select id, tenant_id, account_id, mode, status, coalesce(expires_at <= now(), false) as expired,
+                    scopes, account_role, last_used_at
+             from internal.api_keys where key_hash = $1`,
+            [keyHash],
+          )
+        ).rows[0],
+      { readOnly: true },
+    );
+    this.check(key);
     this.touch(key);
     return {
+      keyHash,
       kind: "api_key",
       tenantId: key.tenant_id,
       accountId: key.account_id,

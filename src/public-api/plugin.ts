@@ -41,6 +41,8 @@ export interface PublicApiOptions {
   webhooks: { allowPrivate: boolean };
   storage: ObjectStore;
   uploadLimits: UploadLimits;
+  /** The app's rate limiter (shared with the other processes on PostgreSQL); its own when unset. */
+  limiter?: MemoryRateLimiter;
 }
 
 export const PUBLIC_API_VERSION = "1.0.0";
@@ -78,7 +80,7 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   const authenticator = new Authenticator(db, directory, (error) =>
     app.log.warn({ err: error }, "last_used_at"),
   );
-  const limiter = new MemoryRateLimiter();
+  const limiter = options.limiter ?? new MemoryRateLimiter();
   const services: Services = {
     db,
     mailer: options.mailer,
@@ -125,7 +127,9 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   // first call of a token looks the key up and learns its limit; from then on the token's hash
   // finds it here, so a caller over its limit costs one hash and a map lookup. Addresses that keep
   // sending tokens that identify nobody are refused before their next lookup.
-  const learned = new Map<string, { who: string; limit: Limit }>();
+  // A key's caller is kept with it: its next requests check the key again in their own
+  // transaction's first statement (Authenticator.verifyInTransaction), not in one of its own.
+  const learned = new Map<string, { who: string; limit: Limit; caller: Caller | undefined }>();
 
   const refuse = (retryAfter: number, message: string) =>
     new ApiError(429, "rate_limited", message, { headers: { "Retry-After": String(retryAfter) } });
@@ -155,14 +159,23 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     };
   }
 
-  /** Identifies the caller and counts the call, refusing one over a limit before the database where it can. */
-  async function admit(request: FastifyRequest, reply: FastifyReply, allowUser: boolean): Promise<Caller> {
+  /**
+   * Identifies the caller and counts the call, refusing one over a limit before the database where
+   * it can. `fresh` is false for a key known from an earlier request: not looked up now, it is
+   * checked in the request's transaction instead.
+   */
+  async function admit(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    allowUser: boolean,
+  ): Promise<{ caller: Caller; fresh: boolean; token: string | undefined }> {
     const token = bearerOf(request);
     const hash = token ? createHash("sha256").update(token).digest("hex") : undefined;
     const known = hash ? learned.get(hash) : undefined;
     const failures = `auth-failures:${request.ip}`;
     if (known) {
       count(known.who, known.limit, reply);
+      if (known.caller) return { caller: known.caller, fresh: false, token: hash };
     } else {
       const r = limiter.peek(failures, FAILED_AUTH_LIMIT);
       if (!r.allowed) {
@@ -188,10 +201,10 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     if (hash && !known) {
       const decided = await limitOf(caller);
       if (learned.size >= 100_000) learned.clear();
-      learned.set(hash, decided);
+      learned.set(hash, { ...decided, caller: caller.kind === "api_key" ? caller : undefined });
       count(decided.who, decided.limit, reply);
     }
-    return caller;
+    return { caller, fresh: true, token: hash };
   }
 
   for (const spec of ROUTES) {
@@ -199,8 +212,45 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
       method: spec.method,
       url: fastifyPath(spec.path),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
-        const caller = await admit(request, reply, spec.allowUser === true);
+        const { caller, fresh, token } = await admit(request, reply, spec.allowUser === true);
         request.publicApiCaller = caller;
+        // A key known from earlier requests is checked again (active, unexpired, its scope) in the
+        // first statement of each transaction the handler opens; `verified` says one did.
+        let verified = fresh;
+        const keyHash = caller.kind === "api_key" ? caller.keyHash : undefined;
+        const transaction = <T>(fn: (tx: Tx) => Promise<T>, readOnly: boolean): Promise<T> => {
+          if (!keyHash) return db.withRequestContext(caller.claims, fn, { readOnly });
+          return db.withResolvedContext(
+            "authenticated",
+            async (tx) => {
+              const key = await authenticator.verifyInTransaction(tx, keyHash).catch((error: unknown) => {
+                // Frozen, revoked or expired since: the next request looks the key up afresh.
+                if (token) learned.delete(token);
+                throw error;
+              });
+              if (!key.scopes.includes(spec.scope)) {
+                if (token) learned.delete(token);
+                throw new ApiError(403, "insufficient_scope", `This API key lacks the ${spec.scope} scope.`);
+              }
+              verified = true;
+              return "authenticated";
+            },
+            fn,
+            { readOnly },
+          );
+        };
+        /** For a handler that opened no transaction (or a replayed answer): the key's own lookup, as before. */
+        const verifyAlone = async (): Promise<StoredResponse | undefined> => {
+          if (verified) return undefined;
+          try {
+            await authenticator.identify(request, spec.allowUser === true);
+            verified = true;
+            return undefined;
+          } catch (error) {
+            const r = renderError(error, request);
+            return { status: r.status, body: r.body, headers: r.headers };
+          }
+        };
         if (!caller.scopes.includes(spec.scope)) {
           throw new ApiError(403, "insufficient_scope", `This API key lacks the ${spec.scope} scope.`, {
             headers: {
@@ -228,14 +278,19 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
               request,
               reply,
               services,
-              read: <T>(fn: (tx: Tx) => Promise<T>) =>
-                db.withRequestContext(caller.claims, fn, { readOnly: true }),
-              write: <T>(fn: (tx: Tx) => Promise<T>) => db.withRequestContext(caller.claims, fn),
+              read: <T>(fn: (tx: Tx) => Promise<T>) => transaction(fn, true),
+              write: <T>(fn: (tx: Tx) => Promise<T>) => transaction(fn, false),
             });
-            return { status: out.status ?? 200, body: out.body, headers: out.headers ?? {} };
+            return (
+              (await verifyAlone()) ?? {
+                status: out.status ?? 200,
+                body: out.body,
+                headers: out.headers ?? {},
+              }
+            );
           } catch (error) {
             const r = renderError(error, request);
-            return { status: r.status, body: r.body, headers: r.headers };
+            return (await verifyAlone()) ?? { status: r.status, body: r.body, headers: r.headers };
           }
         };
 
@@ -258,6 +313,8 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
           ...(spec.secretInResponse ? { seal: options.secrets } : {}),
         });
         if (claimed.kind === "replay") {
+          const refused = await verifyAlone();
+          if (refused) return send(reply, refused);
           return send(reply, {
             ...claimed.response,
             headers: { ...claimed.response.headers, "Idempotent-Replayed": "true" },

@@ -26,6 +26,8 @@ export interface RestOptions {
   /** The most rows one response returns (PostgREST's db-max-rows). */
   maxRows: number;
   publicUrl: string;
+  /** The app's rate limiter (shared with the other processes on PostgreSQL); its own when unset. */
+  limiter?: MemoryRateLimiter;
 }
 
 const EXPOSED_SCHEMAS = ["public"];
@@ -33,7 +35,7 @@ const EXPOSED_SCHEMAS = ["public"];
 /**
  * Request limits per plan (seed 000: "rate limits ... may depend on plan and usage profile"): for
  * the whole tenant, and for each caller (a user, or a key). A tenant's settings.rest_rate_limits
- * overrides its plan's. Counted per process (MemoryRateLimiter).
+ * overrides its plan's. Counted in the process, shared with the others on PostgreSQL (MemoryRateLimiter).
  */
 const PLAN_LIMITS: Record<string, { tenant: Limit; caller: Limit }> = {
   free: { tenant: { max: 300, windowSeconds: 10 }, caller: { max: 100, windowSeconds: 10 } },
@@ -180,7 +182,7 @@ function errorBody(
 }
 
 export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
-  const limiter = new MemoryRateLimiter();
+  const limiter = opts.limiter ?? new MemoryRateLimiter();
 
   app.setErrorHandler((error, request, reply) => {
     const { status, body, headers } = errorBody(

@@ -7,6 +7,12 @@ import type { Db } from "../db/db.ts";
  * checked against it before it is quoted into SQL.
  */
 
+/**
+ * The channel PostgREST listens on: `NOTIFY pgrst, 'reload schema'` makes every process read the
+ * schema cache again (any notice on it does: 'reload config' too). The migration runner sends it.
+ */
+export const SCHEMA_CHANNEL = "pgrst";
+
 export interface Column {
   name: string;
   /** The type as format_type() spells it, e.g. 'uuid', 'text[]', 'timestamp with time zone'. */

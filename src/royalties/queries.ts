@@ -128,6 +128,42 @@ export async function royaltyGroups(
   return { rows, total };
 }
 
+/**
+ * The lines after the line `after` in the listing's order (newest month first, then id): a keyset
+ * page, read straight from the account's index however deep it is. Undefined when that line is
+ * not one the caller can see; `limit + 1` rows are read, so `has_more` needs no count.
+ */
+export async function royaltyLinesAfter(
+  tx: Tx,
+  filter: RoyaltyFilter,
+  limit: number,
+  after: string,
+): Promise<{ rows: Record<string, unknown>[]; hasMore: boolean } | undefined> {
+  const cursor = await tx.query<{ period_start: string }>(
+    "select period_start::text as period_start from internal.royalty_lines where id = $1::bigint and account_id is not null",
+    [after],
+  );
+  const start = cursor.rows[0]?.period_start;
+  if (start === undefined) return undefined;
+  const w = where(filter);
+  const n = w.params.length;
+  const r = await tx.query<Record<string, unknown>>(
+    `select id::text as id, import_id, release_id, track_id, isrc, upc, to_char(reporting_period, 'YYYY-MM') as reporting_period,
+       period_start::text as period_start, period_end::text as period_end, store, territory, usage_type, units::int8 as units,
+       trim_scale(gross)::text as gross, trim_scale(fees)::text as fees, trim_scale(net)::text as net, currency
+     from internal.royalty_lines l where ${w.sql}
+       and (l.period_start, l.id) < ($${n + 1}::date, $${n + 2}::bigint)
+       and l.reverses_line_id is null
+       and l.import_id <> all (coalesce((select internal.voided_royalty_import_ids()), array[]::uuid[]))
+     order by l.period_start desc, l.id desc limit $${n + 3}`,
+    [...w.params, start, after, limit + 1],
+  );
+  const rows = r.rows
+    .slice(0, limit)
+    .map((row) => ({ id: row.id, object: "royalty_line", ...row, units: Number(row.units) }));
+  return { rows, hasMore: r.rows.length > limit };
+}
+
 export async function royaltyLines(
   tx: Tx,
   filter: RoyaltyFilter,

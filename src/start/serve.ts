@@ -160,6 +160,8 @@ function startBackground(
     }),
     concurrency: config.worker.concurrency,
     leaseMs: config.worker.leaseMs,
+    // A store that hangs holds at most this many of the worker's slots (docs/operations.md).
+    perGroup: { kinds: ["delivery.send"], field: "store", max: config.worker.perStore },
     logger,
   });
   const mailer = new Mailer(db, { smtpUrl: config.mail.smtpUrl, from: config.mail.from, logger });
@@ -170,6 +172,7 @@ function startBackground(
     secrets,
     mailer,
     allowPrivate: config.webhookAllowPrivate,
+    perEndpoint: config.webhookEndpointConcurrency,
     logger,
   });
   worker.start();

@@ -1,7 +1,5 @@
 import { open, stat } from "node:fs/promises";
-import { parseFile } from "music-metadata";
-import type { Metadata } from "sharp";
-import sharp from "sharp";
+import type { Metadata, default as SharpFn } from "sharp";
 
 /**
  * Inspection of uploaded media (issue 8, docs/uploads.md): what the bytes of a local file are,
@@ -239,7 +237,7 @@ export async function inspectArtwork(path: string, declaredContentType?: string)
 
   let info: Metadata;
   try {
-    info = await sharp(path, { limitInputPixels: false }).metadata();
+    info = await (await loadSharp())(path, { limitInputPixels: false }).metadata();
   } catch (e) {
     problems.push({
       code: "unreadable",
@@ -289,7 +287,11 @@ export async function inspectArtwork(path: string, declaredContentType?: string)
   } else {
     // Decode it all (to a thumbnail, so memory stays small): a truncated or damaged image fails here.
     try {
-      await sharp(path, { failOn: "error", sequentialRead: true, limitInputPixels: ARTWORK_LIMITS.maxPixels })
+      await (await loadSharp())(path, {
+        failOn: "error",
+        sequentialRead: true,
+        limitInputPixels: ARTWORK_LIMITS.maxPixels,
+      })
         .resize(THUMB, THUMB, { fit: "fill" })
         .raw()
         .toBuffer();
@@ -351,6 +353,7 @@ export async function inspectAudio(path: string, declaredContentType?: string): 
   // music-metadata as a second reader of the headers: a file it cannot parse is damaged.
   let codec = stream.codec;
   try {
+    const { parseFile } = await import("music-metadata");
     const parsed = await parseFile(path, { duration: false, skipCovers: true });
     codec = parsed.format.codec ?? codec;
   } catch (e) {
@@ -709,4 +712,12 @@ async function walkFrames(
   }
   // The last frame runs to the end of the file (trailing garbage fails the check too).
   return { frames, samples, complete: frames > 0 && crc === 0, lastStart };
+}
+
+/**
+ * The image library (libvips, tens of MB once loaded) is loaded when the first image is checked,
+ * not at start: a server that never sees an upload never pays for it (docs/operations.md, "Memory").
+ */
+async function loadSharp(): Promise<typeof SharpFn> {
+  return (await import("sharp")).default;
 }

@@ -1,23 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import {
-  CompleteMultipartUploadCommand,
-  CopyObjectCommand,
-  CreateMultipartUploadCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException,
-  UploadPartCommand,
-} from "@aws-sdk/client-s3";
-import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import type * as ClientS3 from "@aws-sdk/client-s3";
+import type * as Presigner from "@aws-sdk/s3-request-presigner";
 import type {
   DownloadOptions,
   MultipartTarget,
@@ -45,6 +35,21 @@ export interface S3Settings {
   multipartThreshold: number;
   /** Bytes per part of a multipart upload (at least 5 MiB, S3's minimum for all parts but the last). */
   partSize: number;
+}
+
+const requireCjs = createRequire(import.meta.url);
+let loaded: { s3: typeof ClientS3; presigner: typeof Presigner } | undefined;
+
+/**
+ * The AWS SDK (tens of MB once loaded) is loaded when the first S3 store is made, not at start:
+ * a server on local disk never pays for it (docs/operations.md, "Memory").
+ */
+function sdk(): { s3: typeof ClientS3; presigner: typeof Presigner } {
+  loaded ??= {
+    s3: requireCjs("@aws-sdk/client-s3") as typeof ClientS3,
+    presigner: requireCjs("@aws-sdk/s3-request-presigner") as typeof Presigner,
+  };
+  return loaded;
 }
 
 const MIB = 1024 * 1024;
@@ -77,11 +82,11 @@ function codedError(code: string, message: string, cause?: unknown): Error & { c
 }
 
 function statusOf(error: unknown): number | undefined {
-  return error instanceof S3ServiceException ? error.$metadata?.httpStatusCode : undefined;
+  return error instanceof sdk().s3.S3ServiceException ? error.$metadata?.httpStatusCode : undefined;
 }
 
 function isNotFound(error: unknown): boolean {
-  if (!(error instanceof S3ServiceException)) return false;
+  if (!(error instanceof sdk().s3.S3ServiceException)) return false;
   return error.name === "NotFound" || error.name === "NoSuchKey" || statusOf(error) === 404;
 }
 
@@ -95,7 +100,7 @@ function expiresIn(expiresAt: Date): number {
 export class S3Store implements ObjectStore {
   readonly kind = "s3" as const;
   readonly settings: S3Settings;
-  readonly client: S3Client;
+  readonly client: ClientS3.S3Client;
 
   constructor(settings: S3Settings) {
     if (!settings.bucket) throw new Error("S3 storage needs a bucket");
@@ -113,7 +118,7 @@ export class S3Store implements ObjectStore {
       throw new RangeError("S3 multipart threshold must be a non-negative whole number of bytes");
     }
     this.settings = settings;
-    this.client = new S3Client({
+    this.client = new (sdk().s3.S3Client)({
       region: settings.region,
       endpoint: settings.endpoint,
       forcePathStyle: settings.forcePathStyle,
@@ -165,7 +170,7 @@ export class S3Store implements ObjectStore {
           "a single upload carries at most 5 GiB; raise the multipart threshold",
         );
       }
-      const command = new PutObjectCommand({
+      const command = new (sdk().s3.PutObjectCommand)({
         Bucket: this.settings.bucket,
         Key: key,
         ContentType: contentType,
@@ -174,7 +179,7 @@ export class S3Store implements ObjectStore {
       // The presigner leaves Content-Type unsigned by default; sign it (and Content-Length when the
       // size is known) so the client must send exactly what was declared.
       const signed = bytes === undefined ? ["content-type"] : ["content-type", "content-length"];
-      const url = await getSignedUrl(this.client, command, {
+      const url = await sdk().presigner.getSignedUrl(this.client, command, {
         expiresIn: seconds,
         signableHeaders: new Set(signed),
       });
@@ -203,7 +208,11 @@ export class S3Store implements ObjectStore {
     if (Math.ceil(bytes / partSize) > MAX_PARTS) partSize = Math.ceil(bytes / MAX_PARTS / MIB) * MIB;
     if (partSize > MAX_PART) throw codedError("file_too_large", "the upload is larger than S3 can store");
     const created = await this.client.send(
-      new CreateMultipartUploadCommand({ Bucket: this.settings.bucket, Key: key, ContentType: contentType }),
+      new (sdk().s3.CreateMultipartUploadCommand)({
+        Bucket: this.settings.bucket,
+        Key: key,
+        ContentType: contentType,
+      }),
     );
     const uploadId = created.UploadId;
     if (!uploadId) throw new Error("S3 did not return an upload id");
@@ -211,14 +220,14 @@ export class S3Store implements ObjectStore {
     const parts: MultipartTarget["parts"] = [];
     for (let n = 1; n <= count; n++) {
       const length = n < count ? partSize : bytes - partSize * (count - 1);
-      const command = new UploadPartCommand({
+      const command = new (sdk().s3.UploadPartCommand)({
         Bucket: this.settings.bucket,
         Key: key,
         UploadId: uploadId,
         PartNumber: n,
         ContentLength: length,
       });
-      const url = await getSignedUrl(this.client, command, {
+      const url = await sdk().presigner.getSignedUrl(this.client, command, {
         expiresIn: seconds,
         signableHeaders: new Set(["content-length"]),
       });
@@ -253,7 +262,7 @@ export class S3Store implements ObjectStore {
     }
     try {
       await this.client.send(
-        new CompleteMultipartUploadCommand({
+        new (sdk().s3.CompleteMultipartUploadCommand)({
           Bucket: this.settings.bucket,
           Key: key,
           UploadId: uploadId,
@@ -267,7 +276,7 @@ export class S3Store implements ObjectStore {
         }),
       );
     } catch (error) {
-      if (error instanceof S3ServiceException && MULTIPART_CLIENT_ERRORS.has(error.name)) {
+      if (error instanceof sdk().s3.S3ServiceException && MULTIPART_CLIENT_ERRORS.has(error.name)) {
         throw codedError(
           "multipart_invalid",
           `the multipart upload cannot be completed: ${error.message}`,
@@ -281,7 +290,7 @@ export class S3Store implements ObjectStore {
   async stat(key: string): Promise<ObjectInfo | undefined> {
     try {
       const head = await this.client.send(
-        new HeadObjectCommand({ Bucket: this.settings.bucket, Key: this.checkKey(key) }),
+        new (sdk().s3.HeadObjectCommand)({ Bucket: this.settings.bucket, Key: this.checkKey(key) }),
       );
       return { bytes: head.ContentLength ?? 0 };
     } catch (error) {
@@ -315,7 +324,7 @@ export class S3Store implements ObjectStore {
   async remove(key: string): Promise<void> {
     try {
       await this.client.send(
-        new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.checkKey(key) }),
+        new (sdk().s3.DeleteObjectCommand)({ Bucket: this.settings.bucket, Key: this.checkKey(key) }),
       );
     } catch (error) {
       // S3 answers 204 for a missing key; some compatible servers answer 404.
@@ -334,7 +343,11 @@ export class S3Store implements ObjectStore {
       .map((p) => encodeURIComponent(p))
       .join("/")}`;
     await this.client.send(
-      new CopyObjectCommand({ Bucket: this.settings.bucket, Key: this.checkKey(to), CopySource: source }),
+      new (sdk().s3.CopyObjectCommand)({
+        Bucket: this.settings.bucket,
+        Key: this.checkKey(to),
+        CopySource: source,
+      }),
     );
     await this.remove(from);
   }
@@ -345,13 +358,13 @@ export class S3Store implements ObjectStore {
    * Backline decides (an uninspected file as an attachment), whatever type it was uploaded with.
    */
   async downloadUrl(key: string, expiresAt: Date, options: DownloadOptions = {}): Promise<string> {
-    const command = new GetObjectCommand({
+    const command = new (sdk().s3.GetObjectCommand)({
       Bucket: this.settings.bucket,
       Key: this.checkKey(key),
       ...(options.contentType ? { ResponseContentType: options.contentType } : {}),
       ...(options.contentDisposition ? { ResponseContentDisposition: options.contentDisposition } : {}),
     });
-    return getSignedUrl(this.client, command, { expiresIn: expiresIn(expiresAt) });
+    return sdk().presigner.getSignedUrl(this.client, command, { expiresIn: expiresIn(expiresAt) });
   }
 
   private async body(
@@ -372,7 +385,11 @@ export class S3Store implements ObjectStore {
       header = `bytes=${start}-${end ?? ""}`;
     }
     const response = await this.client.send(
-      new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.checkKey(key), Range: header }),
+      new (sdk().s3.GetObjectCommand)({
+        Bucket: this.settings.bucket,
+        Key: this.checkKey(key),
+        Range: header,
+      }),
       { abortSignal: signal },
     );
     const body = response.Body;

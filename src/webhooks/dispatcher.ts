@@ -68,6 +68,12 @@ export interface DispatcherOptions {
   allowPrivate: boolean;
   /** Sends in flight at once. */
   concurrency?: number;
+  /**
+   * Sends in flight at once to one endpoint (10 by default, at most `concurrency`): an endpoint
+   * that hangs holds at most this many of the slots, and the others' deliveries go on through the
+   * rest (docs/operations.md, "A slow endpoint").
+   */
+  perEndpoint?: number;
   /** How long a claimed delivery is this dispatcher's; must exceed timeoutMs. */
   leaseMs?: number;
   /** How often to look for due deliveries without a notice. */
@@ -97,9 +103,12 @@ export interface DispatcherOptions {
 const inProcess = new Set<string>();
 
 export const HEARTBEAT_MS = 2000;
+export const DEFAULT_PER_ENDPOINT = 10;
 export const DEAD_AFTER_MS = 10_000;
 
 interface Claimed {
+  /** The claim looked at as many due deliveries as it may: more may be due. */
+  more: boolean;
   id: string;
   endpoint_id: string;
   attempts: number;
@@ -137,6 +146,9 @@ export class WebhookDispatcher {
   private readonly mailer: Mailer | undefined;
   private readonly sender: WebhookSender;
   private readonly concurrency: number;
+  private readonly perEndpoint: number;
+  /** Sends in flight (claimed and not yet recorded) per endpoint. */
+  private readonly endpointLoad = new Map<string, number>();
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly now: () => Date;
@@ -179,6 +191,7 @@ export class WebhookDispatcher {
     this.secrets = options.secrets;
     this.mailer = options.mailer;
     this.concurrency = Math.max(1, options.concurrency ?? 50);
+    this.perEndpoint = Math.min(this.concurrency, Math.max(1, options.perEndpoint ?? DEFAULT_PER_ENDPOINT));
     const timeoutMs = options.timeoutMs ?? 15_000;
     this.leaseMs = options.leaseMs ?? Math.max(60_000, timeoutMs * 2);
     if (this.leaseMs <= timeoutMs) {
@@ -274,7 +287,7 @@ export class WebhookDispatcher {
           } catch (error) {
             this.logger?.warn({ err: error, dispatcher: this.id }, "webhooks: claiming deliveries failed");
           }
-          claimedAll = claimed.length === free;
+          claimedAll = claimed.length === free || claimed.some((c) => c.more);
           this.backlog = claimedAll;
           for (const delivery of claimed) {
             const p = this.deliver(delivery).finally(() => {
@@ -419,37 +432,63 @@ export class WebhookDispatcher {
   }
 
   /** Takes up to `limit` due deliveries of enabled endpoints for a lease, with what sending them needs. */
-  private claim(limit: number): Promise<Claimed[]> {
+  private async claim(limit: number): Promise<Claimed[]> {
     // Due dates are written by the database (the event's transaction): judged by its clock, a
     // dispatcher on another host whose clock runs behind still sends at once. Tests inject theirs.
     const now = this.clockInjected ? this.now().toISOString() : null;
-    return this.db.asService(async (tx) => {
-      // Walk the due index in order and stop after `limit` rows. Without this, a table whose
+    // Endpoints at their cap of sends in flight are left out; of the others, at most their room.
+    const full: string[] = [];
+    const room = new Map<string, number>();
+    for (const [endpoint, load] of this.endpointLoad) {
+      if (load >= this.perEndpoint) full.push(endpoint);
+      else room.set(endpoint, this.perEndpoint - load);
+    }
+    // Looked at: twice what may be taken, so an endpoint with a backlog cannot fill the batch alone.
+    const looked = limit * 2;
+    const claimed = await this.db.asService(async (tx) => {
+      // Walk the due index in order and stop after `looked` rows. Without this, a table whose
       // statistics are stale (new, or just filled by a burst) is planned as a bitmap scan and a
       // sort of the whole backlog, for every batch.
       await tx.query(
         "select set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)",
       );
-      return (
+      const candidates = (
+        await tx.query<{ id: string; endpoint_id: string }>(
+          `select d.id, d.endpoint_id from internal.webhook_deliveries d
+           join internal.webhook_endpoints e on e.id = d.endpoint_id
+           where d.status = 'pending' and d.next_attempt_at <= coalesce($1::timestamptz, now())
+             and (d.locked_until is null or d.locked_until <= coalesce($1::timestamptz, now()))
+             and e.enabled
+             -- A strict endpoint's delivery goes only when no earlier one of it is pending.
+             and (e.ordering = 'best_effort' or not exists (
+               select 1 from internal.webhook_deliveries p
+               where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.position < d.position))
+             and not (d.endpoint_id = any ($2::uuid[]))
+           order by d.next_attempt_at
+           limit $3
+           for update of d skip locked`,
+          [now, full, looked],
+        )
+      ).rows;
+      if (candidates.length === 0) return [];
+      // In due order, each endpoint up to its room; the rest stay (their locks end with this transaction).
+      const taken: string[] = [];
+      const taking = new Map<string, number>();
+      for (const c of candidates) {
+        if (taken.length >= limit) break;
+        const n = taking.get(c.endpoint_id) ?? 0;
+        if (n >= (room.get(c.endpoint_id) ?? this.perEndpoint)) continue;
+        taking.set(c.endpoint_id, n + 1);
+        taken.push(c.id);
+      }
+      const more = candidates.length === looked;
+      const rows = (
         await tx.query<Claimed>(
-          `with due as (
-               select d.id from internal.webhook_deliveries d
-               join internal.webhook_endpoints e on e.id = d.endpoint_id
-               where d.status = 'pending' and d.next_attempt_at <= coalesce($2::timestamptz, now())
-                 and (d.locked_until is null or d.locked_until <= coalesce($2::timestamptz, now()))
-                 and e.enabled
-                 -- A strict endpoint's delivery goes only when no earlier one of it is pending.
-                 and (e.ordering = 'best_effort' or not exists (
-                   select 1 from internal.webhook_deliveries p
-                   where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.position < d.position))
-               order by d.next_attempt_at
-               limit $3
-               for update of d skip locked
-             ), claimed as (
+          `with claimed as (
                update internal.webhook_deliveries d
                set locked_by = $1,
                    locked_until = coalesce($2::timestamptz, now()) + make_interval(secs => $4::double precision / 1000)
-               where d.id = any (array(select id from due))
+               where d.id = any ($3::uuid[])
                returning d.id, d.endpoint_id, d.event_id, d.attempts
              )
              select c.id, c.endpoint_id, c.attempts, ev.id as event_id, ev.type, ev.account_id, ev.data, ev.created_at,
@@ -460,10 +499,16 @@ export class WebhookDispatcher {
              from claimed c
              join internal.events ev on ev.id = c.event_id
              join internal.webhook_endpoints e on e.id = c.endpoint_id`,
-          [this.id, now, limit, this.leaseMs],
+          [this.id, now, taken, this.leaseMs],
         )
       ).rows;
+      for (const r of rows) r.more = more;
+      return rows;
     });
+    // Counted once the claim committed; deliver() counts each down when its attempt is recorded.
+    for (const d of claimed)
+      this.endpointLoad.set(d.endpoint_id, (this.endpointLoad.get(d.endpoint_id) ?? 0) + 1);
+    return claimed;
   }
 
   private decrypt(ciphertext: string): string {
@@ -478,6 +523,18 @@ export class WebhookDispatcher {
 
   /** Sends one claimed delivery and records the attempt. Never throws. */
   private async deliver(d: Claimed): Promise<void> {
+    try {
+      await this.sendAndRecord(d);
+    } finally {
+      const load = (this.endpointLoad.get(d.endpoint_id) ?? 1) - 1;
+      if (load <= 0) this.endpointLoad.delete(d.endpoint_id);
+      else this.endpointLoad.set(d.endpoint_id, load);
+      // The endpoint was left out of claims while at its cap: its next due delivery may go now.
+      if (load === this.perEndpoint - 1) this.wake("notice");
+    }
+  }
+
+  private async sendAndRecord(d: Claimed): Promise<void> {
     let secrets: string[];
     try {
       secrets = [d.secret_ciphertext, d.previous_secret_ciphertext]

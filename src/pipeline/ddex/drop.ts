@@ -1,7 +1,6 @@
 import { createReadStream } from "node:fs";
 import { copyFile, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 
 /**
  * Where a DDEX package is dropped for a store to pick up (docs/ddex.md, "Destinations"): a
@@ -84,6 +83,8 @@ async function dropToS3(
   complete: PackageFile,
   signal?: AbortSignal,
 ): Promise<DropResult> {
+  // Loaded on the first drop to S3, not at start (docs/operations.md, "Memory").
+  const { PutObjectCommand, S3Client } = await import("@aws-sdk/client-s3");
   const client = new S3Client({
     region: d.region ?? "us-east-1",
     ...(d.endpoint ? { endpoint: d.endpoint } : {}),

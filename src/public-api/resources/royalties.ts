@@ -5,9 +5,10 @@ import {
   type RoyaltyFilter,
   royaltyGroups,
   royaltyLines,
+  royaltyLinesAfter,
   royaltyTotals,
 } from "../../royalties/queries.ts";
-import { notFound } from "../errors.ts";
+import { ApiError, notFound } from "../errors.ts";
 import { type Context, Id, Pagination, route } from "../route.ts";
 
 /**
@@ -63,19 +64,51 @@ const filterFields = {
     }),
 };
 
+const startingAfter = {
+  starting_after: z
+    .string()
+    .regex(/^[1-9][0-9]{0,17}$/, { message: "a royalty line's id" })
+    .optional()
+    .meta({
+      description:
+        "A line's id: the page of lines after it (the last line of the page before), read by keyset however deep. " +
+        "Not with offset or group_by.",
+    }),
+};
+
 /** A period that ends before it starts is a mistake to point out, not an empty answer. */
-const periodInOrder = (q: { from?: string; to?: string }, ctx: z.RefinementCtx) => {
+const periodInOrder = (
+  q: { from?: string; to?: string; starting_after?: string; offset?: number; group_by?: string },
+  ctx: z.RefinementCtx,
+) => {
   if (q.from && q.to && q.to < q.from) {
     ctx.addIssue({ code: "custom", path: ["to"], message: `to (${q.to}) is earlier than from (${q.from})` });
+  }
+  if (q.starting_after !== undefined && q.offset) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["starting_after"],
+      message: "starting_after and offset do not go together",
+    });
+  }
+  if (q.starting_after !== undefined && q.group_by) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["starting_after"],
+      message: "starting_after pages lines, not groups",
+    });
   }
 };
 const ListQuery = Pagination.extend({
   ...filterFields,
+  ...startingAfter,
   release_id: Id.optional().meta({ description: "Only this release." }),
 })
   .strict()
   .superRefine(periodInOrder);
-const ReleaseQuery = Pagination.extend(filterFields).strict().superRefine(periodInOrder);
+const ReleaseQuery = Pagination.extend({ ...filterFields, ...startingAfter })
+  .strict()
+  .superRefine(periodInOrder);
 
 const Sums = {
   lines: z.number().int().meta({ description: "How many report lines." }),
@@ -140,11 +173,16 @@ const RoyaltyList = z
     data: z.array(z.union([RoyaltyLine, RoyaltyGroup])).meta({
       description: "Lines, newest month first; or, with group_by, groups in key order.",
     }),
-    total: z.number().int().meta({ description: "How many lines (or groups) match, over all pages." }),
+    total: z.number().int().optional().meta({
+      description: "How many lines (or groups) match, over all pages; not on starting_after pages.",
+    }),
     limit: z.number().int(),
     offset: z.number().int(),
     has_more: z.boolean(),
-    totals: z.array(CurrencyTotal).meta({ description: "Per currency, over everything that matches." }),
+    totals: z
+      .array(CurrencyTotal)
+      .optional()
+      .meta({ description: "Per currency, over everything that matches; not on starting_after pages." }),
   })
   .meta({ id: "RoyaltyList" });
 
@@ -169,6 +207,21 @@ async function answer(
     if (releaseId) {
       const r = await tx.query("select 1 from public.releases where id = $1", [releaseId]);
       if (r.rowCount === 0) throw notFound("release", releaseId);
+    }
+    if (q.starting_after !== undefined && !groupBy) {
+      // A keyset page: no totals (they sum every matching line), as cursor pages go (docs/public-api.md).
+      const page = await royaltyLinesAfter(tx, filter, q.limit, q.starting_after);
+      if (!page) {
+        throw new ApiError(
+          400,
+          "resource_missing",
+          `No royalty line ${q.starting_after} of yours to start after.`,
+          {
+            param: "starting_after",
+          },
+        );
+      }
+      return { object: "list" as const, data: page.rows, limit: q.limit, offset: 0, has_more: page.hasMore };
     }
     const totals = await royaltyTotals(tx, filter);
     let data: Record<string, unknown>[];
@@ -210,6 +263,7 @@ export const royaltyRoutes = [
       description: "A page of royalty lines or groups, with totals.",
       schema: RoyaltyList,
     },
+    errors: [400],
     handler: (ctx) => answer(ctx, undefined),
   }),
   route({
@@ -227,7 +281,7 @@ export const royaltyRoutes = [
       description: "A page of royalty lines or groups, with totals.",
       schema: RoyaltyList,
     },
-    errors: [404],
+    errors: [400, 404],
     handler: (ctx) =>
       answer(ctx as unknown as Context<unknown, ListQueryT, unknown>, (ctx.params as { id: string }).id),
   }),
