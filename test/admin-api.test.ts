@@ -741,7 +741,7 @@ describeEachEngine("admin API /admin/v1", (t) => {
       assert.deepEqual(expectStatus(await a.admin("GET", "/oac-requests"), 200), { data: [] });
     });
 
-    test("credentials: 401 missing_api_key without a key, 401 invalid_api_key for a bad one, 403 service_role_required for the anon key or a user's token", async () => {
+    test("credentials: 401 missing_api_key without a key, 401 invalid_api_key for a bad one, 403 service_role_required for the anon key alone, 403 not_staff for a user who is not staff", async () => {
       const a = await operator();
       const b = await operator();
       const secret = await secretOf(a.tenant);
@@ -808,18 +808,18 @@ describeEachEngine("admin API /admin/v1", (t) => {
           code: "service_role_required",
         },
         {
-          name: "a user's token with the anon key",
+          name: "a user's token (not staff) with the anon key",
           key: anon,
           bearer: user,
           status: 403,
-          code: "service_role_required",
+          code: "not_staff",
         },
         {
-          name: "a user's token with the service key",
+          name: "a user's token (not staff) with the service key",
           key: service,
           bearer: user,
           status: 403,
-          code: "service_role_required",
+          code: "not_staff",
         },
         { name: "the service key", key: service, status: 200 },
         { name: "the service key as apikey and bearer", key: service, bearer: service, status: 200 },
@@ -839,7 +839,7 @@ describeEachEngine("admin API /admin/v1", (t) => {
       }
     });
 
-    test("every route refuses the anon key (403), no key (401) and a user's token (403), and changes nothing", async () => {
+    test("every route refuses the anon key (403), no key (401) and a non-staff user's token (403 not_staff), and changes nothing", async () => {
       const a = await operator();
       const id = await inReview(a.api);
       const user = await userToken(a.tenant);
@@ -861,7 +861,7 @@ describeEachEngine("admin API /admin/v1", (t) => {
         assert.equal(assertProblem(anon, 403, "service_role_required").status, 403, what);
         assertProblem(await call(method, path, { body }), 401, "missing_api_key");
         const asUser = await call(method, path, { key: a.keys.anon_key, bearer: user, body });
-        assertProblem(asUser, 403, "service_role_required");
+        assertProblem(asUser, 403, "not_staff");
       }
       assert.deepEqual(await footprint(id), before);
     });

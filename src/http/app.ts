@@ -108,6 +108,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
       "accept-profile",
       "content-profile",
       "idempotency-key",
+      "backline-tenant",
     ],
     exposedHeaders: [
       "content-range",

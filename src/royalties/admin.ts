@@ -76,7 +76,7 @@ export async function royaltyAdminRoutes(app: FastifyInstance, options: RoyaltyA
   // The report's bytes reach the handler as a stream.
   app.addContentTypeParser(REPORT_TYPES, (_request, payload, done) => done(null, payload));
 
-  app.post("/royalty-imports", async (request, reply) => {
+  app.post("/royalty-imports", { config: { staffRole: "operator" } }, async (request, reply) => {
     const tenantId = tenantOf(request);
     const q = ImportQuery.safeParse(request.query ?? {});
     if (!q.success) {
@@ -128,11 +128,11 @@ export async function royaltyAdminRoutes(app: FastifyInstance, options: RoyaltyA
     }
   });
 
-  app.get("/royalty-imports", async (request) => ({
+  app.get("/royalty-imports", { config: { staffRole: "operator" } }, async (request) => ({
     data: await listImports(db, { tenantId: tenantOf(request), limit: 100 }),
   }));
 
-  app.post("/royalty-imports/:id/void", async (request) => {
+  app.post("/royalty-imports/:id/void", { config: { staffRole: "operator" } }, async (request) => {
     const id = pathId(request.params, "royalty import");
     const { reason } = parseBody(Bodies.void, request.body);
     try {
@@ -150,7 +150,7 @@ export async function royaltyAdminRoutes(app: FastifyInstance, options: RoyaltyA
     }
   });
 
-  app.get("/royalty-imports/:id", async (request) => {
+  app.get("/royalty-imports/:id", { config: { staffRole: "operator" } }, async (request) => {
     const id = pathId(request.params, "royalty import");
     const r = await db.asService((tx) => findImport(tx, id, tenantOf(request)), { readOnly: true });
     if (!r) throw new HttpError(404, "not_found", `no royalty import ${id}`, "id");
