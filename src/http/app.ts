@@ -6,6 +6,7 @@ import { adminRoutes } from "../admin/routes.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
+import { consoleStatic, storageMediaOrigins } from "../console/static.ts";
 import { requestScope } from "../db/admission.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
@@ -181,6 +182,11 @@ export function buildApp(given: AppDeps): FastifyInstance {
     db: deps.db,
     directory,
     royaltyImportMaxBytes: deps.config.royaltyImportMaxBytes,
+  });
+  // The Backline Console (docs/console.md): the built web app, with deep links answering index.html.
+  app.register(consoleStatic, {
+    prefix: "/console",
+    mediaOrigins: storageMediaOrigins(deps.config),
   });
   return app;
 }

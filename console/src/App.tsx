@@ -1,0 +1,246 @@
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { lazy, type ReactNode, Suspense, useEffect, useState, useSyncExternalStore } from "react";
+import { api } from "./api/admin.ts";
+import { signOut } from "./api/auth.ts";
+import { ApiError } from "./api/errors.ts";
+import { getSession, setActingTenant, subscribe } from "./api/session.ts";
+import type { AdminMe } from "./api/types.ts";
+import { AuthCallback } from "./pages/AuthCallback.tsx";
+import { ReviewQueue } from "./pages/ReviewQueue.tsx";
+import { SignIn } from "./pages/SignIn.tsx";
+import { TenantChooser } from "./pages/TenantChooser.tsx";
+import { atLeast, isPlatformAdmin, type Role, roleOn } from "./roles.ts";
+import { Link, match, navigate, useLocation } from "./router.tsx";
+import { ErrorState, Loading, Page } from "./ui/common.tsx";
+
+// Everything past the first page is loaded when first opened, to keep the first load small.
+const ReviewPage = lazy(() => import("./pages/ReviewPage.tsx"));
+const Deliveries = lazy(() => import("./pages/Deliveries.tsx"));
+const DeliveryPage = lazy(() => import("./pages/DeliveryPage.tsx"));
+const Takedowns = lazy(() => import("./pages/Takedowns.tsx"));
+const OacRequests = lazy(() => import("./pages/OacRequests.tsx"));
+const Jobs = lazy(() => import("./pages/Jobs.tsx"));
+const RoyaltyImports = lazy(() => import("./pages/RoyaltyImports.tsx"));
+const RoyaltyImportPage = lazy(() => import("./pages/RoyaltyImportPage.tsx"));
+const Accounts = lazy(() => import("./pages/Accounts.tsx"));
+const AccountPage = lazy(() => import("./pages/AccountPage.tsx"));
+const Stores = lazy(() => import("./pages/Stores.tsx"));
+const StorePage = lazy(() => import("./pages/StorePage.tsx"));
+const Settings = lazy(() => import("./pages/Settings.tsx"));
+
+interface RouteDef {
+  pattern: string;
+  role: Role | "platform";
+  render: (params: Record<string, string>) => ReactNode;
+}
+
+const ROUTES: RouteDef[] = [
+  { pattern: "/reviews", role: "reviewer", render: () => <ReviewQueue /> },
+  { pattern: "/reviews/:id", role: "reviewer", render: (p) => <ReviewPage id={p.id as string} /> },
+  { pattern: "/oac", role: "reviewer", render: () => <OacRequests /> },
+  { pattern: "/deliveries", role: "operator", render: () => <Deliveries /> },
+  { pattern: "/deliveries/:id", role: "operator", render: (p) => <DeliveryPage id={p.id as string} /> },
+  { pattern: "/takedowns", role: "operator", render: () => <Takedowns /> },
+  { pattern: "/jobs", role: "operator", render: () => <Jobs /> },
+  { pattern: "/royalties", role: "operator", render: () => <RoyaltyImports /> },
+  { pattern: "/royalties/:id", role: "operator", render: (p) => <RoyaltyImportPage id={p.id as string} /> },
+  { pattern: "/stores", role: "operator", render: () => <Stores /> },
+  { pattern: "/stores/:id", role: "operator", render: (p) => <StorePage id={p.id as string} /> },
+  { pattern: "/accounts", role: "admin", render: () => <Accounts /> },
+  { pattern: "/accounts/:id", role: "admin", render: (p) => <AccountPage id={p.id as string} /> },
+  { pattern: "/settings", role: "admin", render: () => <Settings /> },
+];
+
+const NAV: { to: string; label: string; role: Role }[] = [
+  { to: "/reviews", label: "Review queue", role: "reviewer" },
+  { to: "/oac", label: "OAC requests", role: "reviewer" },
+  { to: "/deliveries", label: "Deliveries", role: "operator" },
+  { to: "/takedowns", label: "Takedowns", role: "operator" },
+  { to: "/jobs", label: "Jobs", role: "operator" },
+  { to: "/royalties", label: "Royalty imports", role: "operator" },
+  { to: "/stores", label: "Stores", role: "operator" },
+  { to: "/accounts", label: "Accounts", role: "admin" },
+  { to: "/settings", label: "Settings", role: "admin" },
+];
+
+export function App() {
+  const session = useSyncExternalStore(subscribe, getSession);
+  const { path } = useLocation();
+  const client = useQueryClient();
+
+  // Signing out (here or in another tab) forgets every answer of the previous user.
+  useEffect(() => {
+    if (!session) client.clear();
+  }, [session, client]);
+
+  // A mailed link lands here with the session in the fragment (#access_token=…), on any console path.
+  if (path === "/auth/callback" || /(^#|&)(access_token|error_description)=/.test(location.hash))
+    return <AuthCallback />;
+  if (!session) return <SignIn />;
+  return <SignedIn />;
+}
+
+function SignedIn() {
+  const session = useSyncExternalStore(subscribe, getSession);
+  const { path } = useLocation();
+  const me = useQuery({ queryKey: ["me"], queryFn: api.me, staleTime: 60_000 });
+  const acting = session?.actingTenantId;
+
+  // One tenant and no platform role: nothing to choose.
+  useEffect(() => {
+    const data = me.data;
+    if (!data || acting) return;
+    const only = data.staff.length === 1 && !data.platform_role ? data.staff[0] : undefined;
+    if (only) setActingTenant(only.tenant_id);
+    else if (data.staff.length === 0 && data.platform_role) setActingTenant(data.tenant_id);
+  }, [me.data, acting]);
+
+  if (me.isPending) return <Shell me={undefined}>{<Loading what="Signing in" />}</Shell>;
+  if (me.isError) {
+    if (me.error instanceof ApiError && (me.error.status === 403 || me.error.status === 401)) {
+      return <NotStaff error={me.error} />;
+    }
+    return (
+      <Shell me={undefined}>
+        <Page title="Backline Console" testid="page-error">
+          <ErrorState error={me.error} onRetry={() => me.refetch()} />
+        </Page>
+      </Shell>
+    );
+  }
+  const data = me.data;
+  if (data.staff.length === 0 && !data.platform_role) return <NotStaff />;
+  if (!acting || path === "/tenants") {
+    return (
+      <Shell me={data}>
+        <TenantChooser me={data} />
+      </Shell>
+    );
+  }
+  const role = roleOn(data, acting);
+  return (
+    <Shell me={data} role={role}>
+      <Routed role={role} me={data} path={path} />
+    </Shell>
+  );
+}
+
+function Routed({ role, me, path }: { role: Role | null; me: AdminMe; path: string }) {
+  if (path === "/" || path === "") {
+    navigate("/reviews", { replace: true });
+    return null;
+  }
+  for (const route of ROUTES) {
+    const params = match(route.pattern, path);
+    if (!params) continue;
+    const allowed = route.role === "platform" ? isPlatformAdmin(me) : atLeast(role, route.role);
+    if (!allowed)
+      return (
+        <Page title="Not allowed" testid="page-forbidden">
+          <p>
+            This page needs the <strong>{route.role}</strong> role; you are{" "}
+            <strong>{role ?? "not staff"}</strong> on this tenant.
+          </p>
+        </Page>
+      );
+    return <Suspense fallback={<Loading />}>{route.render(params)}</Suspense>;
+  }
+  return (
+    <Page title="Page not found" testid="page-not-found">
+      <p>
+        There is no page at <code>{path}</code>. <Link to="/reviews">Go to the review queue</Link>.
+      </p>
+    </Page>
+  );
+}
+
+function NotStaff({ error }: { error?: ApiError }) {
+  return (
+    <div className="app">
+      <main id="main" className="signin-main">
+        <Page title="Not staff" testid="page-not-staff">
+          <p data-testid="not-staff-message">
+            This account is not staff of any tenant on this installation, so the console has nothing to show.
+            {error ? ` (${error.code}: ${error.message})` : ""}
+          </p>
+          <button type="button" onClick={() => void signOut()} data-testid="sign-out">
+            Sign out
+          </button>
+        </Page>
+      </main>
+    </div>
+  );
+}
+
+function Shell({ me, role, children }: { me: AdminMe | undefined; role?: Role | null; children: ReactNode }) {
+  const session = useSyncExternalStore(subscribe, getSession);
+  const { path } = useLocation();
+  const [menuOpen, setMenuOpen] = useState(false);
+  const acting = session?.actingTenantId;
+  const tenant = me?.staff.find((s) => s.tenant_id === acting);
+  const tenantLabel =
+    tenant?.tenant_name ??
+    tenant?.tenant_slug ??
+    (acting === session?.tenant.id ? session?.tenant.name : acting);
+  const many = (me?.staff.length ?? 0) > 1 || Boolean(me?.platform_role);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: close the menu whenever the page changes
+  useEffect(() => setMenuOpen(false), [path]);
+  return (
+    <div className="app">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <button
+          type="button"
+          className="menu-button"
+          aria-expanded={menuOpen}
+          aria-controls="nav"
+          onClick={() => setMenuOpen((o) => !o)}
+          data-testid="menu-toggle"
+        >
+          Menu
+        </button>
+        <span className="brand">Backline Console</span>
+        {acting ? (
+          <span className="tenant" data-testid="current-tenant">
+            {tenantLabel}
+            {role ? <span className="role"> · {role}</span> : null}
+          </span>
+        ) : null}
+        <span className="spacer" />
+        {many && acting ? (
+          <Link to="/tenants" className="button-link" data-testid="switch-tenant">
+            Switch tenant
+          </Link>
+        ) : null}
+        <span className="who" data-testid="user-email">
+          {me?.user?.email ?? session?.session.user?.email ?? ""}
+        </span>
+        <button type="button" onClick={() => void signOut()} data-testid="sign-out">
+          Sign out
+        </button>
+      </header>
+      <div className="layout">
+        {acting && role ? (
+          <nav id="nav" className={menuOpen ? "nav open" : "nav"} aria-label="Console">
+            <ul>
+              {NAV.filter((n) => atLeast(role, n.role)).map((n) => (
+                <li key={n.to}>
+                  <Link
+                    to={n.to}
+                    aria-current={path === n.to || path.startsWith(`${n.to}/`) ? "page" : undefined}
+                    data-testid={`nav-${n.to.slice(1)}`}
+                  >
+                    {n.label}
+                  </Link>
+                </li>
+              ))}
+            </ul>
+          </nav>
+        ) : null}
+        <main id="main">{children}</main>
+      </div>
+    </div>
+  );
+}

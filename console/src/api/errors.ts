@@ -1,0 +1,63 @@
+/** An HTTP error from one of Backline's interfaces, with its machine code when it sent one. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly param: string | undefined;
+  readonly errors: { param?: string; code?: string; message?: string }[];
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    param?: string,
+    errors: { param?: string; code?: string; message?: string }[] = [],
+  ) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+    this.param = param;
+    this.errors = errors;
+  }
+}
+
+/** Reads an error body of any of Backline's shapes (problem details, GoTrue's, PostgREST's). */
+export async function errorFrom(response: Response): Promise<ApiError> {
+  let body: Record<string, unknown> = {};
+  try {
+    body = (await response.json()) as Record<string, unknown>;
+  } catch {
+    // Not JSON (a proxy's page): the status says enough.
+  }
+  const code = String(body.code ?? body.error_code ?? body.error ?? `http_${response.status}`);
+  const message = String(
+    body.detail ?? body.msg ?? body.message ?? body.error_description ?? body.title ?? response.statusText,
+  );
+  const errors = Array.isArray(body.errors) ? (body.errors as ApiError["errors"]) : [];
+  return new ApiError(
+    response.status,
+    code,
+    message || `HTTP ${response.status}`,
+    typeof body.param === "string" ? body.param : undefined,
+    errors,
+  );
+}
+
+export function describeError(error: unknown): { title: string; detail: string } {
+  if (error instanceof ApiError) {
+    if (error.status === 404 && error.code === "not_found")
+      return {
+        title: "Not available",
+        detail: `${error.message} (this server may not have this part of the admin API yet).`,
+      };
+    if (error.status === 401)
+      return { title: "Signed out", detail: "Your session has ended: sign in again." };
+    if (error.code === "not_staff")
+      return { title: "Not staff here", detail: "You are not staff of this tenant." };
+    if (error.code === "insufficient_role") return { title: "Your role is too low", detail: error.message };
+    return { title: `Error ${error.status} (${error.code})`, detail: error.message };
+  }
+  if (error instanceof TypeError)
+    return { title: "Network error", detail: "The server could not be reached." };
+  return { title: "Something went wrong", detail: error instanceof Error ? error.message : String(error) };
+}

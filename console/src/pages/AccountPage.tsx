@@ -1,0 +1,107 @@
+import { useQuery } from "@tanstack/react-query";
+import { api } from "../api/admin.ts";
+import { Link } from "../router.tsx";
+import { Empty, ErrorState, Fields, Loading, Page, Status, When } from "../ui/common.tsx";
+
+/** One account: its members, its open invitations and its API keys (names and prefixes, never secrets). */
+export default function AccountPage({ id }: { id: string }) {
+  const account = useQuery({ queryKey: ["account", id], queryFn: () => api.account(id) });
+  const keys = useQuery({ queryKey: ["api-keys", id], queryFn: () => api.apiKeys(id) });
+  const a = account.data;
+  return (
+    <Page
+      title={a?.name ? `Account: ${a.name}` : "Account"}
+      testid="page-account"
+      actions={
+        <Link to="/accounts" className="button-link">
+          All accounts
+        </Link>
+      }
+    >
+      {account.isPending ? (
+        <Loading />
+      ) : account.isError ? (
+        <ErrorState error={account.error} onRetry={() => account.refetch()} />
+      ) : a ? (
+        <div className="grid">
+          <section className="card" aria-labelledby="a-h">
+            <h2 id="a-h">Details</h2>
+            <Fields record={a} omit={["members", "invitations"]} />
+          </section>
+          <section className="card" aria-labelledby="m-h" data-testid="account-members">
+            <h2 id="m-h">Members</h2>
+            {(a.members ?? []).length === 0 ? (
+              <Empty>No members.</Empty>
+            ) : (
+              <ul>
+                {(a.members ?? []).map((m) => (
+                  <li key={m.user_id ?? m.email} data-testid="account-member">
+                    {m.email ?? m.user_id} <span className="muted">{m.role}</span>
+                  </li>
+                ))}
+              </ul>
+            )}
+            <h2>Invitations</h2>
+            {(a.invitations ?? []).length === 0 ? (
+              <Empty>No open invitations.</Empty>
+            ) : (
+              <ul>
+                {(a.invitations ?? []).map((i) => (
+                  <li key={i.id ?? i.email} data-testid="account-invitation">
+                    {i.email} <span className="muted">{i.role}</span>{" "}
+                    {i.status ? <Status value={i.status} /> : null}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </section>
+        </div>
+      ) : null}
+      <section className="card" aria-labelledby="k-h" data-testid="account-api-keys">
+        <h2 id="k-h">API keys</h2>
+        {keys.isPending ? (
+          <Loading />
+        ) : keys.isError ? (
+          <ErrorState error={keys.error} onRetry={() => keys.refetch()} />
+        ) : keys.data.data.length === 0 ? (
+          <Empty>No API keys.</Empty>
+        ) : (
+          <div className="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Prefix</th>
+                  <th scope="col">Mode</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">Revoked</th>
+                </tr>
+              </thead>
+              <tbody>
+                {keys.data.data.map((k) => (
+                  <tr key={k.id} data-testid="api-key-row">
+                    <td>{k.name ?? k.id}</td>
+                    <td>
+                      <code>{k.prefix ?? "—"}</code>
+                    </td>
+                    <td>{k.mode ?? "—"}</td>
+                    <td>
+                      <When at={k.created_at} />
+                    </td>
+                    <td>
+                      <When at={k.last_used_at} />
+                    </td>
+                    <td>
+                      <When at={k.revoked_at} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+    </Page>
+  );
+}

@@ -1,0 +1,40 @@
+import { useEffect, useState } from "react";
+import { loadTenantConfig, sessionFromFragment } from "../api/auth.ts";
+import { describeError } from "../api/errors.ts";
+import { Link, navigate } from "../router.tsx";
+import { Loading, Page } from "../ui/common.tsx";
+
+/** Where a mailed sign-in link lands: the session is in the URL fragment. */
+export function AuthCallback() {
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    const hash = location.hash;
+    const slug = new URLSearchParams(location.search).get("tenant") ?? undefined;
+    loadTenantConfig(slug)
+      .then((tenant) => {
+        const failed = sessionFromFragment(tenant, hash);
+        if (failed) setError(failed);
+        else {
+          const here = location.pathname.replace(/^\/console/, "") || "/";
+          navigate(here === "/auth/callback" || here === "/" ? "/reviews" : here, { replace: true });
+        }
+      })
+      .catch((e: unknown) => setError(describeError(e).detail));
+  }, []);
+  return (
+    <div className="app">
+      <main id="main" className="signin-main">
+        <Page title="Signing in" testid="page-auth-callback">
+          {error ? (
+            <div className="error-state" role="alert" data-testid="signin-error">
+              <p>{error}</p>
+              <Link to="/">Back to sign-in</Link>
+            </div>
+          ) : (
+            <Loading what="Signing in" />
+          )}
+        </Page>
+      </main>
+    </div>
+  );
+}

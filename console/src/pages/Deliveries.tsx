@@ -1,0 +1,150 @@
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useId } from "react";
+import { api } from "../api/admin.ts";
+import type { Delivery } from "../api/types.ts";
+import { Link, setSearch, useLocation } from "../router.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, Status, When } from "../ui/common.tsx";
+import { useCursorPage } from "../ui/paging.ts";
+
+export const DELIVERY_STATUSES = [
+  "error",
+  "queued",
+  "sending",
+  "delivered",
+  "live",
+  "taken_down",
+  "cancelled",
+];
+
+/** Every delivery of the tenant, `error` first; filter by status, store or release. */
+export default function Deliveries() {
+  const { search } = useLocation();
+  const filters = {
+    status: search.get("status") ?? undefined,
+    store: search.get("store") ?? undefined,
+    release_id: search.get("release_id") ?? undefined,
+  };
+  const page = useCursorPage<Delivery>("deliveries", api.deliveries, filters, 50);
+  const client = useQueryClient();
+  const retry = useMutation({
+    mutationFn: (releaseId: string) => api.retryRelease(releaseId),
+    onSuccess: () => client.invalidateQueries({ queryKey: ["deliveries"] }),
+  });
+  const ids = useId();
+  return (
+    <Page title="Deliveries" testid="page-deliveries">
+      <form className="filters" aria-label="Filter deliveries" onSubmit={(e) => e.preventDefault()}>
+        <div>
+          <label htmlFor={`${ids}-status`}>Status</label>
+          <select
+            id={`${ids}-status`}
+            value={filters.status ?? ""}
+            onChange={(e) => setSearch({ status: e.target.value }, { replace: true })}
+            data-testid="deliveries-filter-status"
+          >
+            <option value="">any (errors first)</option>
+            {DELIVERY_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s.replace(/_/g, " ")}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label htmlFor={`${ids}-store`}>Store</label>
+          <input
+            id={`${ids}-store`}
+            defaultValue={filters.store ?? ""}
+            placeholder="store code"
+            onBlur={(e) => setSearch({ store: e.target.value.trim() }, { replace: true })}
+            onKeyDown={(e) => {
+              if (e.key === "Enter") setSearch({ store: e.currentTarget.value.trim() }, { replace: true });
+            }}
+            data-testid="deliveries-filter-store"
+          />
+        </div>
+        <div>
+          <label htmlFor={`${ids}-release`}>Release id</label>
+          <input
+            id={`${ids}-release`}
+            defaultValue={filters.release_id ?? ""}
+            onBlur={(e) => setSearch({ release_id: e.target.value.trim() }, { replace: true })}
+            onKeyDown={(e) => {
+              if (e.key === "Enter")
+                setSearch({ release_id: e.currentTarget.value.trim() }, { replace: true });
+            }}
+            data-testid="deliveries-filter-release"
+          />
+        </div>
+      </form>
+      {retry.isError ? <ErrorState error={retry.error} /> : null}
+      {retry.isSuccess ? (
+        <p role="status" data-testid="deliveries-retried">
+          {retry.data.retried} deliver{retry.data.retried === 1 ? "y" : "ies"} queued again.
+        </p>
+      ) : null}
+      {page.isPending ? (
+        <Loading />
+      ) : page.isError ? (
+        <ErrorState error={page.error} onRetry={() => page.refetch()} />
+      ) : page.rows.length === 0 ? (
+        <Empty>No deliveries match.</Empty>
+      ) : (
+        <>
+          <div className="table-wrap">
+            <table data-testid="deliveries-table">
+              <thead>
+                <tr>
+                  <th scope="col">Release</th>
+                  <th scope="col">Store</th>
+                  <th scope="col">Action</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Attempts</th>
+                  <th scope="col">Message</th>
+                  <th scope="col">Updated</th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {page.rows.map((d) => (
+                  <tr key={d.id} data-testid="delivery-row" data-delivery-id={d.id} data-status={d.status}>
+                    <td>
+                      <Link to={`/deliveries/${d.id}`} data-testid="delivery-open">
+                        {d.release_title ?? d.release_id ?? d.id}
+                      </Link>
+                    </td>
+                    <td>{d.store}</td>
+                    <td>{d.action ?? "—"}</td>
+                    <td>
+                      <Status value={d.status} />
+                    </td>
+                    <td>{d.attempts ?? "—"}</td>
+                    <td>{d.message ?? ""}</td>
+                    <td>
+                      <When at={d.updated_at ?? d.created_at} />
+                    </td>
+                    <td>
+                      {d.status === "error" && d.release_id ? (
+                        <button
+                          type="button"
+                          onClick={() => retry.mutate(d.release_id as string)}
+                          disabled={retry.isPending}
+                          data-testid="delivery-retry"
+                        >
+                          Retry
+                        </button>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <Pager {...page.pager} />
+        </>
+      )}
+    </Page>
+  );
+}

@@ -1,0 +1,137 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useId, useState } from "react";
+import { api } from "../api/admin.ts";
+import { Link } from "../router.tsx";
+import { ErrorState, Fields, Loading, Page, Status, Value, When } from "../ui/common.tsx";
+
+/** One delivery: its fields, its history and the store's messages; retry; record a store report. */
+export default function DeliveryPage({ id }: { id: string }) {
+  const client = useQueryClient();
+  const delivery = useQuery({ queryKey: ["delivery", id], queryFn: () => api.delivery(id) });
+  const refresh = () => {
+    void client.invalidateQueries({ queryKey: ["delivery", id] });
+    void client.invalidateQueries({ queryKey: ["deliveries"] });
+  };
+  const retry = useMutation({
+    mutationFn: (releaseId: string) => api.retryRelease(releaseId),
+    onSuccess: refresh,
+  });
+  const report = useMutation({
+    mutationFn: (body: { status: string; message?: string; note?: string }) => api.report(id, body),
+    onSuccess: refresh,
+  });
+  const [status, setStatus] = useState("live");
+  const [text, setText] = useState("");
+  const ids = useId();
+  const d = delivery.data;
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    const body: { status: string; message?: string; note?: string } = { status };
+    if (status === "error") body.message = text.trim();
+    else if (text.trim()) body.note = text.trim();
+    report.mutate(body);
+  }
+
+  return (
+    <Page
+      title="Delivery"
+      testid="page-delivery"
+      actions={
+        <Link to="/deliveries" className="button-link">
+          All deliveries
+        </Link>
+      }
+    >
+      {delivery.isPending ? (
+        <Loading />
+      ) : delivery.isError ? (
+        <ErrorState error={delivery.error} onRetry={() => delivery.refetch()} />
+      ) : d ? (
+        <div className="grid">
+          <section className="card" aria-labelledby="d-h">
+            <h2 id="d-h">
+              {d.store} · <Status value={d.status} />
+            </h2>
+            <Fields record={d} omit={["history", "messages"]} />
+            {d.status === "error" && d.release_id ? (
+              <button
+                type="button"
+                className="primary"
+                onClick={() => retry.mutate(d.release_id as string)}
+                disabled={retry.isPending}
+                data-testid="delivery-retry"
+              >
+                Retry
+              </button>
+            ) : null}
+            {retry.isSuccess ? <p role="status">{retry.data.retried} queued again.</p> : null}
+            {retry.isError ? <ErrorState error={retry.error} /> : null}
+          </section>
+          <section className="card" aria-labelledby="h-h" data-testid="delivery-history">
+            <h2 id="h-h">History</h2>
+            {d.history && d.history.length > 0 ? (
+              <ol>
+                {d.history.map((h, i) => (
+                  // biome-ignore lint/suspicious/noArrayIndexKey: history rows in order, read-only
+                  <li key={i}>
+                    <When at={h.at ?? h.created_at} /> <Status value={h.status} /> {h.message ?? ""}
+                  </li>
+                ))}
+              </ol>
+            ) : (
+              <p className="muted">No history recorded.</p>
+            )}
+            {d.messages && d.messages.length > 0 ? (
+              <>
+                <h2>Store messages</h2>
+                <Value value={d.messages} />
+              </>
+            ) : null}
+          </section>
+          <section className="card" aria-labelledby="r-h">
+            <h2 id="r-h">Record a store report</h2>
+            <form onSubmit={submit} data-testid="delivery-report-form">
+              <label htmlFor={`${ids}-s`}>What the store says</label>
+              <select
+                id={`${ids}-s`}
+                value={status}
+                onChange={(e) => setStatus(e.target.value)}
+                data-testid="delivery-report-status"
+              >
+                <option value="live">live</option>
+                <option value="error">error</option>
+                <option value="taken_down">taken down</option>
+              </select>
+              <label htmlFor={`${ids}-t`}>
+                {status === "error" ? "The store's message (required)" : "Note"}
+              </label>
+              <textarea
+                id={`${ids}-t`}
+                rows={3}
+                value={text}
+                required={status === "error"}
+                onChange={(e) => setText(e.target.value)}
+                data-testid="delivery-report-text"
+              />
+              <button
+                type="submit"
+                className="primary"
+                disabled={report.isPending}
+                data-testid="delivery-report-submit"
+              >
+                Record
+              </button>
+              {report.isSuccess ? (
+                <p role="status" data-testid="delivery-report-done">
+                  Recorded: now {report.data.status}.
+                </p>
+              ) : null}
+              {report.isError ? <ErrorState error={report.error} /> : null}
+            </form>
+          </section>
+        </div>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,101 @@
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useId } from "react";
+import { api } from "../api/admin.ts";
+import type { Job } from "../api/types.ts";
+import { setSearch, useLocation } from "../router.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, Status, When } from "../ui/common.tsx";
+import { useCursorPage } from "../ui/paging.ts";
+
+/** Background jobs: the dead ones with their last error (retry them), queued, running. */
+export default function Jobs() {
+  const { search } = useLocation();
+  const state = search.get("state") ?? "dead";
+  const page = useCursorPage<Job>("jobs", api.jobs, { state }, 50);
+  const client = useQueryClient();
+  const retry = useMutation({
+    mutationFn: (id: string) => api.retryJob(id),
+    onSuccess: () => client.invalidateQueries({ queryKey: ["jobs"] }),
+  });
+  const ids = useId();
+  return (
+    <Page title="Jobs" testid="page-jobs">
+      <div className="filters">
+        <div>
+          <label htmlFor={`${ids}-s`}>State</label>
+          <select
+            id={`${ids}-s`}
+            value={state}
+            onChange={(e) => setSearch({ state: e.target.value }, { replace: true })}
+            data-testid="jobs-filter-state"
+          >
+            <option value="dead">dead</option>
+            <option value="queued">queued</option>
+            <option value="running">running</option>
+          </select>
+        </div>
+      </div>
+      {retry.isError ? <ErrorState error={retry.error} /> : null}
+      {page.isPending ? (
+        <Loading />
+      ) : page.isError ? (
+        <ErrorState error={page.error} onRetry={() => page.refetch()} />
+      ) : page.rows.length === 0 ? (
+        <Empty>No {state} jobs.</Empty>
+      ) : (
+        <>
+          <div className="table-wrap">
+            <table data-testid="jobs-table">
+              <thead>
+                <tr>
+                  <th scope="col">Job</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Attempts</th>
+                  <th scope="col">Last error</th>
+                  <th scope="col">Updated</th>
+                  <th scope="col">
+                    <span className="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {page.rows.map((j) => (
+                  <tr key={j.id} data-testid="job-row" data-job-id={j.id}>
+                    <td>
+                      <strong>{j.kind ?? j.name ?? j.queue ?? "job"}</strong>
+                      <div className="muted">
+                        <code>{j.id}</code>
+                      </div>
+                    </td>
+                    <td>
+                      <Status value={j.state} />
+                    </td>
+                    <td>{j.attempts ?? "—"}</td>
+                    <td>
+                      <code>{j.last_error ?? ""}</code>
+                    </td>
+                    <td>
+                      <When at={j.updated_at ?? j.created_at} />
+                    </td>
+                    <td>
+                      {j.state === "dead" ? (
+                        <button
+                          type="button"
+                          onClick={() => retry.mutate(j.id)}
+                          disabled={retry.isPending}
+                          data-testid="job-retry"
+                        >
+                          Retry
+                        </button>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <Pager {...page.pager} />
+        </>
+      )}
+    </Page>
+  );
+}

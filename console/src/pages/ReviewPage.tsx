@@ -1,0 +1,486 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useEffect, useId, useState } from "react";
+import { api } from "../api/admin.ts";
+import type { Problem, ReleaseForReview, TrackForReview } from "../api/types.ts";
+import { Link, navigate } from "../router.tsx";
+import { ErrorState, Fields, Loading, Page, Status, Value } from "../ui/common.tsx";
+import { Dialog } from "../ui/Dialog.tsx";
+
+/** Used when the server has no GET /review-reasons yet. */
+const FALLBACK_REASONS = [
+  "The cover art does not meet the store guidelines (size, text, logos, URLs).",
+  "The artist name does not match the artist's existing store profile.",
+  "The audio is of poor quality, silent, or cut short.",
+  "The track titles or version information are formatted wrongly.",
+  "The release contains material the account holds no rights to.",
+  "The metadata is incomplete or inconsistent with the audio.",
+];
+
+const SHOWN_ELSEWHERE = new Set([
+  "tracks",
+  "cover",
+  "cover_url",
+  "problems",
+  "checks",
+  "media_checks",
+  "correction",
+  "correction_diff",
+  "artists",
+  "signed_urls",
+]);
+
+function coverUrl(release: ReleaseForReview): string | null {
+  const signed = release.signed_urls as { cover?: string } | undefined;
+  return release.cover_url ?? release.cover?.url ?? signed?.cover ?? null;
+}
+
+function audioUrl(track: TrackForReview): string | null {
+  return track.audio_url ?? track.audio?.url ?? (track.signed_url as string | undefined) ?? null;
+}
+
+function duration(ms: unknown): string {
+  const n = Number(ms);
+  if (!Number.isFinite(n) || n <= 0) return "—";
+  const s = Math.round(n / 1000);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+}
+
+/** A release's review: everything the reviewer looks at, and the decision with its shortcuts. */
+export default function ReviewPage({ id }: { id: string }) {
+  const client = useQueryClient();
+  const release = useQuery({ queryKey: ["release", id], queryFn: () => api.release(id) });
+  // The queue's first page, for j/k and "next after deciding".
+  const queue = useQuery({ queryKey: ["reviews", {}, null, 50], queryFn: () => api.reviews({ limit: 50 }) });
+  const ids = queue.data?.data.map((r) => r.id) ?? [];
+  const index = ids.indexOf(id);
+  const next = index >= 0 ? ids[index + 1] : ids.find((other) => other !== id);
+  const previous = index > 0 ? ids[index - 1] : undefined;
+  const [rejecting, setRejecting] = useState(false);
+  const [help, setHelp] = useState(false);
+  const [done, setDone] = useState<string | null>(null);
+
+  const afterDecision = (status: string) => {
+    setDone(status);
+    void client.invalidateQueries({ queryKey: ["reviews"] });
+    void client.invalidateQueries({ queryKey: ["release", id] });
+  };
+  const approve = useMutation({
+    mutationFn: () => api.approve(id),
+    onSuccess: (d) => afterDecision(d.status),
+  });
+  const reject = useMutation({
+    mutationFn: (reason: string) => api.reject(id, reason),
+    onSuccess: (d) => {
+      setRejecting(false);
+      afterDecision(d.status);
+    },
+  });
+
+  useEffect(() => {
+    function onKey(event: KeyboardEvent) {
+      if (event.defaultPrevented || event.metaKey || event.ctrlKey || event.altKey) return;
+      const target = event.target as HTMLElement | null;
+      if (target?.closest("input, textarea, select, [contenteditable=true], dialog")) return;
+      if (rejecting || help) return;
+      if (event.key === "j" && next) navigate(`/reviews/${next}`);
+      else if (event.key === "k" && previous) navigate(`/reviews/${previous}`);
+      else if (event.key === "a" && !approve.isPending && !done) approve.mutate();
+      else if (event.key === "r" && !done) setRejecting(true);
+      else if (event.key === "?") setHelp(true);
+      else return;
+      event.preventDefault();
+    }
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [next, previous, rejecting, help, approve, done]);
+
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new release starts undecided
+  useEffect(() => setDone(null), [id]);
+
+  const r = release.data;
+  return (
+    <Page
+      title={r ? `Review: ${r.title}` : "Review"}
+      testid="page-review"
+      actions={
+        <>
+          <Link to="/reviews" className="button-link" data-testid="review-back">
+            Queue
+          </Link>
+          <button
+            type="button"
+            onClick={() => previous && navigate(`/reviews/${previous}`)}
+            disabled={!previous}
+          >
+            ← Previous <kbd>k</kbd>
+          </button>
+          <button type="button" onClick={() => next && navigate(`/reviews/${next}`)} disabled={!next}>
+            Next <kbd>j</kbd> →
+          </button>
+          <button type="button" onClick={() => setHelp(true)} data-testid="review-help">
+            Shortcuts <kbd>?</kbd>
+          </button>
+        </>
+      }
+    >
+      {release.isPending ? (
+        <Loading />
+      ) : release.isError ? (
+        <ErrorState error={release.error} onRetry={() => release.refetch()} />
+      ) : r ? (
+        <ReleaseBody release={r} />
+      ) : null}
+
+      {r ? (
+        <div className="decision" data-testid="review-decision">
+          <span>
+            Status: <Status value={done ?? r.status} />
+          </span>
+          {done ? (
+            <span role="status" data-testid="review-done">
+              {done === "approved" ? "Approved." : done === "rejected" ? "Rejected." : `Now ${done}.`}{" "}
+              {next ? (
+                <Link to={`/reviews/${next}`} data-testid="review-next">
+                  Next release →
+                </Link>
+              ) : (
+                <Link to="/reviews">Back to the queue</Link>
+              )}
+            </span>
+          ) : (
+            <>
+              <button
+                type="button"
+                className="approve"
+                onClick={() => approve.mutate()}
+                disabled={approve.isPending}
+                data-testid="review-approve"
+              >
+                Approve <kbd>a</kbd>
+              </button>
+              <button
+                type="button"
+                className="reject"
+                onClick={() => setRejecting(true)}
+                data-testid="review-reject"
+              >
+                Reject… <kbd>r</kbd>
+              </button>
+            </>
+          )}
+          {approve.isError ? <ErrorState error={approve.error} /> : null}
+        </div>
+      ) : null}
+
+      <RejectDialog
+        open={rejecting}
+        onClose={() => setRejecting(false)}
+        onReject={(reason) => reject.mutate(reason)}
+        busy={reject.isPending}
+        error={reject.error}
+      />
+      <Dialog open={help} onClose={() => setHelp(false)} title="Keyboard shortcuts" testid="shortcuts-dialog">
+        <dl className="fields">
+          <dt>
+            <kbd>j</kbd>
+          </dt>
+          <dd>next release in the queue</dd>
+          <dt>
+            <kbd>k</kbd>
+          </dt>
+          <dd>previous release</dd>
+          <dt>
+            <kbd>a</kbd>
+          </dt>
+          <dd>approve</dd>
+          <dt>
+            <kbd>r</kbd>
+          </dt>
+          <dd>reject (choose or write a reason)</dd>
+          <dt>
+            <kbd>?</kbd>
+          </dt>
+          <dd>this help</dd>
+        </dl>
+        <button
+          type="button"
+          className="primary"
+          onClick={() => setHelp(false)}
+          data-testid="shortcuts-close"
+        >
+          Close
+        </button>
+      </Dialog>
+    </Page>
+  );
+}
+
+function ReleaseBody({ release }: { release: ReleaseForReview }) {
+  const cover = coverUrl(release);
+  const tracks = release.tracks ?? [];
+  const problems = (release.problems ?? (release.checks as Problem[] | undefined) ?? []) as Problem[];
+  const correction = release.correction ?? release.correction_diff;
+  const metadata = Object.fromEntries(Object.entries(release).filter(([k]) => !SHOWN_ELSEWHERE.has(k)));
+  return (
+    <div className="grid">
+      <section className="card" aria-labelledby="cover-h" data-testid="review-cover">
+        <h2 id="cover-h">Cover</h2>
+        {cover ? (
+          <img
+            className="cover"
+            src={cover}
+            alt={`Cover of ${release.title}`}
+            data-testid="review-cover-image"
+          />
+        ) : (
+          <p className="muted">No cover image.</p>
+        )}
+        {release.cover && typeof release.cover === "object" ? (
+          <Fields record={release.cover as Record<string, unknown>} omit={["url"]} />
+        ) : null}
+      </section>
+
+      <section className="card" aria-labelledby="checks-h" data-testid="review-checks">
+        <h2 id="checks-h">Automatic checks</h2>
+        {problems.length === 0 ? (
+          <p className="ok" data-testid="review-checks-pass">
+            Every check passes.
+          </p>
+        ) : (
+          <ul>
+            {problems.map((p) => (
+              <li key={`${p.param}-${p.code}`} data-testid="review-problem">
+                <strong>{p.param ?? "release"}</strong>: {p.message} <code>{p.code}</code>
+              </li>
+            ))}
+          </ul>
+        )}
+        <h2>Media checks</h2>
+        <div data-testid="review-media-checks">
+          {release.media_checks === undefined ? (
+            <p className="muted">The server reports no media checks.</p>
+          ) : (
+            <Value value={release.media_checks} />
+          )}
+        </div>
+      </section>
+
+      <section className="card" aria-labelledby="tracks-h" data-testid="review-tracks">
+        <h2 id="tracks-h">Tracks ({tracks.length})</h2>
+        <ol className="tracks">
+          {tracks.map((t, i) => {
+            const url = audioUrl(t);
+            const label = `${t.position ?? t.track_number ?? i + 1}. ${t.title ?? "(untitled)"}`;
+            return (
+              <li key={t.id} data-testid="review-track" data-track-id={t.id}>
+                <strong>{label}</strong>{" "}
+                <span className="muted">
+                  ISRC {t.isrc ?? "—"} · {duration(t.duration_ms)}
+                </span>
+                {url ? (
+                  // biome-ignore lint/a11y/useMediaCaption: reviewers listen to music; there is no speech to caption
+                  <audio
+                    controls
+                    preload="none"
+                    src={url}
+                    aria-label={`Audio of ${label}`}
+                    data-testid="review-audio"
+                  />
+                ) : (
+                  <p className="warn">No audio uploaded.</p>
+                )}
+                <details>
+                  <summary>Every field of this track</summary>
+                  <Fields record={t} omit={["audio_url"]} />
+                </details>
+              </li>
+            );
+          })}
+        </ol>
+      </section>
+
+      {correction ? (
+        <section className="card" aria-labelledby="diff-h" data-testid="review-correction">
+          <h2 id="diff-h">Correction: difference against what was delivered</h2>
+          <CorrectionDiff value={correction} />
+        </section>
+      ) : null}
+
+      <section className="card" aria-labelledby="meta-h" data-testid="review-metadata">
+        <h2 id="meta-h">Metadata</h2>
+        <Fields record={metadata} />
+        {release.artists && release.artists.length > 0 ? (
+          <>
+            <h2>Artists</h2>
+            <Value value={release.artists} />
+          </>
+        ) : null}
+      </section>
+    </div>
+  );
+}
+
+interface Change {
+  field: string;
+  before: unknown;
+  after: unknown;
+}
+
+/** A correction's changes, whichever of the usual shapes the server sends them in. */
+function changesOf(value: unknown): Change[] | null {
+  if (Array.isArray(value)) {
+    return value.map((c: Record<string, unknown>) => ({
+      field: String(c.field ?? c.path ?? c.param ?? "?"),
+      before: c.before ?? c.old ?? c.from ?? c.delivered,
+      after: c.after ?? c.new ?? c.to ?? c.current,
+    }));
+  }
+  if (value && typeof value === "object") {
+    const v = value as Record<string, unknown>;
+    if (Array.isArray(v.changes)) return changesOf(v.changes);
+    const before = v.delivered ?? v.before;
+    const after = v.current ?? v.after;
+    if (before && after && typeof before === "object" && typeof after === "object") {
+      const b = before as Record<string, unknown>;
+      const a = after as Record<string, unknown>;
+      return [...new Set([...Object.keys(b), ...Object.keys(a)])]
+        .filter((k) => JSON.stringify(b[k]) !== JSON.stringify(a[k]))
+        .map((k) => ({ field: k, before: b[k], after: a[k] }));
+    }
+  }
+  return null;
+}
+
+function CorrectionDiff({ value }: { value: unknown }) {
+  const changes = changesOf(value);
+  if (!changes) return <Value value={value} />;
+  if (changes.length === 0) return <p className="muted">No field differs.</p>;
+  return (
+    <div className="table-wrap">
+      <table data-testid="review-diff">
+        <thead>
+          <tr>
+            <th scope="col">Field</th>
+            <th scope="col">Delivered</th>
+            <th scope="col">Now</th>
+          </tr>
+        </thead>
+        <tbody>
+          {changes.map((c) => (
+            <tr key={c.field}>
+              <th scope="row">{c.field}</th>
+              <td className="diff-old">
+                <Value value={c.before} />
+              </td>
+              <td className="diff-new">
+                <Value value={c.after} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function RejectDialog({
+  open,
+  onClose,
+  onReject,
+  busy,
+  error,
+}: {
+  open: boolean;
+  onClose: () => void;
+  onReject: (reason: string) => void;
+  busy: boolean;
+  error: unknown;
+}) {
+  const reasons = useQuery({
+    queryKey: ["review-reasons"],
+    queryFn: api.reviewReasons,
+    enabled: open,
+    retry: false,
+  });
+  const list = reasons.data
+    ? reasons.data.data.map((r) => r.text ?? r.reason ?? r.label ?? r.code ?? "").filter(Boolean)
+    : reasons.isError
+      ? FALLBACK_REASONS
+      : [];
+  const [choice, setChoice] = useState<string>("");
+  const [written, setWritten] = useState("");
+  const ids = useId();
+  const reason = choice === "__other" || choice === "" ? written.trim() : choice;
+
+  // biome-ignore lint/correctness/useExhaustiveDependencies: each opening starts empty
+  useEffect(() => {
+    setChoice("");
+    setWritten("");
+  }, [open]);
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    if (reason) onReject(reason);
+  }
+  return (
+    <Dialog open={open} onClose={onClose} title="Reject this release" testid="reject-dialog">
+      <form onSubmit={submit}>
+        <fieldset>
+          <legend>Reason (the account sees it)</legend>
+          {reasons.isPending ? <p className="muted">Loading the common reasons…</p> : null}
+          {list.map((text, i) => (
+            <div key={text}>
+              <input
+                type="radio"
+                name="reason"
+                id={`${ids}-r${i}`}
+                value={text}
+                checked={choice === text}
+                onChange={() => setChoice(text)}
+                data-testid="reject-reason-option"
+              />{" "}
+              <label htmlFor={`${ids}-r${i}`} className="inline-label">
+                {text}
+              </label>
+            </div>
+          ))}
+          <div>
+            <input
+              type="radio"
+              name="reason"
+              id={`${ids}-other`}
+              value="__other"
+              checked={choice === "__other"}
+              onChange={() => setChoice("__other")}
+              data-testid="reject-reason-other"
+            />{" "}
+            <label htmlFor={`${ids}-other`} className="inline-label">
+              Another reason
+            </label>
+          </div>
+        </fieldset>
+        <label htmlFor={`${ids}-text`}>Write the reason</label>
+        <textarea
+          id={`${ids}-text`}
+          rows={3}
+          maxLength={2000}
+          value={written}
+          onChange={(e) => {
+            setWritten(e.target.value);
+            setChoice("__other");
+          }}
+          data-testid="reject-reason-text"
+        />
+        {error ? <ErrorState error={error} /> : null}
+        <div className="page-actions">
+          <button type="submit" className="reject" disabled={!reason || busy} data-testid="reject-confirm">
+            {busy ? "Rejecting…" : "Reject"}
+          </button>
+          <button type="button" onClick={onClose} data-testid="reject-cancel">
+            Cancel
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

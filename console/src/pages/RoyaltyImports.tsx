@@ -1,0 +1,289 @@
+import { useQueryClient } from "@tanstack/react-query";
+import { type DragEvent, type FormEvent, useEffect, useId, useRef, useState } from "react";
+import { api, type UploadProgress, uploadRoyaltyReport } from "../api/admin.ts";
+import { describeError } from "../api/errors.ts";
+import type { RoyaltyImport } from "../api/types.ts";
+import { Link, navigate } from "../router.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, Status, When } from "../ui/common.tsx";
+import { useCursorPage } from "../ui/paging.ts";
+
+const FORMATS = ["backline", "streaming-monthly", "video-ugc"];
+
+function kib(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** Upload a store's royalty report (drag and drop, live progress) and the list of imports. */
+export default function RoyaltyImports() {
+  const page = useCursorPage<RoyaltyImport>("royalty-imports", api.royaltyImports, {}, 25);
+  return (
+    <Page title="Royalty imports" testid="page-royalty-imports">
+      <Upload />
+      <section aria-labelledby="imports-h">
+        <h2 id="imports-h">Imports</h2>
+        {page.isPending ? (
+          <Loading />
+        ) : page.isError ? (
+          <ErrorState error={page.error} onRetry={() => page.refetch()} />
+        ) : page.rows.length === 0 ? (
+          <Empty>No imports yet.</Empty>
+        ) : (
+          <>
+            <div className="table-wrap">
+              <table data-testid="imports-table">
+                <thead>
+                  <tr>
+                    <th scope="col">File</th>
+                    <th scope="col">Format</th>
+                    <th scope="col">Period</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Lines</th>
+                    <th scope="col">Matched</th>
+                    <th scope="col">Unmatched</th>
+                    <th scope="col">Started</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {page.rows.map((i) => (
+                    <tr key={i.id} data-testid="import-row" data-import-id={i.id}>
+                      <td>
+                        <Link to={`/royalties/${i.id}`} data-testid="import-open">
+                          {i.file_name ?? i.id}
+                        </Link>
+                      </td>
+                      <td>{i.format}</td>
+                      <td>{i.reporting_period ?? "—"}</td>
+                      <td>
+                        <Status value={i.status} />
+                      </td>
+                      <td>{i.lines_total.toLocaleString()}</td>
+                      <td>{i.lines_matched.toLocaleString()}</td>
+                      <td>{i.lines_unmatched.toLocaleString()}</td>
+                      <td>
+                        <When at={i.started_at} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <Pager {...page.pager} />
+          </>
+        )}
+      </section>
+    </Page>
+  );
+}
+
+function Upload() {
+  const client = useQueryClient();
+  const ids = useId();
+  const input = useRef<HTMLInputElement>(null);
+  const [file, setFile] = useState<File | null>(null);
+  const [format, setFormat] = useState("backline");
+  const [period, setPeriod] = useState("");
+  const [store, setStore] = useState("");
+  const [over, setOver] = useState(false);
+  const [progress, setProgress] = useState<UploadProgress | null>(null);
+  const [lines, setLines] = useState<number | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [outcome, setOutcome] = useState<{ status: number; body: Record<string, unknown> } | null>(null);
+  const abort = useRef<AbortController | null>(null);
+
+  // While the server imports, poll the newest import of this file for its line count so far.
+  useEffect(() => {
+    if (progress?.phase !== "importing" || !file) return;
+    let stopped = false;
+    const since = Date.now() - 60_000;
+    const tick = async () => {
+      try {
+        const list = await api.royaltyImports({ limit: 5 });
+        const mine = list.data.find(
+          (i) => i.file_name === file.name && (!i.started_at || Date.parse(i.started_at) >= since),
+        );
+        if (!stopped && mine) setLines(mine.lines_total);
+      } catch {
+        // Polling is a nicety: the upload's own answer brings the report.
+      }
+    };
+    const timer = setInterval(tick, 700);
+    void tick();
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+    };
+  }, [progress?.phase, file]);
+
+  function pick(files: FileList | null) {
+    const f = files?.[0];
+    if (f) {
+      setFile(f);
+      setOutcome(null);
+      setError(null);
+    }
+  }
+
+  function onDrop(event: DragEvent) {
+    event.preventDefault();
+    setOver(false);
+    pick(event.dataTransfer.files);
+  }
+
+  async function submit(event: FormEvent) {
+    event.preventDefault();
+    if (!file) return;
+    setError(null);
+    setOutcome(null);
+    setLines(null);
+    setProgress({ phase: "uploading", sent: 0, total: file.size });
+    abort.current = new AbortController();
+    try {
+      const result = await uploadRoyaltyReport(
+        file,
+        { format, period: period || undefined, store: store.trim() || undefined, file_name: file.name },
+        setProgress,
+        abort.current.signal,
+      );
+      setOutcome(result);
+      void client.invalidateQueries({ queryKey: ["royalty-imports"] });
+    } catch (e) {
+      setError(e);
+    } finally {
+      setProgress(null);
+    }
+  }
+
+  const report = outcome?.body.import as RoyaltyImport | undefined;
+  const pct = progress && progress.total > 0 ? Math.round((progress.sent / progress.total) * 100) : 0;
+  return (
+    <form className="card" onSubmit={submit} aria-labelledby="upload-h" data-testid="import-upload">
+      <h2 id="upload-h">Upload a report</h2>
+      {/* Dropping is a shortcut for the mouse; the "Choose a file" control below does the same by keyboard. */}
+      {/* biome-ignore lint/a11y/noStaticElementInteractions: a drop target, with a keyboard-reachable file input inside */}
+      <div
+        className={over ? "dropzone over" : "dropzone"}
+        onDragOver={(e) => {
+          e.preventDefault();
+          setOver(true);
+        }}
+        onDragLeave={() => setOver(false)}
+        onDrop={onDrop}
+        data-testid="import-dropzone"
+      >
+        <p>{file ? `${file.name} (${kib(file.size)})` : "Drop a report file here, or"}</p>
+        <label htmlFor={`${ids}-file`} className="button-link">
+          Choose a file
+        </label>
+        <input
+          id={`${ids}-file`}
+          ref={input}
+          type="file"
+          className="sr-only"
+          accept=".csv,.tsv,.txt,text/csv,text/tab-separated-values"
+          onChange={(e) => pick(e.target.files)}
+          data-testid="import-file"
+        />
+      </div>
+      <div className="filters">
+        <div>
+          <label htmlFor={`${ids}-format`}>Format</label>
+          <select
+            id={`${ids}-format`}
+            value={format}
+            onChange={(e) => setFormat(e.target.value)}
+            data-testid="import-format"
+          >
+            {FORMATS.map((f) => (
+              <option key={f} value={f}>
+                {f}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label htmlFor={`${ids}-period`}>Period (YYYY-MM, optional)</label>
+          <input
+            id={`${ids}-period`}
+            value={period}
+            pattern="\d{4}-\d{2}"
+            onChange={(e) => setPeriod(e.target.value)}
+            data-testid="import-period"
+          />
+        </div>
+        <div>
+          <label htmlFor={`${ids}-store`}>Store (optional)</label>
+          <input
+            id={`${ids}-store`}
+            value={store}
+            onChange={(e) => setStore(e.target.value)}
+            data-testid="import-store"
+          />
+        </div>
+      </div>
+      <button
+        type="submit"
+        className="primary"
+        disabled={!file || progress !== null}
+        data-testid="import-submit"
+      >
+        Import
+      </button>
+      {progress ? (
+        <div role="status" aria-live="polite" data-testid="import-progress">
+          {progress.phase === "uploading" ? (
+            <>
+              <label htmlFor={`${ids}-p`}>
+                Uploading: {kib(progress.sent)} of {kib(progress.total)} ({pct}%)
+              </label>
+              <progress
+                id={`${ids}-p`}
+                max={progress.total}
+                value={progress.sent}
+                data-testid="import-progress-bytes"
+              />
+            </>
+          ) : (
+            <>
+              <label htmlFor={`${ids}-p`}>
+                Importing: {lines === null ? "reading lines…" : `${lines.toLocaleString()} lines so far`}
+              </label>
+              <progress id={`${ids}-p`} data-testid="import-progress-lines" />
+            </>
+          )}
+          <button type="button" onClick={() => abort.current?.abort()} data-testid="import-cancel">
+            Cancel
+          </button>
+        </div>
+      ) : null}
+      {error ? (
+        <div className="error-state" role="alert" data-testid="import-error">
+          <strong>{describeError(error).title}</strong>
+          <p>{describeError(error).detail}</p>
+        </div>
+      ) : null}
+      {outcome ? (
+        <div role="status" data-testid="import-result" data-status={String(outcome.body.status ?? "")}>
+          <p>
+            {outcome.body.status === "completed"
+              ? "Imported."
+              : outcome.body.status === "duplicate"
+                ? "This report was imported before."
+                : "The report was rejected."}{" "}
+            {report ? (
+              <button
+                type="button"
+                className="link"
+                onClick={() => navigate(`/royalties/${report.id}`)}
+                data-testid="import-result-open"
+              >
+                Open the report
+              </button>
+            ) : null}
+          </p>
+        </div>
+      ) : null}
+    </form>
+  );
+}

@@ -1,0 +1,149 @@
+import { type ReactNode, useEffect, useRef } from "react";
+import { describeError } from "../api/errors.ts";
+
+/** A page: its stable heading (focused when the page opens, for screen readers) and its body. */
+export function Page({
+  title,
+  testid,
+  actions,
+  children,
+}: {
+  title: string;
+  testid: string;
+  actions?: ReactNode;
+  children: ReactNode;
+}) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = `${title} · Backline Console`;
+    heading.current?.focus({ preventScroll: true });
+  }, [title]);
+  return (
+    <section className="page" data-testid={testid} aria-labelledby={`${testid}-heading`}>
+      <header className="page-head">
+        <h1 id={`${testid}-heading`} ref={heading} tabIndex={-1}>
+          {title}
+        </h1>
+        {actions ? <div className="page-actions">{actions}</div> : null}
+      </header>
+      {children}
+    </section>
+  );
+}
+
+export function ErrorState({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
+  const { title, detail } = describeError(error);
+  return (
+    <div className="error-state" role="alert" data-testid="error-state">
+      <strong>{title}</strong>
+      <p>{detail}</p>
+      {onRetry ? (
+        <button type="button" onClick={onRetry}>
+          Try again
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+export function Loading({ what = "Loading" }: { what?: string }) {
+  return (
+    <p className="loading" role="status" data-testid="loading">
+      {what}…
+    </p>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return (
+    <p className="empty" data-testid="empty">
+      {children}
+    </p>
+  );
+}
+
+export function Status({ value }: { value: string | null | undefined }) {
+  const v = value ?? "unknown";
+  return (
+    <span className={`status status-${v.replace(/[^a-z_]/gi, "")}`} data-testid="status">
+      {v.replace(/_/g, " ")}
+    </span>
+  );
+}
+
+export function When({ at }: { at: string | null | undefined }) {
+  if (!at) return <span className="muted">—</span>;
+  const date = new Date(at);
+  if (Number.isNaN(date.getTime())) return <span>{at}</span>;
+  return (
+    <time dateTime={date.toISOString()} title={date.toISOString()}>
+      {date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" })}
+    </time>
+  );
+}
+
+export function Pager({
+  hasMore,
+  canGoBack,
+  onNext,
+  onPrevious,
+  busy,
+}: {
+  hasMore: boolean;
+  canGoBack: boolean;
+  onNext: () => void;
+  onPrevious: () => void;
+  busy?: boolean;
+}) {
+  if (!hasMore && !canGoBack) return null;
+  return (
+    <nav className="pager" aria-label="Pages">
+      <button type="button" onClick={onPrevious} disabled={!canGoBack || busy} data-testid="pager-previous">
+        ← Previous
+      </button>
+      <button type="button" onClick={onNext} disabled={!hasMore || busy} data-testid="pager-next">
+        Next →
+      </button>
+    </nav>
+  );
+}
+
+/** Any JSON value, readably: objects as definition lists, arrays as lists. */
+export function Value({ value }: { value: unknown }): ReactNode {
+  if (value === null || value === undefined || value === "") return <span className="muted">—</span>;
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  if (typeof value === "string" || typeof value === "number" || typeof value === "bigint")
+    return String(value);
+  if (Array.isArray(value)) {
+    if (value.length === 0) return <span className="muted">none</span>;
+    if (value.every((v) => typeof v !== "object" || v === null)) return value.map(String).join(", ");
+    return (
+      <ol className="value-list">
+        {value.map((v, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: a read-only rendering of a JSON array
+          <li key={i}>
+            <Value value={v} />
+          </li>
+        ))}
+      </ol>
+    );
+  }
+  return <Fields record={value as Record<string, unknown>} />;
+}
+
+export function Fields({ record, omit = [] }: { record: Record<string, unknown>; omit?: string[] }) {
+  const entries = Object.entries(record).filter(([k]) => !omit.includes(k));
+  if (entries.length === 0) return <span className="muted">none</span>;
+  return (
+    <dl className="fields">
+      {entries.map(([key, v]) => (
+        <div key={key} className="field" data-field={key}>
+          <dt>{key.replace(/_/g, " ")}</dt>
+          <dd>
+            <Value value={v} />
+          </dd>
+        </div>
+      ))}
+    </dl>
+  );
+}

@@ -1,0 +1,42 @@
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useEffect, useState } from "react";
+import type { Params } from "../api/admin.ts";
+import type { Page } from "../api/types.ts";
+
+/**
+ * One cursor page of an /admin/v1 list (`limit`, `starting_after`): Next follows the last row's
+ * id, Previous goes back along the cursors seen. Filters reset it to the first page.
+ */
+export function useCursorPage<T extends { id: string }, P extends Page<T> = Page<T>>(
+  key: string,
+  fetchPage: (params: Params) => Promise<P>,
+  filters: Params = {},
+  limit = 50,
+) {
+  const [cursors, setCursors] = useState<string[]>([]);
+  const filterKey = JSON.stringify(filters);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new filter starts at the first page
+  useEffect(() => setCursors([]), [filterKey]);
+  const after = cursors[cursors.length - 1];
+  const result = useQuery({
+    queryKey: [key, filters, after ?? null, limit],
+    queryFn: () => fetchPage({ ...filters, limit, starting_after: after }),
+    placeholderData: keepPreviousData,
+  });
+  const rows = result.data?.data ?? [];
+  return {
+    ...result,
+    rows,
+    pageNumber: cursors.length + 1,
+    pager: {
+      hasMore: Boolean(result.data?.has_more),
+      canGoBack: cursors.length > 0,
+      busy: result.isFetching,
+      onNext: () => {
+        const last = rows[rows.length - 1];
+        if (last) setCursors((c) => [...c, last.id]);
+      },
+      onPrevious: () => setCursors((c) => c.slice(0, -1)),
+    },
+  };
+}

@@ -1,0 +1,207 @@
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Config } from "../config.ts";
+
+/**
+ * The Backline Console's files (docs/console.md), served under /console by the same process as
+ * the APIs. `npm run build:console` (run by `npm install` / `npm ci` through `prepare`) writes
+ * them to console/dist; this plugin only reads that folder:
+ *
+ * - `/console/assets/*` have content hashes in their names: cached for a year, `immutable`;
+ * - every other path under /console that is not a file (a deep link such as
+ *   `/console/reviews/<id>`) answers index.html, with `no-cache`, so the browser's router shows it;
+ * - a `.br` / `.gz` copy written by the build is sent when the browser accepts it;
+ * - a strict Content-Security-Policy: scripts, styles and fonts from this origin only, no inline
+ *   script; media and images from this origin (signed storage URLs) or the object store's origin;
+ * - without a build the answer is a short page (503 console_not_built) saying how to make one,
+ *   never a 500.
+ *
+ * Routes registered by others under /console (`GET /console/tenant.json`) are exact paths, which
+ * Fastify's router prefers over this plugin's wildcard.
+ */
+export interface ConsoleStaticOptions {
+  /** The built app; default console/dist of this checkout. */
+  dir?: string;
+  /** Extra origins media and images may come from (an S3 endpoint that signs URLs). */
+  mediaOrigins?: string[];
+}
+
+/** Where signed media URLs point when they are not Backline's own: the object store's origin. */
+export function storageMediaOrigins(config: Config): string[] {
+  if (config.storage.driver !== "s3") return [];
+  const endpoint = config.storage.s3.endpoint;
+  if (!endpoint) return ["https://*.amazonaws.com"];
+  try {
+    const url = new URL(endpoint);
+    // Virtual-hosted style puts the bucket in the host name.
+    return [url.origin, ...(config.storage.s3.forcePathStyle ? [] : [`${url.protocol}//*.${url.host}`])];
+  } catch {
+    return [];
+  }
+}
+
+export const DEFAULT_CONSOLE_DIR = fileURLToPath(new URL("../../console/dist/", import.meta.url));
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".webmanifest": "application/manifest+json",
+  ".txt": "text/plain; charset=utf-8",
+  ".woff2": "font/woff2",
+  ".map": "application/json; charset=utf-8",
+};
+const COMPRESSIBLE = new Set([
+  ".html",
+  ".js",
+  ".mjs",
+  ".css",
+  ".json",
+  ".svg",
+  ".map",
+  ".txt",
+  ".webmanifest",
+]);
+
+export function consoleSecurityHeaders(mediaOrigins: string[] = []): Record<string, string> {
+  const media = ["'self'", "blob:", "data:", ...mediaOrigins].join(" ");
+  return {
+    "content-security-policy": [
+      "default-src 'self'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "font-src 'self'",
+      `img-src ${media}`,
+      `media-src ${media}`,
+      "connect-src 'self'",
+      "object-src 'none'",
+      "base-uri 'self'",
+      "form-action 'self'",
+      "frame-ancestors 'none'",
+    ].join("; "),
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+    "cross-origin-opener-policy": "same-origin",
+    "permissions-policy": "camera=(), microphone=(), geolocation=()",
+  };
+}
+
+const NOT_BUILT = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Backline Console is not built</title></head>
+<body><main><h1>The Backline Console is not built</h1>
+<p>This server has no console files in <code>console/dist</code>. Build them with</p>
+<pre><code>npm run build:console</code></pre>
+<p>(<code>npm install</code> and <code>npm ci</code> run it too), then reload this page.</p></main></body></html>
+`;
+
+interface Found {
+  file: string;
+  size: number;
+  encoding?: "br" | "gzip";
+}
+
+async function fileSize(file: string): Promise<number | undefined> {
+  try {
+    const s = await stat(file);
+    return s.isFile() ? s.size : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function consoleStatic(app: FastifyInstance, options: ConsoleStaticOptions): Promise<void> {
+  const root = path.resolve(options.dir ?? DEFAULT_CONSOLE_DIR);
+  const headers = consoleSecurityHeaders(options.mediaOrigins);
+
+  // The best encoding of a file the browser accepts: the build's .br, then .gz, then the file.
+  async function pick(file: string, request: FastifyRequest): Promise<Found | undefined> {
+    const size = await fileSize(file);
+    if (size === undefined) return undefined;
+    const accepts = String(request.headers["accept-encoding"] ?? "");
+    if (COMPRESSIBLE.has(path.extname(file))) {
+      for (const [encoding, ext] of [
+        ["br", ".br"],
+        ["gzip", ".gz"],
+      ] as const) {
+        if (!new RegExp(`\\b${encoding}\\b`).test(accepts)) continue;
+        const packed = await fileSize(file + ext);
+        if (packed !== undefined) return { file: file + ext, size: packed, encoding };
+      }
+    }
+    return { file, size };
+  }
+
+  function send(reply: FastifyReply, request: FastifyRequest, found: Found, type: string, cache: string) {
+    reply.headers(headers);
+    reply.header("content-type", type);
+    reply.header("cache-control", cache);
+    reply.header("vary", "accept-encoding");
+    reply.header("content-length", String(found.size));
+    if (found.encoding) reply.header("content-encoding", found.encoding);
+    if (request.method === "HEAD") return reply.send();
+    return reply.send(createReadStream(found.file));
+  }
+
+  async function serve(request: FastifyRequest, reply: FastifyReply) {
+    const wanted = (request.params as { "*"?: string })["*"] ?? "";
+    let relative: string;
+    try {
+      relative = decodeURIComponent(wanted.split("?")[0] ?? "");
+    } catch {
+      relative = "";
+    }
+    const file = path.resolve(root, relative);
+    // Only files inside the build folder, and never the precompressed copies by their own names.
+    const inside = file.startsWith(root + path.sep) && !/\.(br|gz)$/.test(file);
+    const asset = inside && relative !== "" ? await pick(file, request) : undefined;
+    if (asset) {
+      const ext = path.extname(file);
+      const hashed = relative.startsWith("assets/");
+      return send(
+        reply,
+        request,
+        asset,
+        TYPES[ext] ?? "application/octet-stream",
+        hashed
+          ? "public, max-age=31536000, immutable"
+          : ext === ".html"
+            ? "no-cache"
+            : "public, max-age=3600",
+      );
+    }
+    // A missing hashed asset is a 404 (an old page asking for a file of a previous build), not the app.
+    if (relative.startsWith("assets/")) {
+      reply.headers(headers);
+      return reply
+        .status(404)
+        .header("cache-control", "no-store")
+        .type("text/plain; charset=utf-8")
+        .send("Not found");
+    }
+    const index = await pick(path.join(root, "index.html"), request);
+    if (!index) {
+      reply.headers(headers);
+      return reply
+        .status(503)
+        .header("cache-control", "no-store")
+        .header("x-backline-code", "console_not_built")
+        .type("text/html; charset=utf-8")
+        .send(NOT_BUILT);
+    }
+    return send(reply, request, index, TYPES[".html"] as string, "no-cache");
+  }
+
+  // `/console` and `/console/` (the router ignores trailing slashes): the app's start page.
+  app.get("/", serve);
+  app.get("/*", serve);
+}
