@@ -7,6 +7,7 @@ import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
 import { consoleStatic, storageMediaOrigins } from "../console/static.ts";
+import { tenantConfigRoutes } from "../console/tenant-config.ts";
 import { requestScope } from "../db/admission.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
@@ -176,6 +177,12 @@ export function buildApp(given: AppDeps): FastifyInstance {
     webhooks: { allowPrivate: deps.config.webhookAllowPrivate },
     storage: storage.store,
     uploadLimits: deps.config.uploads,
+  });
+  // The console's one dynamic file (its static files are another plugin's).
+  app.register(tenantConfigRoutes, {
+    db: deps.db,
+    publicUrl: deps.config.publicUrl,
+    defaultTenant: deps.config.consoleTenant,
   });
   app.register(adminRoutes, {
     prefix: "/admin/v1",

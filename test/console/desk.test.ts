@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -33,6 +34,8 @@ import { artworkUrl, audioUrl, judged } from "../support/uploads.ts";
  */
 
 type Obj = Record<string, unknown>;
+
+const SAMPLE = path.join(ROOT, "docs/formats/backline.csv");
 
 const skip =
   browserMissing() ||
@@ -263,19 +266,23 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     await page.locator(tid("nav-royalties")).click();
     await page.locator(tid("page-royalty-imports")).waitFor();
     await record("royalty-imports", "page-royalty-imports");
-    const format = page.locator(tid("royalty-format"));
-    if (await format.count()) await format.selectOption("backline");
-    await page.locator(tid("royalty-file")).setInputFiles(path.join(ROOT, "docs/formats/backline.csv"));
-    const submit = page.locator(tid("royalty-upload"));
-    if (await submit.count()) await submit.click();
-    await page.locator(tid("page-royalty-import")).waitFor({ timeout: 60_000 });
-    const report = page.locator(tid("royalty-report"));
-    await report.waitFor({ timeout: 60_000 });
-    const text = await report.innerText();
-    // The sample's lines name UPCs and ISRCs no release of this tenant has: unmatched, with reasons;
-    // its totals are per currency.
-    assert.match(text, /unmatched/i);
-    assert.match(text, /USD/);
+    await page.locator(tid("import-format")).selectOption("backline");
+    await page.locator(tid("import-file")).setInputFiles(SAMPLE);
+    await page.locator(tid("import-submit")).click();
+    const result = page.locator(tid("import-result"));
+    await result.waitFor({ timeout: 60_000 });
+    assert.equal(await result.getAttribute("data-status"), "completed", await result.innerText());
+    await result.locator(tid("import-result-open")).click();
+    await page.locator(tid("page-royalty-import")).waitFor();
+    await page.locator(tid("import-counts")).waitFor();
+    // The sample's lines name UPCs and ISRCs no release of this tenant has: unmatched, each with
+    // its reason; the totals are per currency.
+    const lines = fs.readFileSync(SAMPLE, "utf8").trim().split("\n").length - 1;
+    assert.match(await page.locator(tid("import-lines-total")).innerText(), new RegExp(`\\b${lines}\\b`));
+    assert.match(await page.locator(tid("import-lines-matched")).innerText(), /\b0\b/);
+    assert.ok((await page.locator(tid("import-unmatched-row")).count()) >= 1);
+    const totals = await page.locator(tid("import-totals")).innerText();
+    for (const currency of ["USD", "EUR", "GBP"]) assert.match(totals, new RegExp(currency));
     await record("royalty-import", "page-royalty-import");
   });
 

@@ -53,7 +53,9 @@ $$;
 -- The caller's staff role for `target` ('reviewer' | 'operator' | 'admin', or null): a tenant's
 -- service-role key is its own tenant's admin; a signed-in user (a token with a sub, not a
 -- public-API key) has the highest of their staff rows for that tenant and their platform row,
--- while their user row exists in the token's tenant, is not deleted and not banned. Read from
+-- while their user row exists in the token's tenant, is not deleted nor banned, and its e-mail
+-- address is proven (a link or code mailed to it was used: migration 0015). A row made for an
+-- address before its owner proved it gives nothing until then: proof before power. Read from
 -- the table on every call, so a removed row takes effect at once. STABLE: in a policy, wrapped
 -- in (select ...), it runs once per statement.
 create function auth.staff_role(target uuid) returns text
@@ -69,7 +71,8 @@ as $$
         join internal.users u on u.id = s.user_id
       where s.user_id = nullif(c.claims ->> 'sub', '')::uuid
         and u.tenant_id = nullif(c.claims ->> 'tenant_id', '')::uuid
-        and u.deleted_at is null and (u.banned_until is null or u.banned_until <= now())
+        and u.email_proven_at is not null and u.deleted_at is null
+        and (u.banned_until is null or u.banned_until <= now())
         and (s.tenant_id = target or s.tenant_id is null)
       order by internal.staff_rank(s.role) desc limit 1)
   end
@@ -86,7 +89,8 @@ as $$
   where c.claims ->> 'role' = 'authenticated' and not (c.claims ? 'account_id')
     and s.user_id = nullif(c.claims ->> 'sub', '')::uuid
     and u.tenant_id = nullif(c.claims ->> 'tenant_id', '')::uuid
-    and u.deleted_at is null and (u.banned_until is null or u.banned_until <= now())
+    and u.email_proven_at is not null and u.deleted_at is null
+        and (u.banned_until is null or u.banned_until <= now())
     and s.tenant_id is null
 $$;
 
