@@ -7,6 +7,7 @@ import { getSession, setActingTenant, subscribe } from "./api/session.ts";
 import type { AdminMe } from "./api/types.ts";
 import { AuthCallback } from "./pages/AuthCallback.tsx";
 import { ReviewQueue } from "./pages/ReviewQueue.tsx";
+import { SetPassword } from "./pages/SetPassword.tsx";
 import { SignIn } from "./pages/SignIn.tsx";
 import { TenantChooser } from "./pages/TenantChooser.tsx";
 import { atLeast, isPlatformAdmin, type Role, roleOn } from "./roles.ts";
@@ -110,6 +111,13 @@ function SignedIn() {
   }
   const data = me.data;
   if (data.staff.length === 0 && !data.platform_role) return <NotStaff />;
+  if (path === "/password") {
+    return (
+      <Shell me={data}>
+        <SetPassword />
+      </Shell>
+    );
+  }
   if (!acting || path === "/tenants") {
     return (
       <Shell me={data}>

@@ -5,6 +5,36 @@
 import { ApiError, errorFrom } from "./errors.ts";
 import { type AuthSession, getSession, setSession, type TenantConfig } from "./session.ts";
 
+const LAST_TENANT = "backline-console-tenant";
+
+/** The slug last signed in to on this browser (a link's landing page uses it), if any. */
+export function lastTenantSlug(): string | undefined {
+  try {
+    return localStorage.getItem(LAST_TENANT) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function rememberTenant(tenant: TenantConfig) {
+  try {
+    localStorage.setItem(LAST_TENANT, tenant.slug);
+  } catch {
+    // No storage: nothing to remember.
+  }
+}
+
+/** The tenant a GoTrue access token was issued by (its tenant_id claim). */
+function tokenTenant(token: string): string | undefined {
+  try {
+    const payload = token.split(".")[1] ?? "";
+    const json = atob(payload.replace(/-/g, "+").replace(/_/g, "/"));
+    return (JSON.parse(json) as { tenant_id?: string }).tenant_id;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function loadTenantConfig(slug?: string): Promise<TenantConfig> {
   const query = slug ? `?slug=${encodeURIComponent(slug)}` : "";
   const response = await fetch(`/console/tenant.json${query}`, { headers: { accept: "application/json" } });
@@ -48,6 +78,7 @@ export async function signInWithPassword(tenant: TenantConfig, email: string, pa
     method: "POST",
     body: JSON.stringify({ email, password }),
   })) as Record<string, unknown>;
+  rememberTenant(tenant);
   setSession({ tenant, session: sessionFrom(body) });
 }
 
@@ -78,16 +109,27 @@ export async function verifyCode(tenant: TenantConfig, email: string, token: str
     method: "POST",
     body: JSON.stringify({ type, email, token }),
   })) as Record<string, unknown>;
+  rememberTenant(tenant);
   setSession({ tenant, session: sessionFrom(body) });
 }
 
 /** The session a mailed link brings in the URL fragment (`#access_token=…`). */
-export function sessionFromFragment(tenant: TenantConfig, hash: string): string | null {
+export function sessionFromFragment(
+  tenant: TenantConfig,
+  hash: string,
+): { error: string } | { type: string | null } {
   const params = new URLSearchParams(hash.replace(/^#/, ""));
-  if (params.get("error")) return params.get("error_description") ?? params.get("error") ?? "Sign-in failed";
+  if (params.get("error"))
+    return { error: params.get("error_description") ?? params.get("error") ?? "Sign-in failed" };
   const access = params.get("access_token");
   const refresh = params.get("refresh_token");
-  if (!access || !refresh) return "The link carried no session.";
+  if (!access || !refresh) return { error: "The link carried no session." };
+  const issuer = tokenTenant(access);
+  if (issuer && issuer !== tenant.id)
+    return {
+      error: `This link signs in to another tenant than ${tenant.name}: open it again with ?tenant=<its slug> after /console/.`,
+    };
+  rememberTenant(tenant);
   setSession({
     tenant,
     session: {
@@ -96,7 +138,7 @@ export function sessionFromFragment(tenant: TenantConfig, hash: string): string 
       expires_at: Number(params.get("expires_at") ?? Math.floor(Date.now() / 1000) + 3600),
     },
   });
-  return null;
+  return { type: params.get("type") };
 }
 
 let refreshing: Promise<void> | null = null;
@@ -125,6 +167,16 @@ export async function accessToken(): Promise<string> {
   const after = getSession();
   if (!after) throw new ApiError(401, "signed_out", "Sign in again.");
   return after.session.access_token;
+}
+
+export async function setPassword(password: string): Promise<void> {
+  const stored = getSession();
+  if (!stored) throw new ApiError(401, "signed_out", "Sign in first.");
+  await gotrue(stored.tenant, "/user", {
+    method: "PUT",
+    headers: { authorization: `Bearer ${await accessToken()}` },
+    body: JSON.stringify({ password }),
+  });
 }
 
 export async function signOut(): Promise<void> {

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { loadTenantConfig, sessionFromFragment } from "../api/auth.ts";
+import { lastTenantSlug, loadTenantConfig, sessionFromFragment } from "../api/auth.ts";
 import { describeError } from "../api/errors.ts";
 import { Link, navigate } from "../router.tsx";
 import { Loading, Page } from "../ui/common.tsx";
@@ -9,11 +9,13 @@ export function AuthCallback() {
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     const hash = location.hash;
-    const slug = new URLSearchParams(location.search).get("tenant") ?? undefined;
+    const slug = new URLSearchParams(location.search).get("tenant") ?? lastTenantSlug();
     loadTenantConfig(slug)
       .then((tenant) => {
-        const failed = sessionFromFragment(tenant, hash);
-        if (failed) setError(failed);
+        const result = sessionFromFragment(tenant, hash);
+        if ("error" in result) setError(result.error);
+        else if (result.type === "invite" || result.type === "recovery")
+          navigate("/password", { replace: true });
         else {
           const here = location.pathname.replace(/^\/console/, "") || "/";
           navigate(here === "/auth/callback" || here === "/" ? "/reviews" : here, { replace: true });

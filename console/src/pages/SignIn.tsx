@@ -1,6 +1,12 @@
 import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, useId, useState } from "react";
-import { loadTenantConfig, sendSignInCode, signInWithPassword, verifyCode } from "../api/auth.ts";
+import {
+  lastTenantSlug,
+  loadTenantConfig,
+  sendSignInCode,
+  signInWithPassword,
+  verifyCode,
+} from "../api/auth.ts";
 import { describeError } from "../api/errors.ts";
 import type { TenantConfig } from "../api/session.ts";
 import { useLocation } from "../router.tsx";
@@ -12,7 +18,7 @@ import { Page } from "../ui/common.tsx";
  */
 export function SignIn() {
   const { search } = useLocation();
-  const [slug, setSlug] = useState(search.get("tenant") ?? "");
+  const [slug, setSlug] = useState(search.get("tenant") ?? lastTenantSlug() ?? "");
   const [mode, setMode] = useState<"password" | "code">("password");
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");

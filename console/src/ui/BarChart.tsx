@@ -9,9 +9,9 @@ export function BarChart({
   testid: string;
 }) {
   const max = Math.max(1, ...bars.map((b) => Math.abs(b.value)));
-  const row = 28;
-  const labelWidth = 110;
-  const width = 520;
+  const row = 30;
+  const labelWidth = 70;
+  const width = 420;
   const height = bars.length * row + 8;
   return (
     <figure className="chart" data-testid={testid}>
