@@ -75,10 +75,14 @@ async function loadedAssets(page: Page, action: () => Promise<void>): Promise<Lo
 }
 
 const started = Date.now();
-const { stack, seeded } = await startConsoleStack(ENGINE, (db) => seedReviewQueue(db, RELEASES), {
-  // The measurement is the console and /admin/v1, not the worker.
-  WORKER: "off",
-});
+const { stack, seeded } = await startConsoleStack(
+  ENGINE,
+  (db, config) => seedReviewQueue(db, config, RELEASES),
+  {
+    // The measurement is the console and /admin/v1, not the worker.
+    WORKER: "off",
+  },
+);
 console.log(`seeded ${RELEASES} releases in review and started the server in ${Date.now() - started} ms`);
 const browser = await launchBrowser();
 try {

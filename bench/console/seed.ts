@@ -1,6 +1,8 @@
+import type { Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/db.ts";
 import { createAccount, createTenant } from "../../src/tenancy/tenants.ts";
 import { seedPasswordUser } from "../../test/support/console.ts";
+import { addStaff } from "../../test/support/console-seed.ts";
 
 /**
  * The benchmark's tenant: `releases` releases waiting in review (status in_review, submitted a
@@ -15,7 +17,7 @@ export interface BenchSeed {
   releases: number;
 }
 
-export async function seedReviewQueue(db: Db, releases: number): Promise<BenchSeed> {
+export async function seedReviewQueue(db: Db, config: Config, releases: number): Promise<BenchSeed> {
   const slug = "bench-desk";
   const { tenant } = await createTenant(db, {
     name: "Bench Desk",
@@ -45,12 +47,6 @@ export async function seedReviewQueue(db: Db, releases: number): Promise<BenchSe
   const email = "bench-reviewer@example.com";
   const password = "bench reviewer password 1";
   const user = await seedPasswordUser(db, tenant.id, email, password);
-  // The row `backline staff add --tenant bench-desk --email … --role reviewer` writes.
-  await db.asService((tx) =>
-    tx.query("insert into internal.staff (user_id, tenant_id, role) values ($1, $2, 'reviewer')", [
-      user.id,
-      tenant.id,
-    ]),
-  );
+  await addStaff(db, config, user.email, slug, "reviewer");
   return { tenantId: tenant.id, slug, email, password, releases };
 }

@@ -16,7 +16,7 @@ import {
 } from "../support/browser.ts";
 import { type ConsoleStack, startConsoleStack, waitForMail } from "../support/console.ts";
 import { type DeskWorld, PASSWORD, seedDeskWorld } from "../support/console-seed.ts";
-import { signInWithPassword, tid } from "../support/console-ui.ts";
+import { chooseTenant, signInWithPassword, tid } from "../support/console-ui.ts";
 import { ENGINES } from "../support/db.ts";
 import { artworkJpeg, wav } from "../support/media-fixtures.ts";
 import { ROOT } from "../support/process.ts";
@@ -73,6 +73,23 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
   });
 
   /**
+   * A test that needs earlier ones: skipped, saying which, when one of them failed (the failure is
+   * reported once, where it happened).
+   */
+  const done = new Set<string>();
+  function step(name: string, order: { needs: string[]; gives?: string | undefined }, fn: () => Promise<void>) {
+    test(name, async (t) => {
+      const missing = order.needs.filter((n) => !done.has(n));
+      if (missing.length > 0) {
+        t.skip(`an earlier step failed: ${missing.join(", ")}`);
+        return;
+      }
+      await fn();
+      if (order.gives) done.add(order.gives);
+    });
+  }
+
+  /**
    * The page now on the desktop: its screenshot and axe check; then the same address on a phone
    * (signed in as the same user), its screenshot and axe check.
    */
@@ -119,7 +136,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     }
   }
 
-  test("an account submits a release with a cover and audio through the public API; it waits for review", async () => {
+  step("an account submits a release with a cover and audio through the public API; it waits for review", { needs: [], gives: "submitted" }, async () => {
     const a = api();
     const release = expectStatus(
       await a("POST", "/releases", completeRelease({ title: "Night Drive", artist_name: "Luna Vale" })),
@@ -153,8 +170,8 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     assert.equal(s.approval, "in_review");
   });
 
-  test("a staff member signs in with a password and sees the release in the queue, with counts", async () => {
-    await page.goto(`${stack.url}/console/?tenant=${world.tenant.slug}`);
+  step("a staff member signs in with a password and sees the release in the queue, with counts", { needs: ["submitted"], gives: "signed-in" }, async () => {
+    await page.goto(`${stack.url}/console/`);
     await record("sign-in", "page-sign-in");
     await signInWithPassword(page, { slug: world.tenant.slug, email: world.desk.email, password: PASSWORD });
     await page.locator(tid("page-review-queue")).waitFor();
@@ -166,7 +183,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     await record("review-queue", "page-review-queue");
   });
 
-  test("the reviewer opens it: cover, metadata, checks, and the audio plays", async () => {
+  step("the reviewer opens it: cover, metadata, checks, and the audio plays", { needs: ["signed-in"], gives: "opened" }, async () => {
     await page.locator(`${tid("review-row")}[data-release-id="${releaseId}"] ${tid("review-open")}`).click();
     await page.locator(tid("page-review")).waitFor();
     assert.match(await page.getByRole("heading", { level: 1 }).innerText(), /Night Drive/);
@@ -209,7 +226,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     await record("review", "page-review");
   });
 
-  test("the reviewer rejects it with a written reason; the account sees the reason", async () => {
+  step("the reviewer rejects it with a written reason; the account sees the reason", { needs: ["opened"], gives: "rejected" }, async () => {
     // The keyboard shortcut opens the dialog.
     await page.locator("body").press("r");
     const dialog = page.locator(tid("reject-dialog"));
@@ -225,7 +242,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     assert.equal(s.rejection_reason, "The cover shows a web address; remove it.");
   });
 
-  test("the account fixes it and resubmits; the reviewer approves it and its deliveries go live", async () => {
+  step("the account fixes it and resubmits; the reviewer approves it and its deliveries go live", { needs: ["rejected"], gives: "live" }, async () => {
     const a = api();
     expectStatus(await a("PATCH", `/releases/${releaseId}`, { title: "Night Drive (Clean)" }), 200);
     expectStatus(await a("POST", `/releases/${releaseId}/submit`), 200);
@@ -248,7 +265,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     for (const s of stores) assert.equal(s.status, "live", JSON.stringify(s));
   });
 
-  test("deliveries: the release's deliveries are live, each with its history", async () => {
+  step("deliveries: the release"s deliveries are live, each with its history", { needs: ["live"], gives: undefined }, async () => {
     await page.locator(tid("nav-deliveries")).click();
     await page.locator(tid("page-deliveries")).waitFor();
     await settle(page);
@@ -262,7 +279,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     await record("delivery", "page-delivery");
   });
 
-  test("a royalty report from docs/formats/ imported through the upload control shows its report", async () => {
+  step("a royalty report from docs/formats/ imported through the upload control shows its report", { needs: ["signed-in"], gives: undefined }, async () => {
     await page.locator(tid("nav-royalties")).click();
     await page.locator(tid("page-royalty-imports")).waitFor();
     await record("royalty-imports", "page-royalty-imports");
@@ -295,7 +312,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     ["settings", "nav-settings", "page-settings"],
   ];
   for (const [name, nav, testid] of pages) {
-    test(`the ${name} page opens from the menu, on a desktop and a phone`, async () => {
+    step(`the ${name} page opens from the menu, on a desktop and a phone`, { needs: ["signed-in"] }, async () => {
       await page.locator(tid(nav)).click();
       await page.locator(tid(testid)).waitFor();
       await settle(page);
@@ -304,7 +321,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     });
   }
 
-  test("an account's page shows its members and keys (never a secret)", async () => {
+  step("an account"s page shows its members and keys (never a secret)", { needs: ["signed-in"], gives: undefined }, async () => {
     await page.locator(tid("nav-accounts")).click();
     await page.locator(tid("page-accounts")).waitFor();
     const row = page.locator(`${tid("account-row")}[data-account-id="${world.accountId}"]`);
@@ -322,11 +339,8 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     const context = await newContext(browser, "phone", stack.url);
     const p = await context.newPage();
     try {
-      await p.goto(`${stack.url}/console/?tenant=${world.tenant.slug}`);
-      await p
-        .locator(tid("signin-tenant-name"))
-        .filter({ hasText: `(${world.tenant.slug})` })
-        .waitFor();
+      await p.goto(`${stack.url}/console/`);
+      await chooseTenant(p, world.tenant.slug);
       await p.locator(tid("signin-mode-code")).click();
       const before = stack.smtp.received.length;
       await p.locator(tid("signin-email")).fill(world.reviewer.email);
@@ -357,11 +371,8 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     const context = await newContext(browser, "desktop", stack.url);
     const p = await context.newPage();
     try {
-      await p.goto(`${stack.url}/console/?tenant=${world.tenant.slug}`);
-      await p
-        .locator(tid("signin-tenant-name"))
-        .filter({ hasText: `(${world.tenant.slug})` })
-        .waitFor();
+      await p.goto(`${stack.url}/console/`);
+      await chooseTenant(p, world.tenant.slug);
       await p.locator(tid("signin-mode-code")).click();
       const before = stack.smtp.received.length;
       await p.locator(tid("signin-email")).fill(world.desk.email);
@@ -378,6 +389,18 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
       await p.goto((match[1] as string).replace(/&amp;/g, "&"));
       await p.locator(tid("page-review-queue")).waitFor();
       assert.match(await p.locator(tid("user-email")).innerText(), /desk@nightowl\.example/);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test("a link to /console/?tenant=<slug> names that tenant on the sign-in page", async () => {
+    const context = await newContext(browser, "desktop", stack.url);
+    const p = await context.newPage();
+    try {
+      await p.goto(`${stack.url}/console/?tenant=${world.tenant.slug}`);
+      assert.equal(await p.locator(tid("signin-tenant")).inputValue(), world.tenant.slug);
+      await p.locator(tid("signin-tenant-name")).filter({ hasText: "Night Owl Distribution" }).waitFor();
     } finally {
       await context.close();
     }

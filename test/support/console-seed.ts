@@ -1,6 +1,8 @@
 import type { Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/db.ts";
+import { Mailer } from "../../src/mail/mailer.ts";
 import { issueKey } from "../../src/public-api/keys/service.ts";
+import { addStaff as addStaffMember } from "../../src/tenancy/staff.ts";
 import { createAccount, createTenant } from "../../src/tenancy/tenants.ts";
 import { seedPasswordUser } from "./console.ts";
 
@@ -15,7 +17,7 @@ import { seedPasswordUser } from "./console.ts";
  * - `outsider@`, a user of nightowl who is not staff;
  * - "Elsewhere Music" (slug elsewhere) and its admin `boss@elsewhere`, staff there only.
  *
- * Staff rows are written as `backline staff add` writes them (h-staff's internal.staff).
+ * Staff are made by the function `backline staff add` runs (src/tenancy/staff.ts).
  */
 
 export const PASSWORD = "a long console test password";
@@ -54,9 +56,9 @@ export async function seedDeskWorld(db: Db, config: Config): Promise<DeskWorld> 
   const reviewer = await seedPasswordUser(db, tenant.id, "reviewer@nightowl.example", PASSWORD);
   const outsider = await seedPasswordUser(db, tenant.id, "outsider@nightowl.example", PASSWORD);
   const otherAdmin = await seedPasswordUser(db, other.id, "boss@elsewhere.example", PASSWORD);
-  await addStaff(db, desk.id, tenant.id, "admin");
-  await addStaff(db, reviewer.id, tenant.id, "reviewer");
-  await addStaff(db, otherAdmin.id, other.id, "admin");
+  await addStaff(db, config, desk.email, tenant.slug, "admin");
+  await addStaff(db, config, reviewer.email, tenant.slug, "reviewer");
+  await addStaff(db, config, otherAdmin.email, other.slug, "admin");
   return {
     tenant: { id: tenant.id, slug: tenant.slug, anonKey: keys.anon_key },
     other: { id: other.id, slug: other.slug, anonKey: otherKeys.anon_key },
@@ -69,17 +71,15 @@ export async function seedDeskWorld(db: Db, config: Config): Promise<DeskWorld> 
   };
 }
 
+/** `backline staff add --tenant <slug> --email <email> --role <role>`, by the function the command runs. */
 export async function addStaff(
   db: Db,
-  userId: string,
-  tenantId: string | null,
+  config: Config,
+  email: string,
+  tenant: string,
   role: "reviewer" | "operator" | "admin",
 ): Promise<void> {
-  await db.asService((tx) =>
-    tx.query("insert into internal.staff (user_id, tenant_id, role) values ($1, $2, $3)", [
-      userId,
-      tenantId,
-      role,
-    ]),
-  );
+  const mailer = new Mailer(db, { smtpUrl: undefined, from: config.mail.from });
+  const result = await addStaffMember(db, { tenant, email, role }, { mailer, publicUrl: config.publicUrl });
+  if (result.status !== "added") throw new Error(`${email} was not made staff at once: ${result.status}`);
 }

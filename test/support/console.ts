@@ -176,7 +176,10 @@ export async function startConsoleStack<T>(
   return { stack, seeded };
 }
 
-/** A confirmed user with a password, as a sign-up on a tenant without e-mail confirmation makes one. */
+/**
+ * A user with a password whose address is proven (as after using a mailed link): staff rows count
+ * only for a proven address (docs/console.md, "Staff roles").
+ */
 export async function seedPasswordUser(
   db: Db,
   tenantId: string,
@@ -186,6 +189,7 @@ export async function seedPasswordUser(
   const passwordHash = await hashPassword(password);
   return db.asService(async (tx) => {
     const user = await insertUser(tx, { tenantId, email, passwordHash, userMetadata: {}, confirmed: true });
+    await tx.query("update internal.users set email_proven_at = now() where id = $1", [user.id]);
     return { id: user.id, email: user.email ?? email };
   });
 }
