@@ -77,7 +77,11 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
    * reported once, where it happened).
    */
   const done = new Set<string>();
-  function step(name: string, order: { needs: string[]; gives?: string | undefined }, fn: () => Promise<void>) {
+  function step(
+    name: string,
+    order: { needs: string[]; gives?: string | undefined },
+    fn: () => Promise<void>,
+  ) {
     test(name, async (t) => {
       const missing = order.needs.filter((n) => !done.has(n));
       if (missing.length > 0) {
@@ -136,172 +140,206 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     }
   }
 
-  step("an account submits a release with a cover and audio through the public API; it waits for review", { needs: [], gives: "submitted" }, async () => {
-    const a = api();
-    const release = expectStatus(
-      await a("POST", "/releases", completeRelease({ title: "Night Drive", artist_name: "Luna Vale" })),
-      201,
-    ) as Obj & { id: string };
-    releaseId = release.id;
-    const track = expectStatus(
-      await a("POST", `/releases/${releaseId}/tracks`, {
-        title: "Night Drive",
-        isrc: nextIsrc(),
-        track_number: 1,
-      }),
-      201,
-    ) as Obj & { id: string };
-    const cover = await artworkUrl(a, releaseId, { filename: "cover.jpg" });
-    assert.equal(
-      (await fetch(cover.upload_url, { method: "PUT", headers: cover.headers, body: await artworkJpeg() }))
-        .status,
-      200,
-    );
-    const audio = await audioUrl(a, releaseId, track.id, { filename: "night-drive.wav" });
-    assert.equal(
-      (await fetch(audio.upload_url, { method: "PUT", headers: audio.headers, body: wav({ seconds: 2 }) }))
-        .status,
-      200,
-    );
-    assert.equal((await judged(a, cover.asset_id)).status, "valid");
-    assert.equal((await judged(a, audio.asset_id)).status, "valid");
-    expectStatus(await a("POST", `/releases/${releaseId}/submit`), 200);
-    const s = await waitForStatus("in_review");
-    assert.equal(s.approval, "in_review");
-  });
+  step(
+    "an account submits a release with a cover and audio through the public API; it waits for review",
+    { needs: [], gives: "submitted" },
+    async () => {
+      const a = api();
+      const release = expectStatus(
+        await a("POST", "/releases", completeRelease({ title: "Night Drive", artist_name: "Luna Vale" })),
+        201,
+      ) as Obj & { id: string };
+      releaseId = release.id;
+      const track = expectStatus(
+        await a("POST", `/releases/${releaseId}/tracks`, {
+          title: "Night Drive",
+          isrc: nextIsrc(),
+          track_number: 1,
+        }),
+        201,
+      ) as Obj & { id: string };
+      const cover = await artworkUrl(a, releaseId, { filename: "cover.jpg" });
+      assert.equal(
+        (await fetch(cover.upload_url, { method: "PUT", headers: cover.headers, body: await artworkJpeg() }))
+          .status,
+        200,
+      );
+      const audio = await audioUrl(a, releaseId, track.id, { filename: "night-drive.wav" });
+      assert.equal(
+        (await fetch(audio.upload_url, { method: "PUT", headers: audio.headers, body: wav({ seconds: 2 }) }))
+          .status,
+        200,
+      );
+      assert.equal((await judged(a, cover.asset_id)).status, "valid");
+      assert.equal((await judged(a, audio.asset_id)).status, "valid");
+      expectStatus(await a("POST", `/releases/${releaseId}/submit`), 200);
+      const s = await waitForStatus("in_review");
+      assert.equal(s.approval, "in_review");
+    },
+  );
 
-  step("a staff member signs in with a password and sees the release in the queue, with counts", { needs: ["submitted"], gives: "signed-in" }, async () => {
-    await page.goto(`${stack.url}/console/`);
-    await record("sign-in", "page-sign-in");
-    await signInWithPassword(page, { slug: world.tenant.slug, email: world.desk.email, password: PASSWORD });
-    await page.locator(tid("page-review-queue")).waitFor();
-    const row = page.locator(`${tid("review-row")}[data-release-id="${releaseId}"]`);
-    await row.waitFor();
-    assert.match(await row.innerText(), /Night Drive/);
-    await page.locator(tid("review-counts")).waitFor();
-    assert.match(await page.locator(tid("user-email")).innerText(), /desk@nightowl\.example/);
-    await record("review-queue", "page-review-queue");
-  });
+  step(
+    "a staff member signs in with a password and sees the release in the queue, with counts",
+    { needs: ["submitted"], gives: "signed-in" },
+    async () => {
+      await page.goto(`${stack.url}/console/`);
+      await record("sign-in", "page-sign-in");
+      await signInWithPassword(page, {
+        slug: world.tenant.slug,
+        email: world.desk.email,
+        password: PASSWORD,
+      });
+      await page.locator(tid("page-review-queue")).waitFor();
+      const row = page.locator(`${tid("review-row")}[data-release-id="${releaseId}"]`);
+      await row.waitFor();
+      assert.match(await row.innerText(), /Night Drive/);
+      await page.locator(tid("review-counts")).waitFor();
+      assert.match(await page.locator(tid("user-email")).innerText(), /desk@nightowl\.example/);
+      await record("review-queue", "page-review-queue");
+    },
+  );
 
-  step("the reviewer opens it: cover, metadata, checks, and the audio plays", { needs: ["signed-in"], gives: "opened" }, async () => {
-    await page.locator(`${tid("review-row")}[data-release-id="${releaseId}"] ${tid("review-open")}`).click();
-    await page.locator(tid("page-review")).waitFor();
-    assert.match(await page.getByRole("heading", { level: 1 }).innerText(), /Night Drive/);
-    // The cover is a real image that loaded from its signed URL.
-    const cover = page.locator(tid("review-cover-image"));
-    await cover.waitFor();
-    await page.waitForFunction(
-      (el) => {
-        const img = el as unknown as { complete: boolean; naturalWidth: number };
-        return img.complete && img.naturalWidth > 0;
-      },
-      await cover.elementHandle(),
-    );
-    // The audio: a signed URL to the WAV; playing it loads it with no media error and time advances.
-    const audio = page.locator(tid("review-audio")).first();
-    await audio.waitFor();
-    await audio.evaluate(async (el) => {
-      const media = el as unknown as { play(): Promise<void>; muted: boolean };
-      media.muted = true;
-      await media.play();
-    });
-    await page.waitForFunction(
-      (el) => {
-        const m = el as unknown as { readyState: number; currentTime: number; error: unknown };
-        return m.error === null && m.readyState >= 2 && m.currentTime > 0;
-      },
-      await audio.elementHandle(),
-      { timeout: 15_000 },
-    );
-    const media = await audio.evaluate((el) => {
-      const m = el as unknown as { readyState: number; duration: number; error: unknown; paused: boolean };
-      return { readyState: m.readyState, duration: m.duration, error: m.error, paused: m.paused };
-    });
-    assert.equal(media.error, null);
-    assert.ok(media.readyState >= 2, `readyState ${media.readyState}`);
-    assert.ok(Math.abs(media.duration - 2) < 0.1, `the 2-second WAV, got ${media.duration}`);
-    await audio.evaluate((el) => (el as unknown as { pause(): void }).pause());
-    assert.match(await page.locator(tid("review-metadata")).innerText(), /Luna Vale/);
-    await page.locator(tid("review-checks")).waitFor();
-    await record("review", "page-review");
-  });
+  step(
+    "the reviewer opens it: cover, metadata, checks, and the audio plays",
+    { needs: ["signed-in"], gives: "opened" },
+    async () => {
+      await page
+        .locator(`${tid("review-row")}[data-release-id="${releaseId}"] ${tid("review-open")}`)
+        .click();
+      await page.locator(tid("page-review")).waitFor();
+      assert.match(await page.getByRole("heading", { level: 1 }).innerText(), /Night Drive/);
+      // The cover is a real image that loaded from its signed URL.
+      const cover = page.locator(tid("review-cover-image"));
+      await cover.waitFor();
+      await page.waitForFunction(
+        (el) => {
+          const img = el as unknown as { complete: boolean; naturalWidth: number };
+          return img.complete && img.naturalWidth > 0;
+        },
+        await cover.elementHandle(),
+      );
+      // The audio: a signed URL to the WAV; playing it loads it with no media error and time advances.
+      const audio = page.locator(tid("review-audio")).first();
+      await audio.waitFor();
+      await audio.evaluate(async (el) => {
+        const media = el as unknown as { play(): Promise<void>; muted: boolean };
+        media.muted = true;
+        await media.play();
+      });
+      await page.waitForFunction(
+        (el) => {
+          const m = el as unknown as { readyState: number; currentTime: number; error: unknown };
+          return m.error === null && m.readyState >= 2 && m.currentTime > 0;
+        },
+        await audio.elementHandle(),
+        { timeout: 15_000 },
+      );
+      const media = await audio.evaluate((el) => {
+        const m = el as unknown as { readyState: number; duration: number; error: unknown; paused: boolean };
+        return { readyState: m.readyState, duration: m.duration, error: m.error, paused: m.paused };
+      });
+      assert.equal(media.error, null);
+      assert.ok(media.readyState >= 2, `readyState ${media.readyState}`);
+      assert.ok(Math.abs(media.duration - 2) < 0.1, `the 2-second WAV, got ${media.duration}`);
+      await audio.evaluate((el) => (el as unknown as { pause(): void }).pause());
+      assert.match(await page.locator(tid("review-metadata")).innerText(), /Luna Vale/);
+      await page.locator(tid("review-checks")).waitFor();
+      await record("review", "page-review");
+    },
+  );
 
-  step("the reviewer rejects it with a written reason; the account sees the reason", { needs: ["opened"], gives: "rejected" }, async () => {
-    // The keyboard shortcut opens the dialog.
-    await page.locator("body").press("r");
-    const dialog = page.locator(tid("reject-dialog"));
-    await dialog.waitFor();
-    await settle(page);
-    await screenshot(page, `${String(++shot).padStart(2, "0")}-reject-dialog`, "desktop");
-    await assertAccessible(page, "reject dialog");
-    await page.locator(tid("reject-reason-text")).fill("The cover shows a web address; remove it.");
-    await page.locator(tid("reject-confirm")).click();
-    await page.locator(tid("review-done")).waitFor();
-    const s = await waitForStatus("rejected");
-    assert.equal(s.approval, "rejected");
-    assert.equal(s.rejection_reason, "The cover shows a web address; remove it.");
-  });
+  step(
+    "the reviewer rejects it with a written reason; the account sees the reason",
+    { needs: ["opened"], gives: "rejected" },
+    async () => {
+      // The keyboard shortcut opens the dialog.
+      await page.locator("body").press("r");
+      const dialog = page.locator(tid("reject-dialog"));
+      await dialog.waitFor();
+      await settle(page);
+      await screenshot(page, `${String(++shot).padStart(2, "0")}-reject-dialog`, "desktop");
+      await assertAccessible(page, "reject dialog");
+      await page.locator(tid("reject-reason-text")).fill("The cover shows a web address; remove it.");
+      await page.locator(tid("reject-confirm")).click();
+      await page.locator(tid("review-done")).waitFor();
+      const s = await waitForStatus("rejected");
+      assert.equal(s.approval, "rejected");
+      assert.equal(s.rejection_reason, "The cover shows a web address; remove it.");
+    },
+  );
 
-  step("the account fixes it and resubmits; the reviewer approves it and its deliveries go live", { needs: ["rejected"], gives: "live" }, async () => {
-    const a = api();
-    expectStatus(await a("PATCH", `/releases/${releaseId}`, { title: "Night Drive (Clean)" }), 200);
-    expectStatus(await a("POST", `/releases/${releaseId}/submit`), 200);
-    await waitForStatus("in_review");
+  step(
+    "the account fixes it and resubmits; the reviewer approves it and its deliveries go live",
+    { needs: ["rejected"], gives: "live" },
+    async () => {
+      const a = api();
+      expectStatus(await a("PATCH", `/releases/${releaseId}`, { title: "Night Drive (Clean)" }), 200);
+      expectStatus(await a("POST", `/releases/${releaseId}/submit`), 200);
+      await waitForStatus("in_review");
 
-    await page.locator(tid("nav-reviews")).click();
-    await page.locator(tid("page-review-queue")).waitFor();
-    const row = page.locator(`${tid("review-row")}[data-release-id="${releaseId}"]`);
-    await row.waitFor();
-    assert.match(await row.innerText(), /Night Drive \(Clean\)/);
-    await row.locator(tid("review-open")).click();
-    await page.locator(tid("page-review")).waitFor();
-    await page.locator(tid("review-approve")).click();
-    await page.locator(tid("review-done")).waitFor();
-    assert.match(await page.locator(tid("review-done")).innerText(), /Approved/);
+      await page.locator(tid("nav-reviews")).click();
+      await page.locator(tid("page-review-queue")).waitFor();
+      const row = page.locator(`${tid("review-row")}[data-release-id="${releaseId}"]`);
+      await row.waitFor();
+      assert.match(await row.innerText(), /Night Drive \(Clean\)/);
+      await row.locator(tid("review-open")).click();
+      await page.locator(tid("page-review")).waitFor();
+      await page.locator(tid("review-approve")).click();
+      await page.locator(tid("review-done")).waitFor();
+      assert.match(await page.locator(tid("review-done")).innerText(), /Approved/);
 
-    const live = await waitForStatus("live", 60_000);
-    const stores = live.stores as Obj[];
-    assert.ok(stores.length >= 1);
-    for (const s of stores) assert.equal(s.status, "live", JSON.stringify(s));
-  });
+      const live = await waitForStatus("live", 60_000);
+      const stores = live.stores as Obj[];
+      assert.ok(stores.length >= 1);
+      for (const s of stores) assert.equal(s.status, "live", JSON.stringify(s));
+    },
+  );
 
-  step("deliveries: the release"s deliveries are live, each with its history", { needs: ["live"], gives: undefined }, async () => {
-    await page.locator(tid("nav-deliveries")).click();
-    await page.locator(tid("page-deliveries")).waitFor();
-    await settle(page);
-    const rows = page.locator(`${tid("delivery-row")}[data-release-id="${releaseId}"]`);
-    await rows.first().waitFor();
-    assert.ok((await rows.count()) >= 1);
-    for (const text of await rows.allInnerTexts()) assert.match(text, /live/);
-    await record("deliveries", "page-deliveries");
-    await rows.first().locator(tid("delivery-open")).click();
-    await page.locator(tid("page-delivery")).waitFor();
-    await record("delivery", "page-delivery");
-  });
+  step(
+    "deliveries: the release's deliveries are live, each with its history",
+    { needs: ["live"], gives: undefined },
+    async () => {
+      await page.locator(tid("nav-deliveries")).click();
+      await page.locator(tid("page-deliveries")).waitFor();
+      await settle(page);
+      const rows = page.locator(`${tid("delivery-row")}[data-release-id="${releaseId}"]`);
+      await rows.first().waitFor();
+      assert.ok((await rows.count()) >= 1);
+      for (const text of await rows.allInnerTexts()) assert.match(text, /live/);
+      await record("deliveries", "page-deliveries");
+      await rows.first().locator(tid("delivery-open")).click();
+      await page.locator(tid("page-delivery")).waitFor();
+      await record("delivery", "page-delivery");
+    },
+  );
 
-  step("a royalty report from docs/formats/ imported through the upload control shows its report", { needs: ["signed-in"], gives: undefined }, async () => {
-    await page.locator(tid("nav-royalties")).click();
-    await page.locator(tid("page-royalty-imports")).waitFor();
-    await record("royalty-imports", "page-royalty-imports");
-    await page.locator(tid("import-format")).selectOption("backline");
-    await page.locator(tid("import-file")).setInputFiles(SAMPLE);
-    await page.locator(tid("import-submit")).click();
-    const result = page.locator(tid("import-result"));
-    await result.waitFor({ timeout: 60_000 });
-    assert.equal(await result.getAttribute("data-status"), "completed", await result.innerText());
-    await result.locator(tid("import-result-open")).click();
-    await page.locator(tid("page-royalty-import")).waitFor();
-    await page.locator(tid("import-counts")).waitFor();
-    // The sample's lines name UPCs and ISRCs no release of this tenant has: unmatched, each with
-    // its reason; the totals are per currency.
-    const lines = fs.readFileSync(SAMPLE, "utf8").trim().split("\n").length - 1;
-    assert.match(await page.locator(tid("import-lines-total")).innerText(), new RegExp(`\\b${lines}\\b`));
-    assert.match(await page.locator(tid("import-lines-matched")).innerText(), /\b0\b/);
-    assert.ok((await page.locator(tid("import-unmatched-row")).count()) >= 1);
-    const totals = await page.locator(tid("import-totals")).innerText();
-    for (const currency of ["USD", "EUR", "GBP"]) assert.match(totals, new RegExp(currency));
-    await record("royalty-import", "page-royalty-import");
-  });
+  step(
+    "a royalty report from docs/formats/ imported through the upload control shows its report",
+    { needs: ["signed-in"], gives: undefined },
+    async () => {
+      await page.locator(tid("nav-royalties")).click();
+      await page.locator(tid("page-royalty-imports")).waitFor();
+      await record("royalty-imports", "page-royalty-imports");
+      await page.locator(tid("import-format")).selectOption("backline");
+      await page.locator(tid("import-file")).setInputFiles(SAMPLE);
+      await page.locator(tid("import-submit")).click();
+      const result = page.locator(tid("import-result"));
+      await result.waitFor({ timeout: 60_000 });
+      assert.equal(await result.getAttribute("data-status"), "completed", await result.innerText());
+      await result.locator(tid("import-result-open")).click();
+      await page.locator(tid("page-royalty-import")).waitFor();
+      await page.locator(tid("import-counts")).waitFor();
+      // The sample's lines name UPCs and ISRCs no release of this tenant has: unmatched, each with
+      // its reason; the totals are per currency.
+      const lines = fs.readFileSync(SAMPLE, "utf8").trim().split("\n").length - 1;
+      assert.match(await page.locator(tid("import-lines-total")).innerText(), new RegExp(`\\b${lines}\\b`));
+      assert.match(await page.locator(tid("import-lines-matched")).innerText(), /\b0\b/);
+      assert.ok((await page.locator(tid("import-unmatched-row")).count()) >= 1);
+      const totals = await page.locator(tid("import-totals")).innerText();
+      for (const currency of ["USD", "EUR", "GBP"]) assert.match(totals, new RegExp(currency));
+      await record("royalty-import", "page-royalty-import");
+    },
+  );
 
   const pages: [string, string, string][] = [
     ["takedowns", "nav-takedowns", "page-takedowns"],
@@ -312,28 +350,40 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     ["settings", "nav-settings", "page-settings"],
   ];
   for (const [name, nav, testid] of pages) {
-    step(`the ${name} page opens from the menu, on a desktop and a phone`, { needs: ["signed-in"] }, async () => {
-      await page.locator(tid(nav)).click();
-      await page.locator(tid(testid)).waitFor();
-      await settle(page);
-      assert.equal(await page.locator(tid("error-state")).count(), 0, await page.locator("main").innerText());
-      await record(name, testid);
-    });
+    step(
+      `the ${name} page opens from the menu, on a desktop and a phone`,
+      { needs: ["signed-in"] },
+      async () => {
+        await page.locator(tid(nav)).click();
+        await page.locator(tid(testid)).waitFor();
+        await settle(page);
+        assert.equal(
+          await page.locator(tid("error-state")).count(),
+          0,
+          await page.locator("main").innerText(),
+        );
+        await record(name, testid);
+      },
+    );
   }
 
-  step("an account"s page shows its members and keys (never a secret)", { needs: ["signed-in"], gives: undefined }, async () => {
-    await page.locator(tid("nav-accounts")).click();
-    await page.locator(tid("page-accounts")).waitFor();
-    const row = page.locator(`${tid("account-row")}[data-account-id="${world.accountId}"]`);
-    await row.waitFor();
-    await row.locator(tid("account-open")).click();
-    await page.locator(tid("page-account")).waitFor();
-    await settle(page);
-    const text = await page.locator("main").innerText();
-    assert.ok(!text.includes(world.apiKey), "the key's secret is never shown");
-    assert.match(text, /console e2e/);
-    await record("account", "page-account");
-  });
+  step(
+    "an account's page shows its members and keys (never a secret)",
+    { needs: ["signed-in"], gives: undefined },
+    async () => {
+      await page.locator(tid("nav-accounts")).click();
+      await page.locator(tid("page-accounts")).waitFor();
+      const row = page.locator(`${tid("account-row")}[data-account-id="${world.accountId}"]`);
+      await row.waitFor();
+      await row.locator(tid("account-open")).click();
+      await page.locator(tid("page-account")).waitFor();
+      await settle(page);
+      const text = await page.locator("main").innerText();
+      assert.ok(!text.includes(world.apiKey), "the key's secret is never shown");
+      assert.match(text, /console e2e/);
+      await record("account", "page-account");
+    },
+  );
 
   test("signing in with a code from the mailbox works on a phone, and signing out forgets the session", async () => {
     const context = await newContext(browser, "phone", stack.url);
