@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import { adminRoutes } from "../admin/routes.ts";
+import { adminDocsRoutes, adminRoutes } from "../admin/routes.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
@@ -189,11 +189,15 @@ export function buildApp(given: AppDeps): FastifyInstance {
     db: deps.db,
     directory,
     royaltyImportMaxBytes: deps.config.royaltyImportMaxBytes,
+    signer: storage.signer,
+    publicUrl: deps.config.publicUrl,
   });
   // The Backline Console (docs/console.md): the built web app, with deep links answering index.html.
   app.register(consoleStatic, {
     prefix: "/console",
     mediaOrigins: storageMediaOrigins(deps.config),
   });
+  // The admin API's OpenAPI document, outside its authentication: it describes, it holds no data.
+  app.register(adminDocsRoutes, { prefix: "/admin/v1", publicUrl: deps.config.publicUrl });
   return app;
 }
