@@ -20,6 +20,7 @@ import type {
   ReviewPage,
   ReviewReason,
   RoyaltyImport,
+  SettingsPatch,
   Store,
   TakedownRequest,
   TenantSettings,
@@ -104,24 +105,26 @@ export const api = {
   account: (accountId: string) => get<AccountDetail>(`/accounts/${id(accountId)}`),
   apiKeys: (accountId: string) => get<Page<ApiKey>>(`/accounts/${id(accountId)}/api-keys`),
 
-  stores: (params: Params) => get<Page<Store>>("/stores", params),
-  store: (storeId: string) => get<Store>(`/stores/${id(storeId)}`),
-  patchStore: (storeId: string, body: Record<string, unknown>) =>
-    admin<Store>("PATCH", `/stores/${id(storeId)}`, body),
+  stores: () => get<Page<Store>>("/stores"),
+  store: (code: string) => get<Store>(`/stores/${id(code)}`),
+  patchStore: (code: string, body: Record<string, unknown>) =>
+    admin<Store>("PATCH", `/stores/${id(code)}`, body),
 
   settings: () => get<TenantSettings>("/settings"),
-  patchSettings: (body: Partial<TenantSettings>) => admin<TenantSettings>("PATCH", "/settings", body),
+  patchSettings: (body: SettingsPatch) => admin<TenantSettings>("PATCH", "/settings", body),
 };
 
 export interface UploadProgress {
-  phase: "uploading" | "importing";
   sent: number;
   total: number;
+  /** true once every byte is sent: the server imports it now. */
+  done: boolean;
 }
 
 /**
  * Uploads a royalty report with XMLHttpRequest, whose upload events give the bytes sent (fetch
  * has none); the answer comes once the import is done (the request lasts as long as it does).
+ * `params.id` names the import so its progress can be polled meanwhile (GET /royalty-imports/{id}).
  */
 export async function uploadRoyaltyReport(
   file: File,
@@ -137,11 +140,11 @@ export async function uploadRoyaltyReport(
     xhr.setRequestHeader("content-type", file.type && file.type !== "" ? file.type : "text/csv");
     xhr.upload.onprogress = (event) =>
       onProgress({
-        phase: "uploading",
         sent: event.loaded,
         total: event.lengthComputable ? event.total : file.size,
+        done: false,
       });
-    xhr.upload.onload = () => onProgress({ phase: "importing", sent: file.size, total: file.size });
+    xhr.upload.onload = () => onProgress({ sent: file.size, total: file.size, done: true });
     xhr.onerror = () => reject(new TypeError("The upload failed: the server could not be reached."));
     xhr.onabort = () => reject(new DOMException("Upload cancelled", "AbortError"));
     xhr.onload = () => {
@@ -151,13 +154,18 @@ export async function uploadRoyaltyReport(
       } catch {
         // Not JSON.
       }
-      if (xhr.status >= 200 && xhr.status < 300) return resolve({ status: xhr.status, body });
-      if (xhr.status === 422 && body.import) return resolve({ status: xhr.status, body });
+      // 201 completed, 200 duplicate, 422 rejected: each brings the import report.
+      if ((xhr.status >= 200 && xhr.status < 300) || (xhr.status === 422 && body.import)) {
+        return resolve({ status: xhr.status, body });
+      }
+      const errors = Array.isArray(body.errors) ? (body.errors as ApiError["errors"]) : [];
       reject(
         new ApiError(
           xhr.status,
           String(body.code ?? `http_${xhr.status}`),
-          String(body.detail ?? body.message ?? xhr.statusText ?? "Upload failed"),
+          String(body.detail ?? body.message ?? (xhr.statusText || "Upload failed")),
+          typeof body.param === "string" ? body.param : undefined,
+          errors,
         ),
       );
     };

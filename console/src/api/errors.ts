@@ -55,7 +55,14 @@ export function describeError(error: unknown): { title: string; detail: string }
     if (error.code === "not_staff")
       return { title: "Not staff here", detail: "You are not staff of this tenant." };
     if (error.code === "insufficient_role") return { title: "Your role is too low", detail: error.message };
-    return { title: `Error ${error.status} (${error.code})`, detail: error.message };
+    const fields = error.errors
+      .filter((e) => e.message && !error.message.includes(e.message))
+      .map((e) => (e.param ? `${e.param}: ${e.message}` : e.message))
+      .join("; ");
+    return {
+      title: `Error ${error.status} (${error.code})`,
+      detail: fields ? `${error.message} ${fields}` : error.message,
+    };
   }
   if (error instanceof TypeError)
     return { title: "Network error", detail: "The server could not be reached." };

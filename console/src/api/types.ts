@@ -45,16 +45,38 @@ export interface ReviewPage extends Page<QueuedRelease> {
   counts?: Record<string, number>;
 }
 
+/** A media file of the review page: `url` is a signed /storage/v1 URL, valid 15 minutes. */
+export interface MediaFile {
+  asset_id?: string;
+  status?: string;
+  content_type?: string | null;
+  filename?: string | null;
+  bytes?: number | null;
+  metadata?: Record<string, unknown> | null;
+  problems?: unknown;
+  url?: string | null;
+  url_expires_at?: string | null;
+  [k: string]: unknown;
+}
+
 export interface TrackForReview {
   id: string;
   title?: string;
-  position?: number;
+  version?: string | null;
   track_number?: number;
+  disc_number?: number;
   isrc?: string | null;
-  duration_ms?: number | null;
-  audio_url?: string | null;
-  audio?: { url?: string | null; [k: string]: unknown } | null;
+  /** Seconds. */
+  duration?: number | null;
+  audio?: MediaFile | null;
   [field: string]: unknown;
+}
+
+export interface MediaCheck {
+  slot: "cover" | "audio" | string;
+  track_id?: string | null;
+  status: string;
+  problems?: { code: string; message: string }[];
 }
 
 export interface ReleaseForReview {
@@ -62,13 +84,23 @@ export interface ReleaseForReview {
   title: string;
   status: string;
   artist_name?: string | null;
-  cover_url?: string | null;
-  cover?: { url?: string | null; [k: string]: unknown } | null;
+  cover?: MediaFile | null;
   tracks?: TrackForReview[];
-  artists?: { id?: string; name: string; role?: string }[];
-  problems?: Problem[];
-  media_checks?: unknown;
-  correction?: unknown;
+  checks?: Problem[];
+  media_checks?: MediaCheck[];
+  correction?: {
+    version?: number;
+    corrected_at?: string;
+    delivered?: Record<string, unknown> | null;
+    changes?: { field: string; delivered: unknown; current: unknown }[] | null;
+  } | null;
+  history?: {
+    from_status?: string;
+    to_status?: string;
+    reason?: string | null;
+    actor_role?: string;
+    created_at?: string;
+  }[];
   [field: string]: unknown;
 }
 
@@ -85,10 +117,17 @@ export interface Decision {
   status_reason: string | null;
 }
 
+export interface ReleaseRef {
+  id: string;
+  account_id?: string;
+  title?: string;
+  artist_name?: string | null;
+  status?: string;
+}
+
 export interface Delivery {
   id: string;
-  release_id?: string;
-  release_title?: string;
+  release?: ReleaseRef;
   store: string;
   action?: string;
   status: string;
@@ -102,49 +141,68 @@ export interface Delivery {
 }
 
 export interface DeliveryDetail extends Delivery {
-  history?: {
-    at?: string;
-    created_at?: string;
-    status?: string;
-    message?: string | null;
-    [k: string]: unknown;
-  }[];
-  messages?: unknown[];
+  /** Every record of the same release and store, newest first, with the store's messages. */
+  history?: Delivery[];
+  /** The jobs that sent or confirmed it. */
+  jobs?: Job[];
 }
 
 export interface TakedownRequest {
   id: string;
-  release_id?: string;
-  release_title?: string;
+  release?: ReleaseRef;
   status: string;
+  status_reason?: string | null;
   reason?: string | null;
   created_at?: string;
-  stores?: { store: string; status: string; [k: string]: unknown }[];
+  completed_at?: string | null;
+  stores?: {
+    store: string;
+    status: string;
+    sent_at?: string | null;
+    taken_down_at?: string | null;
+    confirmed_by?: string | null;
+  }[];
   [field: string]: unknown;
 }
 
 export interface OacRequest {
   id: string;
+  account_id?: string;
   artist_id?: string;
   artist_name?: string;
   store: string;
   channel_url?: string;
   status: string;
+  status_reason?: string | null;
   created_at?: string;
+  completed_at?: string | null;
   [field: string]: unknown;
 }
 
 export interface Job {
+  /** A number, as a string. */
   id: string;
   kind?: string;
-  queue?: string;
-  name?: string;
-  state: string;
+  status: string;
   attempts?: number;
+  max_attempts?: number;
+  run_at?: string | null;
   last_error?: string | null;
   created_at?: string;
   updated_at?: string;
+  finished_at?: string | null;
+  payload?: unknown;
   [field: string]: unknown;
+}
+
+export interface ImportProgress {
+  phase: "receiving" | "importing" | "done" | "failed";
+  total_bytes?: number | null;
+  bytes_received?: number;
+  bytes_read?: number;
+  lines?: number;
+  import_id?: string | null;
+  error?: string | null;
 }
 
 export interface RoyaltyImport {
@@ -154,13 +212,13 @@ export interface RoyaltyImport {
   file_name?: string | null;
   reporting_period?: string | null;
   store?: string | null;
+  /** running (see progress), completed, rejected, voided; duplicate / failed while polled. */
   status: string;
   lines_total: number;
   lines_matched: number;
   lines_unmatched: number;
   lines_malformed: number;
-  bytes_total?: number | null;
-  bytes_read?: number | null;
+  progress?: ImportProgress | null;
   errors?: unknown;
   totals?: unknown;
   unmatched?: unknown;
@@ -174,9 +232,25 @@ export interface RoyaltyImport {
 export interface AccountDetail {
   id: string;
   name?: string;
+  kind?: string;
+  is_sandbox?: boolean;
   created_at?: string;
-  members?: { user_id?: string; email?: string; role?: string; [k: string]: unknown }[];
-  invitations?: { id?: string; email?: string; role?: string; status?: string; [k: string]: unknown }[];
+  updated_at?: string;
+  members?: {
+    user_id?: string;
+    email?: string;
+    role?: string;
+    created_at?: string;
+    last_sign_in_at?: string | null;
+  }[];
+  invitations?: {
+    id?: string;
+    email?: string;
+    role?: string;
+    created_at?: string;
+    accepted_at?: string | null;
+  }[];
+  counts?: Record<string, number>;
   [field: string]: unknown;
 }
 
@@ -185,29 +259,52 @@ export interface ApiKey {
   name?: string;
   prefix?: string;
   mode?: string;
+  scopes?: string[];
+  account_role?: string;
+  status?: string;
+  expires_at?: string | null;
   created_at?: string;
   last_used_at?: string | null;
   revoked_at?: string | null;
   [field: string]: unknown;
 }
 
+/** A store of the installation, named by its code. */
 export interface Store {
-  id: string;
-  code?: string;
+  code: string;
   name?: string;
+  kind?: string;
   enabled?: boolean;
+  offers_oac?: boolean;
+  sort?: number;
   adapter?: string;
+  updated_at?: string;
+  /** Platform staff only: the adapter's settings without credentials. */
   settings?: Record<string, unknown>;
+  /** Platform staff only: where credentials are set (paths, never values). */
+  credentials?: string[];
   [field: string]: unknown;
 }
 
+export interface Branding {
+  display_name: string | null;
+  logo_url: string | null;
+  primary_color: string | null;
+  support_email: string | null;
+}
+
 export interface TenantSettings {
-  lead_days?: number;
+  tenant_id?: string;
+  release_lead_days: number;
+  auto_review: boolean;
+  require_media?: boolean;
+  branding: Branding;
+  updated_at?: string;
+}
+
+export interface SettingsPatch {
+  release_lead_days?: number;
   auto_review?: boolean;
-  display_name?: string | null;
-  logo_url?: string | null;
-  primary_color?: string | null;
-  support_email?: string | null;
-  branding?: Record<string, unknown>;
-  [field: string]: unknown;
+  require_media?: boolean;
+  branding?: Partial<Branding>;
 }

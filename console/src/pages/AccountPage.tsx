@@ -26,7 +26,16 @@ export default function AccountPage({ id }: { id: string }) {
         <div className="grid">
           <section className="card" aria-labelledby="a-h">
             <h2 id="a-h">Details</h2>
-            <Fields record={a} omit={["members", "invitations"]} />
+            <Fields record={a} omit={["members", "invitations", "counts"]} />
+            {a.counts ? (
+              <ul className="counts" data-testid="account-counts">
+                {Object.entries(a.counts).map(([k, n]) => (
+                  <li key={k}>
+                    <span className="count">{n.toLocaleString()}</span> {k.replace(/_/g, " ")}
+                  </li>
+                ))}
+              </ul>
+            ) : null}
           </section>
           <section className="card" aria-labelledby="m-h" data-testid="account-members">
             <h2 id="m-h">Members</h2>
@@ -36,7 +45,10 @@ export default function AccountPage({ id }: { id: string }) {
               <ul>
                 {(a.members ?? []).map((m) => (
                   <li key={m.user_id ?? m.email} data-testid="account-member">
-                    {m.email ?? m.user_id} <span className="muted">{m.role}</span>
+                    {m.email ?? m.user_id} <span className="muted">{m.role}</span>{" "}
+                    <span className="muted">
+                      (last signed in <When at={m.last_sign_in_at} />)
+                    </span>
                   </li>
                 ))}
               </ul>
@@ -48,8 +60,7 @@ export default function AccountPage({ id }: { id: string }) {
               <ul>
                 {(a.invitations ?? []).map((i) => (
                   <li key={i.id ?? i.email} data-testid="account-invitation">
-                    {i.email} <span className="muted">{i.role}</span>{" "}
-                    {i.status ? <Status value={i.status} /> : null}
+                    {i.email} <span className="muted">{i.role}</span> <When at={i.created_at} />
                   </li>
                 ))}
               </ul>
@@ -73,6 +84,7 @@ export default function AccountPage({ id }: { id: string }) {
                   <th scope="col">Name</th>
                   <th scope="col">Prefix</th>
                   <th scope="col">Mode</th>
+                  <th scope="col">Status</th>
                   <th scope="col">Created</th>
                   <th scope="col">Last used</th>
                   <th scope="col">Revoked</th>
@@ -86,6 +98,9 @@ export default function AccountPage({ id }: { id: string }) {
                       <code>{k.prefix ?? "—"}</code>
                     </td>
                     <td>{k.mode ?? "—"}</td>
+                    <td>
+                      <Status value={k.status ?? (k.revoked_at ? "revoked" : "active")} />
+                    </td>
                     <td>
                       <When at={k.created_at} />
                     </td>

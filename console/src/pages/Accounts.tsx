@@ -22,6 +22,7 @@ export default function Accounts() {
               <thead>
                 <tr>
                   <th scope="col">Account</th>
+                  <th scope="col">Kind</th>
                   <th scope="col">Id</th>
                   <th scope="col">Created</th>
                 </tr>
@@ -33,6 +34,10 @@ export default function Accounts() {
                       <Link to={`/accounts/${a.id}`} data-testid="account-open">
                         {a.name ?? a.id}
                       </Link>
+                    </td>
+                    <td>
+                      {a.kind ?? "—"}
+                      {a.is_sandbox ? <span className="muted"> (sandbox)</span> : null}
                     </td>
                     <td>
                       <code>{a.id}</code>

@@ -8,12 +8,12 @@ import { useCursorPage } from "../ui/paging.ts";
 
 export const DELIVERY_STATUSES = [
   "error",
-  "queued",
-  "sending",
+  "pending",
+  "in_progress",
   "delivered",
   "live",
+  "takedown_sent",
   "taken_down",
-  "cancelled",
 ];
 
 /** Every delivery of the tenant, `error` first; filter by status, store or release. */
@@ -112,8 +112,9 @@ export default function Deliveries() {
                   <tr key={d.id} data-testid="delivery-row" data-delivery-id={d.id} data-status={d.status}>
                     <td>
                       <Link to={`/deliveries/${d.id}`} data-testid="delivery-open">
-                        {d.release_title ?? d.release_id ?? d.id}
+                        {d.release?.title ?? d.release?.id ?? d.id}
                       </Link>
+                      {d.release?.artist_name ? <div className="muted">{d.release.artist_name}</div> : null}
                     </td>
                     <td>{d.store}</td>
                     <td>{d.action ?? "—"}</td>
@@ -121,15 +122,15 @@ export default function Deliveries() {
                       <Status value={d.status} />
                     </td>
                     <td>{d.attempts ?? "—"}</td>
-                    <td>{d.message ?? ""}</td>
+                    <td>{typeof d.message === "string" ? d.message : ""}</td>
                     <td>
                       <When at={d.updated_at ?? d.created_at} />
                     </td>
                     <td>
-                      {d.status === "error" && d.release_id ? (
+                      {d.status === "error" && d.release ? (
                         <button
                           type="button"
-                          onClick={() => retry.mutate(d.release_id as string)}
+                          onClick={() => retry.mutate((d.release as { id: string }).id)}
                           disabled={retry.isPending}
                           data-testid="delivery-retry"
                         >

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import { Link } from "../router.tsx";
-import { ErrorState, Fields, Loading, Page, Status, Value, When } from "../ui/common.tsx";
+import { ErrorState, Fields, Loading, Page, Status, When } from "../ui/common.tsx";
 
 /** One delivery: its fields, its history and the store's messages; retry; record a store report. */
 export default function DeliveryPage({ id }: { id: string }) {
@@ -29,7 +29,7 @@ export default function DeliveryPage({ id }: { id: string }) {
     event.preventDefault();
     const body: { status: string; message?: string; note?: string } = { status };
     if (status === "error") body.message = text.trim();
-    else if (text.trim()) body.note = text.trim();
+    else if (status === "taken_down" && text.trim()) body.note = text.trim();
     report.mutate(body);
   }
 
@@ -48,89 +48,132 @@ export default function DeliveryPage({ id }: { id: string }) {
       ) : delivery.isError ? (
         <ErrorState error={delivery.error} onRetry={() => delivery.refetch()} />
       ) : d ? (
-        <div className="grid">
-          <section className="card" aria-labelledby="d-h">
-            <h2 id="d-h">
-              {d.store} · <Status value={d.status} />
-            </h2>
-            <Fields record={d} omit={["history", "messages"]} />
-            {d.status === "error" && d.release_id ? (
-              <button
-                type="button"
-                className="primary"
-                onClick={() => retry.mutate(d.release_id as string)}
-                disabled={retry.isPending}
-                data-testid="delivery-retry"
-              >
-                Retry
-              </button>
-            ) : null}
-            {retry.isSuccess ? <p role="status">{retry.data.retried} queued again.</p> : null}
-            {retry.isError ? <ErrorState error={retry.error} /> : null}
-          </section>
+        <>
+          <div className="grid">
+            <section className="card" aria-labelledby="d-h">
+              <h2 id="d-h">
+                {d.release?.title ?? "Release"} → {d.store} <Status value={d.status} />
+              </h2>
+              <Fields record={d} omit={["history", "jobs", "release"]} />
+              {d.release ? (
+                <p>
+                  Release: <code>{d.release.id}</code> <Status value={d.release.status} />{" "}
+                  <Link to={`/deliveries?release_id=${encodeURIComponent(d.release.id)}`}>
+                    its deliveries
+                  </Link>
+                </p>
+              ) : null}
+              {d.status === "error" && d.release ? (
+                <button
+                  type="button"
+                  className="primary"
+                  onClick={() => retry.mutate((d.release as { id: string }).id)}
+                  disabled={retry.isPending}
+                  data-testid="delivery-retry"
+                >
+                  Retry
+                </button>
+              ) : null}
+              {retry.isSuccess ? <p role="status">{retry.data.retried} queued again.</p> : null}
+              {retry.isError ? <ErrorState error={retry.error} /> : null}
+            </section>
+            <section className="card" aria-labelledby="r-h">
+              <h2 id="r-h">Record a store report</h2>
+              <form onSubmit={submit} data-testid="delivery-report-form">
+                <label htmlFor={`${ids}-s`}>What the store says</label>
+                <select
+                  id={`${ids}-s`}
+                  value={status}
+                  onChange={(e) => setStatus(e.target.value)}
+                  data-testid="delivery-report-status"
+                >
+                  <option value="live">live</option>
+                  <option value="error">error</option>
+                  <option value="taken_down">taken down (the store confirmed the takedown)</option>
+                </select>
+                {status !== "live" ? (
+                  <>
+                    <label htmlFor={`${ids}-t`}>
+                      {status === "error"
+                        ? "The store's message (required)"
+                        : "Note: who confirmed it and how"}
+                    </label>
+                    <textarea
+                      id={`${ids}-t`}
+                      rows={3}
+                      value={text}
+                      required={status === "error"}
+                      onChange={(e) => setText(e.target.value)}
+                      data-testid="delivery-report-text"
+                    />
+                  </>
+                ) : null}
+                <button
+                  type="submit"
+                  className="primary"
+                  disabled={report.isPending}
+                  data-testid="delivery-report-submit"
+                >
+                  Record
+                </button>
+                {report.isSuccess ? (
+                  <p role="status" data-testid="delivery-report-done">
+                    Recorded: now {report.data.status}.
+                  </p>
+                ) : null}
+                {report.isError ? <ErrorState error={report.error} /> : null}
+              </form>
+            </section>
+          </div>
           <section className="card" aria-labelledby="h-h" data-testid="delivery-history">
-            <h2 id="h-h">History</h2>
+            <h2 id="h-h">History at {d.store}</h2>
             {d.history && d.history.length > 0 ? (
-              <ol>
-                {d.history.map((h, i) => (
-                  // biome-ignore lint/suspicious/noArrayIndexKey: history rows in order, read-only
-                  <li key={i}>
-                    <When at={h.at ?? h.created_at} /> <Status value={h.status} /> {h.message ?? ""}
-                  </li>
-                ))}
-              </ol>
+              <div className="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">When</th>
+                      <th scope="col">Action</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Attempts</th>
+                      <th scope="col">The store's message</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {d.history.map((h) => (
+                      <tr key={h.id} data-testid="delivery-history-row">
+                        <td>
+                          <When at={h.updated_at ?? h.created_at} />
+                        </td>
+                        <td>{h.action ?? "—"}</td>
+                        <td>
+                          <Status value={h.status} />
+                        </td>
+                        <td>{h.attempts ?? "—"}</td>
+                        <td>{typeof h.message === "string" ? h.message : ""}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
             ) : (
-              <p className="muted">No history recorded.</p>
+              <p className="muted">No other records.</p>
             )}
-            {d.messages && d.messages.length > 0 ? (
+            {d.jobs && d.jobs.length > 0 ? (
               <>
-                <h2>Store messages</h2>
-                <Value value={d.messages} />
+                <h2>Jobs</h2>
+                <ul>
+                  {d.jobs.map((j) => (
+                    <li key={j.id}>
+                      <code>{j.kind}</code> <Status value={j.status} /> {j.attempts}/{j.max_attempts ?? "?"}{" "}
+                      {j.last_error ? <code className="error-text">{j.last_error}</code> : null}
+                    </li>
+                  ))}
+                </ul>
               </>
             ) : null}
           </section>
-          <section className="card" aria-labelledby="r-h">
-            <h2 id="r-h">Record a store report</h2>
-            <form onSubmit={submit} data-testid="delivery-report-form">
-              <label htmlFor={`${ids}-s`}>What the store says</label>
-              <select
-                id={`${ids}-s`}
-                value={status}
-                onChange={(e) => setStatus(e.target.value)}
-                data-testid="delivery-report-status"
-              >
-                <option value="live">live</option>
-                <option value="error">error</option>
-                <option value="taken_down">taken down</option>
-              </select>
-              <label htmlFor={`${ids}-t`}>
-                {status === "error" ? "The store's message (required)" : "Note"}
-              </label>
-              <textarea
-                id={`${ids}-t`}
-                rows={3}
-                value={text}
-                required={status === "error"}
-                onChange={(e) => setText(e.target.value)}
-                data-testid="delivery-report-text"
-              />
-              <button
-                type="submit"
-                className="primary"
-                disabled={report.isPending}
-                data-testid="delivery-report-submit"
-              >
-                Record
-              </button>
-              {report.isSuccess ? (
-                <p role="status" data-testid="delivery-report-done">
-                  Recorded: now {report.data.status}.
-                </p>
-              ) : null}
-              {report.isError ? <ErrorState error={report.error} /> : null}
-            </form>
-          </section>
-        </div>
+        </>
       ) : null}
     </Page>
   );

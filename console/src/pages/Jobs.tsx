@@ -31,6 +31,7 @@ export default function Jobs() {
             <option value="dead">dead</option>
             <option value="queued">queued</option>
             <option value="running">running</option>
+            <option value="succeeded">succeeded</option>
           </select>
         </div>
       </div>
@@ -61,23 +62,32 @@ export default function Jobs() {
                 {page.rows.map((j) => (
                   <tr key={j.id} data-testid="job-row" data-job-id={j.id}>
                     <td>
-                      <strong>{j.kind ?? j.name ?? j.queue ?? "job"}</strong>
+                      <strong>{j.kind ?? "job"}</strong>
                       <div className="muted">
                         <code>{j.id}</code>
                       </div>
                     </td>
                     <td>
-                      <Status value={j.state} />
+                      <Status value={j.status} />
                     </td>
-                    <td>{j.attempts ?? "—"}</td>
                     <td>
-                      <code>{j.last_error ?? ""}</code>
+                      {j.attempts ?? "—"}
+                      {j.max_attempts ? ` / ${j.max_attempts}` : ""}
+                    </td>
+                    <td>
+                      <code className="pre-wrap">{j.last_error ?? ""}</code>
+                      {j.payload ? (
+                        <details>
+                          <summary>Payload</summary>
+                          <pre>{JSON.stringify(j.payload, null, 2)}</pre>
+                        </details>
+                      ) : null}
                     </td>
                     <td>
                       <When at={j.updated_at ?? j.created_at} />
                     </td>
                     <td>
-                      {j.state === "dead" ? (
+                      {j.status === "dead" ? (
                         <button
                           type="button"
                           onClick={() => retry.mutate(j.id)}

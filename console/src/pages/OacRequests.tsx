@@ -24,8 +24,11 @@ export default function OacRequests() {
             data-testid="oac-filter-status"
           >
             <option value="">waiting for a decision</option>
+            <option value="requested">requested</option>
+            <option value="processing">processing</option>
             <option value="approved">approved</option>
             <option value="rejected">rejected</option>
+            <option value="cancelled">cancelled</option>
           </select>
         </div>
       </div>
@@ -70,7 +73,7 @@ function OacRow({ request }: { request: OacRequest }) {
   const done = () => client.invalidateQueries({ queryKey: ["oac"] });
   const approve = useMutation({ mutationFn: () => api.approveOac(request.id), onSuccess: done });
   const reject = useMutation({ mutationFn: () => api.rejectOac(request.id, reason.trim()), onSuccess: done });
-  const open = request.status === "pending" || request.status === "open" || request.status === "requested";
+  const open = request.status === "requested";
   return (
     <tr data-testid="oac-row" data-oac-id={request.id}>
       <td>{request.artist_name ?? request.artist_id}</td>

@@ -3,7 +3,7 @@ import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import type { Problem, ReleaseForReview, TrackForReview } from "../api/types.ts";
 import { Link, navigate } from "../router.tsx";
-import { ErrorState, Fields, Loading, Page, Status, Value } from "../ui/common.tsx";
+import { ErrorState, Fields, Loading, Page, Status, Value, When } from "../ui/common.tsx";
 import { Dialog } from "../ui/Dialog.tsx";
 
 /** Used when the server has no GET /review-reasons yet. */
@@ -16,32 +16,20 @@ const FALLBACK_REASONS = [
   "The metadata is incomplete or inconsistent with the audio.",
 ];
 
-const SHOWN_ELSEWHERE = new Set([
-  "tracks",
-  "cover",
-  "cover_url",
-  "problems",
-  "checks",
-  "media_checks",
-  "correction",
-  "correction_diff",
-  "artists",
-  "signed_urls",
-]);
+const SHOWN_ELSEWHERE = new Set(["tracks", "cover", "checks", "media_checks", "correction", "history"]);
 
 function coverUrl(release: ReleaseForReview): string | null {
-  const signed = release.signed_urls as { cover?: string } | undefined;
-  return release.cover_url ?? release.cover?.url ?? signed?.cover ?? null;
+  return release.cover?.url ?? null;
 }
 
 function audioUrl(track: TrackForReview): string | null {
-  return track.audio_url ?? track.audio?.url ?? (track.signed_url as string | undefined) ?? null;
+  return track.audio?.url ?? null;
 }
 
-function duration(ms: unknown): string {
-  const n = Number(ms);
-  if (!Number.isFinite(n) || n <= 0) return "—";
-  const s = Math.round(n / 1000);
+/** Seconds as m:ss. */
+function duration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds) || seconds <= 0) return "—";
+  const s = Math.round(seconds);
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
@@ -218,8 +206,9 @@ export default function ReviewPage({ id }: { id: string }) {
 function ReleaseBody({ release }: { release: ReleaseForReview }) {
   const cover = coverUrl(release);
   const tracks = release.tracks ?? [];
-  const problems = (release.problems ?? (release.checks as Problem[] | undefined) ?? []) as Problem[];
-  const correction = release.correction ?? release.correction_diff;
+  const problems: Problem[] = release.checks ?? [];
+  const correction = release.correction;
+  const trackTitle = new Map(tracks.map((t, i) => [t.id, `${t.track_number ?? i + 1}. ${t.title ?? ""}`]));
   const metadata = Object.fromEntries(Object.entries(release).filter(([k]) => !SHOWN_ELSEWHERE.has(k)));
   return (
     <div className="grid">
@@ -235,8 +224,11 @@ function ReleaseBody({ release }: { release: ReleaseForReview }) {
         ) : (
           <p className="muted">No cover image.</p>
         )}
-        {release.cover && typeof release.cover === "object" ? (
-          <Fields record={release.cover as Record<string, unknown>} omit={["url"]} />
+        {release.cover ? (
+          <details>
+            <summary>The cover file</summary>
+            <Fields record={release.cover} omit={["url"]} />
+          </details>
         ) : null}
       </section>
 
@@ -257,10 +249,28 @@ function ReleaseBody({ release }: { release: ReleaseForReview }) {
         )}
         <h2>Media checks</h2>
         <div data-testid="review-media-checks">
-          {release.media_checks === undefined ? (
-            <p className="muted">The server reports no media checks.</p>
+          {!release.media_checks || release.media_checks.length === 0 ? (
+            <p className="muted">No media to check.</p>
           ) : (
-            <Value value={release.media_checks} />
+            <ul>
+              {release.media_checks.map((m) => (
+                <li key={`${m.slot}-${m.track_id ?? ""}`} data-testid="review-media-check">
+                  {m.slot === "cover"
+                    ? "Cover"
+                    : `Audio of ${trackTitle.get(m.track_id ?? "") ?? m.track_id}`}
+                  : <Status value={m.status} />
+                  {m.problems && m.problems.length > 0 ? (
+                    <ul>
+                      {m.problems.map((p) => (
+                        <li key={p.code}>
+                          {p.message} <code>{p.code}</code>
+                        </li>
+                      ))}
+                    </ul>
+                  ) : null}
+                </li>
+              ))}
+            </ul>
           )}
         </div>
       </section>
@@ -270,12 +280,12 @@ function ReleaseBody({ release }: { release: ReleaseForReview }) {
         <ol className="tracks">
           {tracks.map((t, i) => {
             const url = audioUrl(t);
-            const label = `${t.position ?? t.track_number ?? i + 1}. ${t.title ?? "(untitled)"}`;
+            const label = `${t.track_number ?? i + 1}. ${t.title ?? "(untitled)"}${t.version ? ` (${t.version})` : ""}`;
             return (
               <li key={t.id} data-testid="review-track" data-track-id={t.id}>
                 <strong>{label}</strong>{" "}
                 <span className="muted">
-                  ISRC {t.isrc ?? "—"} · {duration(t.duration_ms)}
+                  ISRC {t.isrc ?? "—"} · {duration(t.duration)}
                 </span>
                 {url ? (
                   // biome-ignore lint/a11y/useMediaCaption: reviewers listen to music; there is no speech to caption
@@ -291,7 +301,8 @@ function ReleaseBody({ release }: { release: ReleaseForReview }) {
                 )}
                 <details>
                   <summary>Every field of this track</summary>
-                  <Fields record={t} omit={["audio_url"]} />
+                  <Fields record={t} omit={["audio"]} />
+                  {t.audio ? <Fields record={t.audio} omit={["url"]} /> : null}
                 </details>
               </li>
             );
@@ -309,13 +320,22 @@ function ReleaseBody({ release }: { release: ReleaseForReview }) {
       <section className="card" aria-labelledby="meta-h" data-testid="review-metadata">
         <h2 id="meta-h">Metadata</h2>
         <Fields record={metadata} />
-        {release.artists && release.artists.length > 0 ? (
-          <>
-            <h2>Artists</h2>
-            <Value value={release.artists} />
-          </>
-        ) : null}
       </section>
+
+      {release.history && release.history.length > 0 ? (
+        <section className="card" aria-labelledby="hist-h" data-testid="review-history">
+          <h2 id="hist-h">History</h2>
+          <ol>
+            {release.history.map((h) => (
+              <li key={`${h.created_at}-${h.to_status}`}>
+                <When at={h.created_at} /> {h.from_status ?? "—"} → <Status value={h.to_status} />{" "}
+                <span className="muted">{h.actor_role}</span>
+                {h.reason ? <div>“{h.reason}”</div> : null}
+              </li>
+            ))}
+          </ol>
+        </section>
+      ) : null}
     </div>
   );
 }
@@ -338,6 +358,7 @@ function changesOf(value: unknown): Change[] | null {
   if (value && typeof value === "object") {
     const v = value as Record<string, unknown>;
     if (Array.isArray(v.changes)) return changesOf(v.changes);
+    if ("changes" in v && v.changes === null) return null;
     const before = v.delivered ?? v.before;
     const after = v.current ?? v.after;
     if (before && after && typeof before === "object" && typeof after === "object") {
@@ -353,10 +374,41 @@ function changesOf(value: unknown): Change[] | null {
 
 function CorrectionDiff({ value }: { value: unknown }) {
   const changes = changesOf(value);
-  if (!changes) return <Value value={value} />;
-  if (changes.length === 0) return <p className="muted">No field differs.</p>;
+  const v = value as {
+    version?: number;
+    corrected_at?: string;
+    delivered?: { store?: string; delivered_at?: string } | null;
+  };
+  const about = (
+    <p className="help">
+      Correction {v.version ?? ""} of <When at={v.corrected_at} />
+      {v.delivered ? (
+        <>
+          , against what {v.delivered.store ?? "the store"} got on <When at={v.delivered.delivered_at} />
+        </>
+      ) : null}
+      .
+    </p>
+  );
+  if (!changes)
+    return (
+      <>
+        {about}
+        <p className="muted" data-testid="review-diff-unknown">
+          What was delivered was sent before Backline recorded deliveries' contents: no difference to show.
+        </p>
+      </>
+    );
+  if (changes.length === 0)
+    return (
+      <>
+        {about}
+        <p className="muted">No field differs.</p>
+      </>
+    );
   return (
     <div className="table-wrap">
+      {about}
       <table data-testid="review-diff">
         <thead>
           <tr>

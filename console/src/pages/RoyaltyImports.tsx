@@ -9,6 +9,15 @@ import { useCursorPage } from "../ui/paging.ts";
 
 const FORMATS = ["backline", "streaming-monthly", "video-ugc"];
 
+/** A v4 UUID; crypto.randomUUID exists only on https and localhost pages. */
+function uuid(): string {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = ((b[6] as number) & 0x0f) | 0x40;
+  b[8] = ((b[8] as number) & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 function kib(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
@@ -88,33 +97,32 @@ function Upload() {
   const [over, setOver] = useState(false);
   const [progress, setProgress] = useState<UploadProgress | null>(null);
   const [lines, setLines] = useState<number | null>(null);
+  const [importId, setImportId] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [outcome, setOutcome] = useState<{ status: number; body: Record<string, unknown> } | null>(null);
   const abort = useRef<AbortController | null>(null);
 
-  // While the server imports, poll the newest import of this file for its line count so far.
+  // While the server imports, poll the import (named by the id we chose) for its lines so far.
   useEffect(() => {
-    if (progress?.phase !== "importing" || !file) return;
+    if (!progress?.done || !importId) return;
     let stopped = false;
-    const since = Date.now() - 60_000;
     const tick = async () => {
       try {
-        const list = await api.royaltyImports({ limit: 5 });
-        const mine = list.data.find(
-          (i) => i.file_name === file.name && (!i.started_at || Date.parse(i.started_at) >= since),
-        );
-        if (!stopped && mine) setLines(mine.lines_total);
+        const running = await api.royaltyImport(importId);
+        if (stopped) return;
+        if (running.progress?.lines !== undefined) setLines(running.progress.lines);
+        else if (running.lines_total) setLines(running.lines_total);
       } catch {
-        // Polling is a nicety: the upload's own answer brings the report.
+        // Not there yet, or a server without progress: the upload's own answer brings the report.
       }
     };
-    const timer = setInterval(tick, 700);
+    const timer = setInterval(tick, 500);
     void tick();
     return () => {
       stopped = true;
       clearInterval(timer);
     };
-  }, [progress?.phase, file]);
+  }, [progress?.done, importId]);
 
   function pick(files: FileList | null) {
     const f = files?.[0];
@@ -137,12 +145,14 @@ function Upload() {
     setError(null);
     setOutcome(null);
     setLines(null);
-    setProgress({ phase: "uploading", sent: 0, total: file.size });
+    const id = uuid();
+    setImportId(id);
+    setProgress({ sent: 0, total: file.size, done: false });
     abort.current = new AbortController();
     try {
       const result = await uploadRoyaltyReport(
         file,
-        { format, period: period || undefined, store: store.trim() || undefined, file_name: file.name },
+        { format, period: period || undefined, store: store.trim() || undefined, file_name: file.name, id },
         setProgress,
         abort.current.signal,
       );
@@ -232,7 +242,7 @@ function Upload() {
       </button>
       {progress ? (
         <div role="status" aria-live="polite" data-testid="import-progress">
-          {progress.phase === "uploading" ? (
+          {!progress.done ? (
             <>
               <label htmlFor={`${ids}-p`}>
                 Uploading: {kib(progress.sent)} of {kib(progress.total)} ({pct}%)

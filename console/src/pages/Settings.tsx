@@ -1,32 +1,40 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/admin.ts";
-import type { TenantSettings } from "../api/types.ts";
-import { ErrorState, Loading, Page } from "../ui/common.tsx";
+import { ApiError } from "../api/errors.ts";
+import type { SettingsPatch, TenantSettings } from "../api/types.ts";
+import { ErrorState, Loading, Page, When } from "../ui/common.tsx";
 
 interface Form {
-  lead_days: string;
+  release_lead_days: string;
   auto_review: boolean;
+  require_media: boolean;
   display_name: string;
   logo_url: string;
   primary_color: string;
   support_email: string;
 }
 
+const BRANDING = [
+  ["display_name", "Display name", "text"],
+  ["logo_url", "Logo URL", "url"],
+  ["primary_color", "Primary colour (#rrggbb)", "text"],
+  ["support_email", "Support e-mail", "email"],
+] as const;
+
 function toForm(s: TenantSettings): Form {
-  const b = (s.branding ?? {}) as Record<string, unknown>;
-  const str = (v: unknown) => (typeof v === "string" ? v : "");
   return {
-    lead_days: s.lead_days === undefined || s.lead_days === null ? "" : String(s.lead_days),
+    release_lead_days: String(s.release_lead_days ?? ""),
     auto_review: Boolean(s.auto_review),
-    display_name: str(s.display_name ?? b.display_name),
-    logo_url: str(s.logo_url ?? b.logo_url),
-    primary_color: str(s.primary_color ?? b.primary_color),
-    support_email: str(s.support_email ?? b.support_email),
+    require_media: Boolean(s.require_media),
+    display_name: s.branding?.display_name ?? "",
+    logo_url: s.branding?.logo_url ?? "",
+    primary_color: s.branding?.primary_color ?? "",
+    support_email: s.branding?.support_email ?? "",
   };
 }
 
-/** The tenant's settings: release lead days, automatic review, and the branding of part 2. */
+/** The tenant's settings: release lead days, automatic review, media required, and the branding of part 2. */
 export default function Settings() {
   const client = useQueryClient();
   const settings = useQuery({ queryKey: ["settings"], queryFn: api.settings });
@@ -36,7 +44,7 @@ export default function Settings() {
     if (settings.data) setForm(toForm(settings.data));
   }, [settings.data]);
   const save = useMutation({
-    mutationFn: (body: Partial<TenantSettings>) => api.patchSettings(body),
+    mutationFn: (body: SettingsPatch) => api.patchSettings(body),
     onSuccess: (s) => client.setQueryData(["settings"], s),
   });
   const set = (key: keyof Form) => (value: string | boolean) =>
@@ -46,24 +54,25 @@ export default function Settings() {
     event.preventDefault();
     if (!form) return;
     const nullable = (v: string) => (v.trim() === "" ? null : v.trim());
+    const days = form.release_lead_days.trim();
     save.mutate({
-      ...(form.lead_days.trim() !== "" ? { lead_days: Number(form.lead_days) } : {}),
+      ...(days !== "" ? { release_lead_days: Number(days) } : {}),
       auto_review: form.auto_review,
-      display_name: nullable(form.display_name),
-      logo_url: nullable(form.logo_url),
-      primary_color: nullable(form.primary_color),
-      support_email: nullable(form.support_email),
+      require_media: form.require_media,
+      branding: {
+        display_name: nullable(form.display_name),
+        logo_url: nullable(form.logo_url),
+        primary_color: nullable(form.primary_color),
+        support_email: nullable(form.support_email),
+      },
     });
   }
-  const fieldError = (param: string) => {
-    const e = save.error as {
-      errors?: { param?: string; message?: string }[];
-      param?: string;
-      message?: string;
-    } | null;
-    const hit = e?.errors?.find((x) => x.param === param) ?? (e?.param === param ? e : undefined);
-    return hit?.message;
+  const fieldError = (param: string): string | undefined => {
+    const e = save.error;
+    if (!(e instanceof ApiError)) return undefined;
+    return e.errors.find((x) => x.param === param)?.message ?? (e.param === param ? e.message : undefined);
   };
+  const errorId = (key: string) => `${ids}-${key}-error`;
 
   return (
     <Page title="Settings" testid="page-settings">
@@ -75,18 +84,22 @@ export default function Settings() {
         <form className="card" onSubmit={submit} data-testid="settings-form" noValidate>
           <h2>Releases</h2>
           <label htmlFor={`${ids}-lead`}>
-            Lead days (days between approval and the earliest release date)
+            Lead days (0–365: days between submission and the earliest release date)
           </label>
           <input
             id={`${ids}-lead`}
             type="number"
             min={0}
-            value={form.lead_days}
-            onChange={(e) => set("lead_days")(e.target.value)}
-            aria-invalid={Boolean(fieldError("lead_days"))}
+            max={365}
+            value={form.release_lead_days}
+            onChange={(e) => set("release_lead_days")(e.target.value)}
+            aria-invalid={Boolean(fieldError("release_lead_days"))}
+            aria-describedby={errorId("release_lead_days")}
             data-testid="settings-lead-days"
           />
-          {fieldError("lead_days") ? <p className="error-text">{fieldError("lead_days")}</p> : null}
+          <p id={errorId("release_lead_days")} className="error-text">
+            {fieldError("release_lead_days") ?? ""}
+          </p>
           <label>
             <input
               type="checkbox"
@@ -96,15 +109,17 @@ export default function Settings() {
             />{" "}
             Approve submitted releases automatically (no review queue)
           </label>
+          <label>
+            <input
+              type="checkbox"
+              checked={form.require_media}
+              onChange={(e) => set("require_media")(e.target.checked)}
+              data-testid="settings-require-media"
+            />{" "}
+            Require the cover and audio before a release can be submitted
+          </label>
           <h2>Branding</h2>
-          {(
-            [
-              ["display_name", "Display name", "text"],
-              ["logo_url", "Logo URL", "url"],
-              ["primary_color", "Primary colour (#rrggbb)", "text"],
-              ["support_email", "Support e-mail", "email"],
-            ] as const
-          ).map(([key, label, type]) => (
+          {BRANDING.map(([key, label, type]) => (
             <div key={key}>
               <label htmlFor={`${ids}-${key}`}>{label}</label>
               <input
@@ -112,10 +127,13 @@ export default function Settings() {
                 type={type}
                 value={form[key]}
                 onChange={(e) => set(key)(e.target.value)}
-                aria-invalid={Boolean(fieldError(key))}
+                aria-invalid={Boolean(fieldError(`branding.${key}`))}
+                aria-describedby={errorId(key)}
                 data-testid={`settings-${key.replace(/_/g, "-")}`}
               />
-              {fieldError(key) ? <p className="error-text">{fieldError(key)}</p> : null}
+              <p id={errorId(key)} className="error-text">
+                {fieldError(`branding.${key}`) ?? ""}
+              </p>
             </div>
           ))}
           <button type="submit" className="primary" disabled={save.isPending} data-testid="settings-save">
@@ -123,7 +141,7 @@ export default function Settings() {
           </button>
           {save.isSuccess ? (
             <p role="status" data-testid="settings-saved">
-              Saved.
+              Saved <When at={save.data.updated_at} />.
             </p>
           ) : null}
           {save.isError ? <ErrorState error={save.error} /> : null}

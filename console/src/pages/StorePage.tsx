@@ -1,35 +1,38 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/admin.ts";
-import { ApiError } from "../api/errors.ts";
 import type { AdminMe } from "../api/types.ts";
 import { isPlatformAdmin } from "../roles.ts";
 import { Link } from "../router.tsx";
 import { ErrorState, Fields, Loading, Page } from "../ui/common.tsx";
 
 /**
- * A store and its adapter's settings. Platform admins edit them (PATCH /stores/{id}); secrets are
- * write-only: the server never sends them back, so a secret field is empty unless you replace it.
+ * A store and its adapter's settings. Platform admins edit them (PATCH /stores/{code}).
+ * Credentials are write-only: the server lists where they are set, never their values; a
+ * credential left out of the JSON keeps its stored value, one set to null is removed.
  */
-export default function StorePage({ id }: { id: string }) {
+export default function StorePage({ id: code }: { id: string }) {
   const client = useQueryClient();
   const me = useQuery<AdminMe>({ queryKey: ["me"], queryFn: api.me, staleTime: 60_000 });
-  const store = useQuery({ queryKey: ["store", id], queryFn: () => api.store(id) });
+  const store = useQuery({ queryKey: ["store", code], queryFn: () => api.store(code) });
   const canEdit = isPlatformAdmin(me.data);
-  const [text, setText] = useState("");
+  const [name, setName] = useState("");
   const [enabled, setEnabled] = useState(true);
+  const [offersOac, setOffersOac] = useState(false);
+  const [text, setText] = useState("");
   const [parseError, setParseError] = useState<string | null>(null);
   const ids = useId();
   useEffect(() => {
-    if (store.data) {
-      setText(JSON.stringify(store.data.settings ?? {}, null, 2));
-      setEnabled(store.data.enabled !== false);
-    }
+    if (!store.data) return;
+    setName(store.data.name ?? "");
+    setEnabled(store.data.enabled !== false);
+    setOffersOac(Boolean(store.data.offers_oac));
+    setText(JSON.stringify(store.data.settings ?? {}, null, 2));
   }, [store.data]);
   const save = useMutation({
-    mutationFn: (body: Record<string, unknown>) => api.patchStore(id, body),
+    mutationFn: (body: Record<string, unknown>) => api.patchStore(code, body),
     onSuccess: (s) => {
-      client.setQueryData(["store", id], s);
+      client.setQueryData(["store", code], s);
       void client.invalidateQueries({ queryKey: ["stores"] });
     },
   });
@@ -43,12 +46,12 @@ export default function StorePage({ id }: { id: string }) {
       setParseError(`The settings are not valid JSON: ${(e as Error).message}`);
       return;
     }
-    save.mutate({ enabled, settings });
+    save.mutate({ name: name.trim(), enabled, offers_oac: offersOac, settings });
   }
   const s = store.data;
   return (
     <Page
-      title={s ? `Store: ${s.name ?? s.code ?? s.id}` : "Store"}
+      title={s ? `Store: ${s.name ?? s.code}` : "Store"}
       testid="page-store"
       actions={
         <Link to="/stores" className="button-link">
@@ -64,12 +67,35 @@ export default function StorePage({ id }: { id: string }) {
         <div className="grid">
           <section className="card" aria-labelledby="s-h">
             <h2 id="s-h">Store</h2>
-            <Fields record={s} omit={["settings"]} />
+            <Fields record={s} omit={["settings", "credentials"]} />
+            {s.credentials ? (
+              <>
+                <h2>Credentials set</h2>
+                {s.credentials.length === 0 ? (
+                  <p className="muted">none</p>
+                ) : (
+                  <ul data-testid="store-credentials">
+                    {s.credentials.map((c) => (
+                      <li key={c}>
+                        <code>{c}</code> <span className="muted">(write-only)</span>
+                      </li>
+                    ))}
+                  </ul>
+                )}
+              </>
+            ) : null}
           </section>
           <section className="card" aria-labelledby="set-h">
             <h2 id="set-h">Adapter settings</h2>
             {canEdit ? (
               <form onSubmit={submit} data-testid="store-settings-form">
+                <label htmlFor={`${ids}-name`}>Name</label>
+                <input
+                  id={`${ids}-name`}
+                  value={name}
+                  onChange={(e) => setName(e.target.value)}
+                  data-testid="store-name"
+                />
                 <label>
                   <input
                     type="checkbox"
@@ -79,13 +105,28 @@ export default function StorePage({ id }: { id: string }) {
                   />{" "}
                   Enabled
                 </label>
-                <label htmlFor={`${ids}-json`}>Settings (JSON; secrets are write-only and shown empty)</label>
+                <label>
+                  <input
+                    type="checkbox"
+                    checked={offersOac}
+                    onChange={(e) => setOffersOac(e.target.checked)}
+                    data-testid="store-offers-oac"
+                  />{" "}
+                  Offers Official Artist Channels
+                </label>
+                <label htmlFor={`${ids}-json`}>Settings (JSON)</label>
+                <p className="help" id={`${ids}-json-help`}>
+                  {'{"adapter": "sandbox" | "ddex", "sandbox": {…}, "ddex": {…}}'}. Credentials are
+                  write-only: leave one out to keep it, set it to null to remove it, give a value to replace
+                  it.
+                </p>
                 <textarea
                   id={`${ids}-json`}
                   rows={12}
                   value={text}
                   onChange={(e) => setText(e.target.value)}
                   spellCheck={false}
+                  aria-describedby={`${ids}-json-help`}
                   data-testid="store-settings"
                 />
                 {parseError ? (
@@ -101,24 +142,12 @@ export default function StorePage({ id }: { id: string }) {
                     Saved.
                   </p>
                 ) : null}
-                {save.isError ? (
-                  <ErrorState
-                    error={
-                      save.error instanceof ApiError && save.error.errors.length > 0
-                        ? new ApiError(
-                            save.error.status,
-                            save.error.code,
-                            save.error.errors.map((e) => `${e.param}: ${e.message}`).join("; "),
-                          )
-                        : save.error
-                    }
-                  />
-                ) : null}
+                {save.isError ? <ErrorState error={save.error} /> : null}
               </form>
             ) : (
               <>
                 <p className="help">Only platform admins change a store's settings.</p>
-                <Fields record={(s.settings ?? {}) as Record<string, unknown>} />
+                {s.settings ? <Fields record={s.settings} /> : null}
               </>
             )}
           </section>

@@ -1,52 +1,52 @@
+import { useQuery } from "@tanstack/react-query";
 import { api } from "../api/admin.ts";
-import type { Store } from "../api/types.ts";
 import { Link } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager } from "../ui/common.tsx";
-import { useCursorPage } from "../ui/paging.ts";
+import { Empty, ErrorState, Loading, Page } from "../ui/common.tsx";
 
-/** The installation's stores (platform admins configure them; a tenant's operators read them). */
+/** The installation's stores, in display order (platform admins configure them; operators read them). */
 export default function Stores() {
-  const page = useCursorPage<Store>("stores", api.stores, {}, 100);
+  const stores = useQuery({ queryKey: ["stores"], queryFn: api.stores });
   return (
     <Page title="Stores" testid="page-stores">
-      {page.isPending ? (
+      {stores.isPending ? (
         <Loading />
-      ) : page.isError ? (
-        <ErrorState error={page.error} onRetry={() => page.refetch()} />
-      ) : page.rows.length === 0 ? (
+      ) : stores.isError ? (
+        <ErrorState error={stores.error} onRetry={() => stores.refetch()} />
+      ) : stores.data.data.length === 0 ? (
         <Empty>No stores.</Empty>
       ) : (
-        <>
-          <div className="table-wrap">
-            <table data-testid="stores-table">
-              <thead>
-                <tr>
-                  <th scope="col">Store</th>
-                  <th scope="col">Code</th>
-                  <th scope="col">Adapter</th>
-                  <th scope="col">Enabled</th>
+        <div className="table-wrap">
+          <table data-testid="stores-table">
+            <thead>
+              <tr>
+                <th scope="col">Store</th>
+                <th scope="col">Code</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Adapter</th>
+                <th scope="col">Enabled</th>
+                <th scope="col">OAC</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stores.data.data.map((s) => (
+                <tr key={s.code} data-testid="store-row" data-store-code={s.code}>
+                  <td>
+                    <Link to={`/stores/${encodeURIComponent(s.code)}`} data-testid="store-open">
+                      {s.name ?? s.code}
+                    </Link>
+                  </td>
+                  <td>
+                    <code>{s.code}</code>
+                  </td>
+                  <td>{s.kind ?? "—"}</td>
+                  <td>{s.adapter ?? "—"}</td>
+                  <td>{s.enabled === undefined ? "—" : s.enabled ? "yes" : "no"}</td>
+                  <td>{s.offers_oac === undefined ? "—" : s.offers_oac ? "yes" : "no"}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {page.rows.map((s) => (
-                  <tr key={s.id} data-testid="store-row" data-store-id={s.id}>
-                    <td>
-                      <Link to={`/stores/${s.id}`} data-testid="store-open">
-                        {s.name ?? s.code ?? s.id}
-                      </Link>
-                    </td>
-                    <td>
-                      <code>{s.code ?? "—"}</code>
-                    </td>
-                    <td>{s.adapter ?? "—"}</td>
-                    <td>{s.enabled === undefined ? "—" : s.enabled ? "yes" : "no"}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <Pager {...page.pager} />
-        </>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </Page>
   );
