@@ -53,6 +53,8 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
   let pageErrors: string[];
   let phone: (BrowserContext & { offsite: string[] }) | undefined;
   let phonePage: Page | undefined;
+  let phoneState = "";
+  let phoneErrors: string[] = [];
   let releaseId: string;
   const nextIsrc = isrcs("QZCON");
   const api = () => publicApi(stack.url, world.apiKey);
@@ -103,13 +105,27 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     await settle(page);
     await screenshot(page, label, "desktop");
     await assertAccessible(page, `${name} (desktop)`);
-    if (!phone) {
-      phone = await newContext(browser, "phone", stack.url, await desktop.storageState());
+    // The phone is signed in as the desktop is: a new phone context whenever that changes.
+    const state = await desktop.storageState();
+    if (!phone || JSON.stringify(state) !== phoneState) {
+      if (phone) {
+        assertNoOffsite(phone);
+        await phone.close();
+      }
+      phone = await newContext(browser, "phone", stack.url, state);
+      phoneState = JSON.stringify(state);
       phonePage = await phone.newPage();
+      phoneErrors = watchPageErrors(phonePage);
     }
     const p = phonePage as Page;
     await p.goto(page.url());
-    await p.locator(tid(testid)).waitFor();
+    await p
+      .locator(tid(testid))
+      .waitFor()
+      .catch(async (e: unknown) => {
+        await screenshot(p, `${label}-FAILED`, "phone");
+        throw e;
+      });
     await settle(p);
     await screenshot(p, label, "phone" satisfies Device);
     await assertAccessible(p, `${name} (phone)`);
@@ -408,10 +424,12 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
       await p.locator(tid("page-forbidden")).waitFor();
       await p.locator(tid("sign-out")).click();
       await p.locator(tid("page-sign-in")).waitFor();
-      const stored = await p.evaluate(
-        () => (globalThis as unknown as { localStorage: { length: number } }).localStorage.length,
+      const stored = await p.evaluate(() =>
+        (
+          globalThis as unknown as { localStorage: { getItem(k: string): string | null } }
+        ).localStorage.getItem("backline-console-session"),
       );
-      assert.equal(stored, 0, "nothing of the session is left in the browser");
+      assert.equal(stored, null, "nothing of the session is left in the browser");
     } finally {
       await context.close();
     }
@@ -460,5 +478,6 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
     assertNoOffsite(desktop);
     if (phone) assertNoOffsite(phone);
     assert.deepEqual(pageErrors, []);
+    assert.deepEqual(phoneErrors, []);
   });
 });

@@ -14,7 +14,10 @@ export const QUEUE_READY = tid("review-row");
 export async function chooseTenant(page: Page, slug: string): Promise<void> {
   await page.locator(tid("page-sign-in")).waitFor();
   await page.locator(tid("signin-tenant")).fill(slug);
-  await page.locator(tid("signin-tenant-name")).filter({ hasText: `(${slug})` }).waitFor();
+  await page
+    .locator(tid("signin-tenant-name"))
+    .filter({ hasText: `(${slug})` })
+    .waitFor();
 }
 
 export async function signInWithPassword(
