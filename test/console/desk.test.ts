@@ -90,7 +90,15 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
         t.skip(`an earlier step failed: ${missing.join(", ")}`);
         return;
       }
-      await fn();
+      try {
+        await fn();
+      } catch (e) {
+        // What the desktop showed when the step failed, beside the other screenshots.
+        await screenshot(page, `FAILED-${name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60)}`, "desktop").catch(
+          () => undefined,
+        );
+        throw e;
+      }
       if (order.gives) done.add(order.gives);
     });
   }
@@ -223,7 +231,8 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
         .locator(`${tid("review-row")}[data-release-id="${releaseId}"] ${tid("review-open")}`)
         .click();
       await page.locator(tid("page-review")).waitFor();
-      assert.match(await page.getByRole("heading", { level: 1 }).innerText(), /Night Drive/);
+      // The heading names the release once it has loaded.
+      await page.getByRole("heading", { level: 1, name: /Night Drive/ }).waitFor();
       // The cover is a real image that loaded from its signed URL.
       const cover = page.locator(tid("review-cover-image"));
       await cover.waitFor();
@@ -318,13 +327,24 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
       await page.locator(tid("nav-deliveries")).click();
       await page.locator(tid("page-deliveries")).waitFor();
       await settle(page);
-      const rows = page.locator(`${tid("delivery-row")}[data-release-id="${releaseId}"]`);
-      await rows.first().waitFor();
-      assert.ok((await rows.count()) >= 1);
-      for (const text of await rows.allInnerTexts()) assert.match(text, /live/);
       await record("deliveries", "page-deliveries");
+      // Filtered to the release: one delivery per store, each live.
+      await page.locator(tid("deliveries-filter-release")).fill(releaseId);
+      await page.locator(tid("deliveries-filter-release")).press("Enter");
+      await page.waitForURL((u) => u.searchParams.get("release_id") === releaseId);
+      await settle(page);
+      const rows = page.locator(tid("delivery-row"));
+      await rows.first().waitFor();
+      const statuses = await rows.evaluateAll((els) =>
+        els.map((el) => (el as unknown as { dataset: { status?: string } }).dataset.status),
+      );
+      const live = (await releaseStatus()).stores as Obj[];
+      assert.equal(statuses.length, live.length, `one row per store: ${JSON.stringify(statuses)}`);
+      for (const status of statuses) assert.equal(status, "live");
       await rows.first().locator(tid("delivery-open")).click();
       await page.locator(tid("page-delivery")).waitFor();
+      await page.locator(tid("delivery-history")).waitFor();
+      assert.ok((await page.locator(tid("delivery-history-row")).count()) >= 1, "the delivery's history");
       await record("delivery", "page-delivery");
     },
   );
@@ -455,6 +475,15 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
         },
       );
       await p.goto((match[1] as string).replace(/&amp;/g, "&"));
+      // The link signs in; a recovery link (the mail the console sends while the server has no
+      // /auth/v1/otp) first offers to choose a password, which can be skipped.
+      const landed = p.locator(`${tid("page-set-password")}, ${tid("page-review-queue")}`).first();
+      await landed.waitFor();
+      if ((await landed.getAttribute("data-testid")) === "page-set-password") {
+        await screenshot(p, "30-set-password", "desktop");
+        await assertAccessible(p, "set password");
+        await p.locator(tid("password-skip")).click();
+      }
       await p.locator(tid("page-review-queue")).waitFor();
       assert.match(await p.locator(tid("user-email")).innerText(), /desk@nightowl\.example/);
     } finally {
