@@ -302,7 +302,9 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
       expectStatus(await a("POST", `/releases/${releaseId}/submit`), 200);
       await waitForStatus("in_review");
 
-      await page.locator(tid("nav-reviews")).click();
+      // The reviewer opens the queue anew (the page shows the list it loaded seconds ago until
+      // that is stale).
+      await page.goto(`${stack.url}/console/reviews`);
       await page.locator(tid("page-review-queue")).waitFor();
       const row = page.locator(`${tid("review-row")}[data-release-id="${releaseId}"]`);
       await row.waitFor();
