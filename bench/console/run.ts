@@ -112,12 +112,15 @@ try {
   const cold: number[] = [];
   const warm: number[] = [];
   const coldApi: number[] = [];
+  const coldApiStart: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const context = await newContext(browser, "desktop", origin, state);
     const page = await context.newPage();
     await page.goto(`${stack.url}/console/reviews`, { waitUntil: "commit" });
     cold.push(await readyAt(page));
-    coldApi.push(await apiDoneAt(page));
+    const span = await apiSpan(page);
+    coldApi.push(span.end);
+    coldApiStart.push(span.start);
     for (let j = 0; j < 2; j++) {
       await page.reload({ waitUntil: "commit" });
       warm.push(await readyAt(page));
@@ -168,7 +171,12 @@ try {
       files: [...queueLoad.js.files, ...queueLoad.css.files],
     },
     queue_interactive_ms: { cold_median: median(cold), warm_median: median(warm), cold, warm },
-    cold_api_answers_done_ms: { median: median(coldApi), all: coldApi },
+    cold_api_ms: {
+      first_request_median: median(coldApiStart),
+      last_answer_median: median(coldApi),
+      first_request: coldApiStart,
+      last_answer: coldApi,
+    },
     admin_reviews_first_page_ms: { median: median(api), all: api.map((x) => Math.round(x)) },
   };
   console.log(JSON.stringify(results, null, 2));
@@ -178,7 +186,7 @@ try {
       `first page (/console/, sign-in): JS ${kb(signInLoad.js.gz)} gzipped (${kb(signInLoad.js.raw)} raw), CSS ${kb(signInLoad.css.gz)} gzipped; goal < 250 KB JS`,
       `review queue adds: JS ${kb(queueLoad.js.gz)} gzipped, CSS ${kb(queueLoad.css.gz)} gzipped`,
       `review queue interactive at ${RELEASES} releases: cold ${median(cold).toFixed(0)} ms, warm ${median(warm).toFixed(0)} ms (median of ${cold.length} / ${warm.length}); goal < 1000 ms`,
-      `  of which the page's /admin/v1 answers were all in at (cold, median) ${median(coldApi).toFixed(0)} ms`,
+      `  cold: the page's first /admin/v1 request left at ${median(coldApiStart).toFixed(0)} ms, its last answer was in at ${median(coldApi).toFixed(0)} ms (medians)`,
       `GET /admin/v1/reviews?limit=50: median ${median(api).toFixed(1)} ms`,
     ].join("\n"),
   );
@@ -203,16 +211,18 @@ async function readyAt(page: Page): Promise<number> {
   return Math.round((await handle.jsonValue()) as number);
 }
 
-/** When, from the navigation's start, the page's last /admin/v1 answer had arrived (ms). */
-async function apiDoneAt(page: Page): Promise<number> {
+/** When, from the navigation's start, the page's first /admin/v1 request left and its last answer arrived (ms). */
+async function apiSpan(page: Page): Promise<{ start: number; end: number }> {
   return page.evaluate(() => {
     const g = globalThis as unknown as {
-      performance: { getEntriesByType(t: string): { name: string; responseEnd: number }[] };
+      performance: {
+        getEntriesByType(t: string): { name: string; startTime: number; responseEnd: number }[];
+      };
     };
-    const ends = g.performance
-      .getEntriesByType("resource")
-      .filter((e) => e.name.includes("/admin/v1/"))
-      .map((e) => e.responseEnd);
-    return Math.round(Math.max(0, ...ends));
+    const api = g.performance.getEntriesByType("resource").filter((e) => e.name.includes("/admin/v1/"));
+    return {
+      start: Math.round(Math.min(...api.map((e) => e.startTime))),
+      end: Math.round(Math.max(0, ...api.map((e) => e.responseEnd))),
+    };
   });
 }
