@@ -1,4 +1,4 @@
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import { lazy, type ReactNode, Suspense, useEffect, useState, useSyncExternalStore } from "react";
 import { api } from "./api/admin.ts";
 import { signOut } from "./api/auth.ts";
@@ -67,12 +67,6 @@ const NAV: { to: string; label: string; role: Role }[] = [
 export function App() {
   const session = useSyncExternalStore(subscribe, getSession);
   const { path } = useLocation();
-  const client = useQueryClient();
-
-  // Signing out (here or in another tab) forgets every answer of the previous user.
-  useEffect(() => {
-    if (!session) client.clear();
-  }, [session, client]);
 
   // A mailed link lands here with the session in the fragment (#access_token=…), on any console path.
   if (path === "/auth/callback" || /(^#|&)(access_token|error_description)=/.test(location.hash))

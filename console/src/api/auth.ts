@@ -87,7 +87,8 @@ export async function signInWithPassword(tenant: TenantConfig, email: string, pa
  * (its link and code sign the user in too). Returns the verify type the code is for.
  */
 export async function sendSignInCode(tenant: TenantConfig, email: string): Promise<string> {
-  const redirect = `${location.origin}/console/auth/callback`;
+  // The link lands back here, on this tenant, as a sign-in (not a password reset).
+  const redirect = `${location.origin}/console/auth/callback?tenant=${encodeURIComponent(tenant.slug)}&via=code`;
   try {
     await gotrue(tenant, `/otp?redirect_to=${encodeURIComponent(redirect)}`, {
       method: "POST",
@@ -190,6 +191,12 @@ export async function signOut(): Promise<void> {
     } catch {
       // Signed out here whatever the server says (an expired token is signed out already).
     }
+  }
+  // Nothing of the session stays in the browser: the tenant last used is forgotten too.
+  try {
+    localStorage.removeItem(LAST_TENANT);
+  } catch {
+    // No storage.
   }
   setSession(null);
 }

@@ -9,12 +9,15 @@ export function AuthCallback() {
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     const hash = location.hash;
-    const slug = new URLSearchParams(location.search).get("tenant") ?? lastTenantSlug();
+    const query = new URLSearchParams(location.search);
+    const slug = query.get("tenant") ?? lastTenantSlug();
+    const via = query.get("via");
     loadTenantConfig(slug)
       .then((tenant) => {
         const result = sessionFromFragment(tenant, hash);
         if ("error" in result) setError(result.error);
-        else if (result.type === "invite" || result.type === "recovery")
+        // An invitation (or a password reset not asked for by the console's code sign-in): choose a password.
+        else if (result.type === "invite" || (result.type === "recovery" && via !== "code"))
           navigate("/password", { replace: true });
         else {
           const here = location.pathname.replace(/^\/console/, "") || "/";

@@ -109,7 +109,13 @@ export default function Deliveries() {
               </thead>
               <tbody>
                 {page.rows.map((d) => (
-                  <tr key={d.id} data-testid="delivery-row" data-delivery-id={d.id} data-status={d.status}>
+                  <tr
+                    key={d.id}
+                    data-testid="delivery-row"
+                    data-delivery-id={d.id}
+                    data-release-id={d.release?.id}
+                    data-status={d.status}
+                  >
                     <td>
                       <Link to={`/deliveries/${d.id}`} data-testid="delivery-open">
                         {d.release?.title ?? d.release?.id ?? d.id}

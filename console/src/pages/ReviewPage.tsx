@@ -86,9 +86,12 @@ export default function ReviewPage({ id }: { id: string }) {
   useEffect(() => setDone(null), [id]);
 
   const r = release.data;
+  // While the release loads, its title from the queue's row (already in the cache).
+  const queued = queue.data?.data.find((row) => row.id === id);
+  const title = r?.title ?? queued?.title;
   return (
     <Page
-      title={r ? `Review: ${r.title}` : "Review"}
+      title={title ? `Review: ${title}` : "Review"}
       testid="page-review"
       actions={
         <>

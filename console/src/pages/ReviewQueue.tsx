@@ -6,7 +6,7 @@ import { useCursorPage } from "../ui/paging.ts";
 
 /** The releases waiting for review, oldest first, with the queue's counts. */
 export function ReviewQueue() {
-  const page = useCursorPage<QueuedRelease, ReviewPage>("reviews", api.reviews, {}, 50);
+  const page = useCursorPage<QueuedRelease, ReviewPage>("reviews", api.reviews, {}, 50, 30_000);
   const counts = page.data?.counts;
   return (
     <Page title="Review queue" testid="page-review-queue">

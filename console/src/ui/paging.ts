@@ -12,6 +12,7 @@ export function useCursorPage<T extends { id: string }, P extends Page<T> = Page
   fetchPage: (params: Params) => Promise<P>,
   filters: Params = {},
   limit = 50,
+  refetchInterval: number | false = false,
 ) {
   const [cursors, setCursors] = useState<string[]>([]);
   const filterKey = JSON.stringify(filters);
@@ -22,6 +23,7 @@ export function useCursorPage<T extends { id: string }, P extends Page<T> = Page
     queryKey: [key, filters, after ?? null, limit],
     queryFn: () => fetchPage({ ...filters, limit, starting_after: after }),
     placeholderData: keepPreviousData,
+    refetchInterval,
   });
   const rows = result.data?.data ?? [];
   return {
