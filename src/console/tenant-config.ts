@@ -22,16 +22,35 @@ export interface TenantConfigOptions {
 }
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+// A tenant found is answered from memory for this long (a rotated key or a renamed tenant shows
+// within it, as the tenant directory's cache does); the map is bounded.
+const TTL_MS = 10_000;
+const MAX_ENTRIES = 1000;
+
+interface TenantConfig {
+  id: string;
+  slug: string;
+  name: string;
+  anon_key: string;
+  url: string;
+}
 
 export async function tenantConfigRoutes(app: FastifyInstance, options: TenantConfigOptions): Promise<void> {
   const { db, publicUrl, defaultTenant } = options;
-  app.get("/console/tenant.json", async (request, reply) => {
-    const query = (request.query ?? {}) as Record<string, unknown>;
-    const given = query.slug;
-    if (given !== undefined && (typeof given !== "string" || !SLUG.test(given))) {
-      throw new HttpError(400, "invalid_request", "slug must be a tenant's slug (a-z, 0-9 and -).", "slug");
+  const cache = new Map<string, { value: TenantConfig; until: number }>();
+  const lookup = async (slug: string | undefined): Promise<TenantConfig | undefined> => {
+    const key = slug ?? "";
+    const hit = cache.get(key);
+    if (hit && hit.until > Date.now()) return hit.value;
+    const value = await find(slug);
+    // Only tenants found are kept: a tenant made a moment ago is found at once.
+    if (value) {
+      if (cache.size >= MAX_ENTRIES) cache.clear();
+      cache.set(key, { value, until: Date.now() + TTL_MS });
     }
-    const slug = (given as string | undefined) ?? defaultTenant;
+    return value;
+  };
+  const find = async (slug: string | undefined): Promise<TenantConfig | undefined> => {
     const tenant = await db.asService(
       async (tx) =>
         (
@@ -46,7 +65,18 @@ export async function tenantConfigRoutes(app: FastifyInstance, options: TenantCo
       { readOnly: true },
     );
     const keys = tenant ? await getTenantKeys(db, tenant.id) : undefined;
-    if (!tenant || !keys) {
+    return tenant && keys ? { ...tenant, anon_key: keys.anon_key, url: publicUrl } : undefined;
+  };
+
+  app.get("/console/tenant.json", async (request, reply) => {
+    const query = (request.query ?? {}) as Record<string, unknown>;
+    const given = query.slug;
+    if (given !== undefined && (typeof given !== "string" || !SLUG.test(given))) {
+      throw new HttpError(400, "invalid_request", "slug must be a tenant's slug (a-z, 0-9 and -).", "slug");
+    }
+    const slug = (given as string | undefined) ?? defaultTenant;
+    const found = await lookup(slug);
+    if (!found) {
       throw new HttpError(
         404,
         "not_found",
@@ -58,6 +88,6 @@ export async function tenantConfigRoutes(app: FastifyInstance, options: TenantCo
     }
     // A rotated key must reach browsers soon; the answer is cheap.
     reply.header("cache-control", "no-cache");
-    return { id: tenant.id, slug: tenant.slug, name: tenant.name, anon_key: keys.anon_key, url: publicUrl };
+    return found;
   });
 }

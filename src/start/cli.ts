@@ -24,6 +24,7 @@ import { findImport, ImportError, importRoyalties, listImports } from "../royalt
 import { progressBar, progressJson, reportText, resultJson, resultText } from "../royalties/operator.ts";
 import { VoidError, voidImport } from "../royalties/void.ts";
 import { rotateMasterKey } from "../secrets/at-rest.ts";
+import { ensureDevTenant } from "../tenancy/dev-tenant.ts";
 import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
 import {
   addStaff,
@@ -1087,6 +1088,10 @@ staff
       userTenant?: string;
     }) => {
       await withDb(async (db, config) => {
+        // `--tenant dev` before the first `npm start`: the development tenant is made here, as the server would.
+        if (opts.tenant === "dev" && config.devTenant) {
+          await ensureDevTenant(db, { dataDir: config.dataDir, url: config.publicUrl });
+        }
         const mailer = new Mailer(db, { smtpUrl: config.mail.smtpUrl, from: config.mail.from });
         try {
           const result = await addStaff(db, opts, {

@@ -50,49 +50,62 @@ as $$
     then auth.jwt() -> 'staff_caller' else auth.jwt() end
 $$;
 
--- The caller's staff role for `target` ('reviewer' | 'operator' | 'admin', or null): a tenant's
--- service-role key is its own tenant's admin; a signed-in user (a token with a sub, not a
--- public-API key) has the highest of their staff rows for that tenant and their platform row,
--- while their user row exists in the token's tenant, is not deleted nor banned, and its e-mail
--- address is proven (a link or code mailed to it was used: migration 0015). A row made for an
--- address before its owner proved it gives nothing until then: proof before power. Read from
--- the table on every call, so a removed row takes effect at once. STABLE: in a policy, wrapped
--- in (select ...), it runs once per statement.
+-- The caller's staff roles: on `target` (its tenant row or the platform row, the higher; null
+-- target: platform rows only) and on the platform. A tenant's service-role key is its own
+-- tenant's admin and never platform staff; a signed-in user (a token with a sub, not a public-API
+-- key) has their staff rows while their user row exists in the token's tenant, is not deleted
+-- nor banned, and its e-mail address is proven (a link or code mailed to it was used: migration
+-- 0015). A row made for an address before its owner proved it gives nothing until then: proof
+-- before power. Read from the table on every call, so a removed row takes effect at once.
+-- PL/pgSQL so that its one query's plan is kept for the session: it runs first in every operator
+-- transaction of an /admin/v1 request.
+create function internal.caller_staff(target uuid, out tenant_role text, out platform_role text)
+language plpgsql stable security definer set search_path = ''
+as $$
+declare
+  claims jsonb := auth.staff_caller();
+  sub uuid;
+begin
+  if claims ->> 'role' = 'tenant_service' then
+    if target is not null and claims ->> 'tenant_id' = target::text then
+      tenant_role := 'admin';
+    end if;
+    return;
+  end if;
+  if claims ->> 'role' is distinct from 'authenticated' or claims ? 'account_id' then
+    return;
+  end if;
+  begin
+    sub := nullif(claims ->> 'sub', '')::uuid;
+  exception when invalid_text_representation then
+    return;
+  end;
+  if sub is null then
+    return;
+  end if;
+  select (array_agg(s.role order by internal.staff_rank(s.role) desc))[1],
+         (array_agg(s.role) filter (where s.tenant_id is null))[1]
+    into tenant_role, platform_role
+  from internal.staff s
+    join internal.users u on u.id = s.user_id
+  where s.user_id = sub
+    and u.tenant_id::text = claims ->> 'tenant_id'
+    and u.email_proven_at is not null and u.deleted_at is null
+    and (u.banned_until is null or u.banned_until <= now())
+    and (s.tenant_id = target or s.tenant_id is null);
+end
+$$;
+
+-- The caller's staff role on `target` ('reviewer' | 'operator' | 'admin', or null). STABLE: in a
+-- policy, wrapped in (select ...), it runs once per statement.
 create function auth.staff_role(target uuid) returns text
 language sql stable security definer set search_path = ''
-as $$
-  with c as (select auth.staff_caller() as claims)
-  select case
-    when target is null then null
-    when c.claims ->> 'role' = 'tenant_service' then
-      case when c.claims ->> 'tenant_id' = target::text then 'admin' end
-    when c.claims ->> 'role' = 'authenticated' and not (c.claims ? 'account_id') and (c.claims ->> 'sub') is not null then (
-      select s.role from internal.staff s
-        join internal.users u on u.id = s.user_id
-      where s.user_id = nullif(c.claims ->> 'sub', '')::uuid
-        and u.tenant_id = nullif(c.claims ->> 'tenant_id', '')::uuid
-        and u.email_proven_at is not null and u.deleted_at is null
-        and (u.banned_until is null or u.banned_until <= now())
-        and (s.tenant_id = target or s.tenant_id is null)
-      order by internal.staff_rank(s.role) desc limit 1)
-  end
-  from c
-$$;
+as $$ select case when target is not null then (select c.tenant_role from internal.caller_staff(target) c) end $$;
 
 -- The caller's platform staff role (from a platform row only), or null.
 create function auth.platform_staff_role() returns text
 language sql stable security definer set search_path = ''
-as $$
-  with c as (select auth.staff_caller() as claims)
-  select s.role from c, internal.staff s
-    join internal.users u on u.id = s.user_id
-  where c.claims ->> 'role' = 'authenticated' and not (c.claims ? 'account_id')
-    and s.user_id = nullif(c.claims ->> 'sub', '')::uuid
-    and u.tenant_id = nullif(c.claims ->> 'tenant_id', '')::uuid
-    and u.email_proven_at is not null and u.deleted_at is null
-        and (u.banned_until is null or u.banned_until <= now())
-    and s.tenant_id is null
-$$;
+as $$ select c.platform_role from internal.caller_staff(null) c $$;
 
 -- Whether the caller holds `need` on `target`: 'reviewer' | 'operator' | 'admin' on that tenant,
 -- or 'platform' (platform staff with role admin: the installation's stores).
@@ -100,9 +113,10 @@ create function auth.has_staff_role(target uuid, need text) returns boolean
 language sql stable security definer set search_path = ''
 as $$
   select case
-    when need = 'platform' then coalesce(auth.platform_staff_role() = 'admin', false)
-    else coalesce(internal.staff_rank(auth.staff_role(target)) >= internal.staff_rank(need), false)
+    when need = 'platform' then coalesce(c.platform_role = 'admin', false)
+    else coalesce(internal.staff_rank(c.tenant_role) >= internal.staff_rank(need), false)
   end
+  from internal.caller_staff(target) c
 $$;
 
 -- The database's check for an operator act: raises 42501 (HTTP 403) unless the caller holds
@@ -112,21 +126,26 @@ create function internal.require_staff(target uuid, need text) returns void
 language plpgsql stable security definer set search_path = ''
 as $$
 declare
-  held text := auth.staff_role(target);
+  held record;
 begin
-  if need not in ('reviewer', 'operator', 'admin', 'platform') then
+  if need is null or need not in ('reviewer', 'operator', 'admin', 'platform') then
     raise exception 'unknown staff role %', need using errcode = '22023';
   end if;
-  if auth.has_staff_role(target, need) then
+  select * into held from internal.caller_staff(target);
+  if need = 'platform' then
+    if held.platform_role = 'admin' then
+      return;
+    end if;
+  elsif internal.staff_rank(held.tenant_role) >= internal.staff_rank(need) then
     return;
   end if;
-  if held is null and (need <> 'platform' or auth.platform_staff_role() is null) then
+  if held.tenant_role is null and held.platform_role is null then
     raise exception using errcode = '42501', hint = 'not_staff',
       message = format('the caller is not staff of tenant %s', target);
   end if;
   raise exception using errcode = '42501', hint = 'insufficient_role',
     message = format('this needs the staff role %s; the caller has %s', need,
-      coalesce(case when need = 'platform' then auth.platform_staff_role() end, held));
+      coalesce(case when need = 'platform' then held.platform_role end, held.tenant_role, 'none'));
 end
 $$;
 
@@ -149,11 +168,12 @@ as $$
   order by x.name, x.id
 $$;
 
-revoke all on function auth.staff_role(uuid), auth.platform_staff_role(), auth.has_staff_role(uuid, text),
-  auth.staff_tenants(), internal.require_staff(uuid, text) from public;
+revoke all on function internal.caller_staff(uuid), auth.staff_role(uuid), auth.platform_staff_role(),
+  auth.has_staff_role(uuid, text), auth.staff_tenants(), internal.require_staff(uuid, text) from public;
 grant execute on function auth.staff_role(uuid), auth.platform_staff_role(), auth.has_staff_role(uuid, text),
   auth.staff_tenants() to authenticated, tenant_service, service_role;
-grant execute on function internal.require_staff(uuid, text) to authenticated, tenant_service, service_role;
+grant execute on function internal.caller_staff(uuid), internal.require_staff(uuid, text)
+  to authenticated, tenant_service, service_role;
 
 -- What staff read through /rest/v1 (and any query made as them): every row of their tenant that
 -- their role covers, in the tenant of their token (the interface a tenant's apikey opens is that
