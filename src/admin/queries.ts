@@ -44,6 +44,75 @@ function releaseRef(r: ReleaseRefRow) {
   };
 }
 
+const JOB_COLUMNS = `j.id::text as id, j.kind, j.status, j.payload, j.attempts, j.max_attempts, j.run_at, j.last_error,
+  j.created_at, j.updated_at, j.finished_at`;
+
+/** The review queue's page: $1 tenant, $2 whether after a cursor, $3 its submitted_at, $4 its id, $5 limit + 1. Walks releases_review_queue. */
+export const REVIEW_PAGE_SQL = `select q.*, coalesce(internal.release_problems(q.id), '[]'::jsonb) as problems from (
+           select r.id, r.account_id, r.title, r.artist_name, r.status, r.submitted_at
+           from public.releases r join internal.accounts a on a.id = r.account_id
+           where r.status in ('submitted', 'in_review') and a.tenant_id = $1
+             and ($2::boolean is false or (r.submitted_at, r.id) > ($3::timestamptz, $4::uuid))
+           order by r.submitted_at, r.id limit $5) q
+         order by q.submitted_at, q.id`;
+
+/** The review queue's counts: $1 tenant. Counts the entries of the partial index releases_review_queue. */
+export const REVIEW_COUNTS_SQL = `select count(*) filter (where r.status = 'submitted') as submitted,
+                count(*) filter (where r.status = 'in_review') as in_review
+         from public.releases r join internal.accounts a on a.id = r.account_id
+         where r.status in ('submitted', 'in_review') and a.tenant_id = $1`;
+
+const DELIVERY_FILTERS = `d.tenant_id = $1
+           and ($2::text is null or d.status = $2) and ($3::text is null or d.store = $3)
+           and ($4::uuid is null or d.release_id = $4) and ($5::text is null or d.action = $5)`;
+
+/**
+ * A page of the tenant's deliveries: $1 tenant, $2 status, $3 store, $4 release, $5 action, $6-$8
+ * the cursor's (error, created_at, id), $9 limit + 1. Errors first, then the rest, each newest
+ * first: two walks of release_deliveries_desk (tenant_id, (status = 'error'), created_at, id)
+ * backwards, each stopping at the page's size. The plain `created_at <= cursor` beside the row
+ * comparison is for the planner, which cannot estimate a row comparison and would otherwise sort
+ * every delivery of the tenant for a page deep in the list.
+ */
+export const DELIVERIES_PAGE_SQL = `select * from (
+         (select ${DELIVERY_COLUMNS}, ${RELEASE_REF_COLUMNS}
+          from internal.release_deliveries d join public.releases r on r.id = d.release_id
+          where ${DELIVERY_FILTERS} and (d.status = 'error')
+            and ($6::boolean is null or ($6::boolean and d.created_at <= $7::timestamptz
+                 and (d.created_at, d.id) < ($7::timestamptz, $8::uuid)))
+          order by d.created_at desc, d.id desc limit $9)
+         union all
+         (select ${DELIVERY_COLUMNS}, ${RELEASE_REF_COLUMNS}
+          from internal.release_deliveries d join public.releases r on r.id = d.release_id
+          where ${DELIVERY_FILTERS} and (d.status = 'error') is false
+            and ($6::boolean is null or $6::boolean or (d.created_at <= $7::timestamptz
+                 and (d.created_at, d.id) < ($7::timestamptz, $8::uuid)))
+          order by d.created_at desc, d.id desc limit $9)) q
+       order by (q.status = 'error') desc, q.created_at desc, q.id desc
+       limit $9`;
+
+/** A page of takedown requests: $1 tenant, $2 status, $3-$4 the cursor's (created_at, id), $5 limit + 1. Walks takedown_requests_created backwards. */
+export const TAKEDOWNS_PAGE_SQL = `select t.id, t.reason, t.status, t.status_reason, t.stores, t.created_at, t.updated_at, t.completed_at,
+                ${RELEASE_REF_COLUMNS}
+         from public.takedown_requests t
+         join internal.accounts a on a.id = t.account_id
+         join public.releases r on r.id = t.release_id
+         where a.tenant_id = $1 and ($2::text is null or t.status = $2)
+           and ($3::timestamptz is null or (t.created_at, t.id) < ($3::timestamptz, $4::uuid))
+         order by t.created_at desc, t.id desc limit $5`;
+
+/** A page of the tenant's jobs: $1 tenant, $2 state, $3 kind, $4 the cursor's id, $5 limit + 1. Walks jobs_tenant_status backwards. */
+export const JOBS_PAGE_SQL = `select ${JOB_COLUMNS} from internal.jobs j
+         where j.tenant_id = $1 and j.status = $2 and ($3::text is null or j.kind = $3)
+           and ($4::bigint is null or j.id < $4::bigint)
+         order by j.id desc limit $5`;
+
+/** A page of the tenant's accounts: $1 tenant, $2 kind, $3-$4 the cursor's (created_at, id), $5 limit + 1. Walks accounts_tenant_created backwards. */
+export const ACCOUNTS_PAGE_SQL = `select id, name, kind, is_sandbox, created_at, updated_at from internal.accounts
+         where tenant_id = $1 and ($2::text is null or kind = $2)
+           and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
+         order by created_at desc, id desc limit $5`;
+
 const read = <T>(db: Db, fn: (tx: Tx) => Promise<T>) => db.asService(fn, { readOnly: true });
 
 // Review.
@@ -72,26 +141,10 @@ export async function reviewPage(db: Db, tenantId: string, q: { limit: number; s
         status: "submitted" | "in_review";
         submitted_at: Date | null;
         problems: { param: string; code: string; message: string }[];
-      }>(
-        `select q.*, coalesce(internal.release_problems(q.id), '[]'::jsonb) as problems from (
-           select r.id, r.account_id, r.title, r.artist_name, r.status, r.submitted_at
-           from public.releases r join internal.accounts a on a.id = r.account_id
-           where r.status in ('submitted', 'in_review') and a.tenant_id = $1
-             and ($2::boolean is false or (r.submitted_at, r.id) > ($3::timestamptz, $4::uuid))
-           order by r.submitted_at, r.id limit $5) q
-         order by q.submitted_at, q.id`,
-        [tenantId, after !== undefined, after?.at ?? null, after?.id ?? null, q.limit + 1],
-      )
+      }>(REVIEW_PAGE_SQL, [tenantId, after !== undefined, after?.at ?? null, after?.id ?? null, q.limit + 1])
     ).rows;
-    const counts = (
-      await tx.query<{ submitted: string; in_review: string }>(
-        `select count(*) filter (where r.status = 'submitted') as submitted,
-                count(*) filter (where r.status = 'in_review') as in_review
-         from public.releases r join internal.accounts a on a.id = r.account_id
-         where r.status in ('submitted', 'in_review') and a.tenant_id = $1`,
-        [tenantId],
-      )
-    ).rows[0];
+    const counts = (await tx.query<{ submitted: string; in_review: string }>(REVIEW_COUNTS_SQL, [tenantId]))
+      .rows[0];
     const submitted = Number(counts?.submitted ?? 0);
     const inReview = Number(counts?.in_review ?? 0);
     return {
@@ -320,38 +373,26 @@ export async function listDeliveries(
       const c = (
         await tx.query<{ error: boolean; created_at: Date | string }>(
           `select d.status = 'error' as error, d.created_at::text as created_at from internal.release_deliveries d
-           join internal.accounts a on a.id = d.account_id where d.id = $1 and a.tenant_id = $2`,
+           where d.id = $1 and d.tenant_id = $2`,
           [q.starting_after, tenantId],
         )
       ).rows[0];
       if (!c) throw badCursor(q.starting_after);
       after = { error: c.error, at: c.created_at, id: q.starting_after };
     }
-    // Walks release_deliveries_desk ((status = 'error'), created_at, id) backwards: errors first, newest first.
+    // Walks release_deliveries_desk (tenant_id, (status = 'error'), created_at, id) backwards.
     const rows = (
-      await tx.query<DeliveryRow>(
-        `select ${DELIVERY_COLUMNS}, ${RELEASE_REF_COLUMNS}
-         from internal.release_deliveries d
-         join internal.accounts a on a.id = d.account_id
-         join public.releases r on r.id = d.release_id
-         where a.tenant_id = $1
-           and ($2::text is null or d.status = $2) and ($3::text is null or d.store = $3)
-           and ($4::uuid is null or d.release_id = $4) and ($5::text is null or d.action = $5)
-           and ($6::boolean is null or ((d.status = 'error'), d.created_at, d.id) < ($6::boolean, $7::timestamptz, $8::uuid))
-         order by (d.status = 'error') desc, d.created_at desc, d.id desc
-         limit $9`,
-        [
-          tenantId,
-          q.status ?? null,
-          q.store ?? null,
-          q.release_id ?? null,
-          q.action ?? null,
-          after?.error ?? null,
-          after?.at ?? null,
-          after?.id ?? null,
-          q.limit + 1,
-        ],
-      )
+      await tx.query<DeliveryRow>(DELIVERIES_PAGE_SQL, [
+        tenantId,
+        q.status ?? null,
+        q.store ?? null,
+        q.release_id ?? null,
+        q.action ?? null,
+        after?.error ?? null,
+        after?.at ?? null,
+        after?.id ?? null,
+        q.limit + 1,
+      ])
     ).rows;
     return page(
       rows.map((d) => ({ ...delivery(d), release: releaseRef(d) })),
@@ -437,17 +478,7 @@ export async function listTakedowns(
           updated_at: Date;
           completed_at: Date | null;
         }
-      >(
-        `select t.id, t.reason, t.status, t.status_reason, t.stores, t.created_at, t.updated_at, t.completed_at,
-                ${RELEASE_REF_COLUMNS}
-         from public.takedown_requests t
-         join internal.accounts a on a.id = t.account_id
-         join public.releases r on r.id = t.release_id
-         where a.tenant_id = $1 and ($2::text is null or t.status = $2)
-           and ($3::timestamptz is null or (t.created_at, t.id) < ($3::timestamptz, $4::uuid))
-         order by t.created_at desc, t.id desc limit $5`,
-        [tenantId, q.status ?? null, after?.at ?? null, after?.id ?? null, q.limit + 1],
-      )
+      >(TAKEDOWNS_PAGE_SQL, [tenantId, q.status ?? null, after?.at ?? null, after?.id ?? null, q.limit + 1])
     ).rows;
     return page(
       rows.map((t) => ({
@@ -521,9 +552,6 @@ export async function listOac(
 
 // Jobs.
 
-const JOB_COLUMNS = `j.id::text as id, j.kind, j.status, j.payload, j.attempts, j.max_attempts, j.run_at, j.last_error,
-  j.created_at, j.updated_at, j.finished_at`;
-
 interface JobRow {
   id: string;
   kind: string;
@@ -562,13 +590,13 @@ export async function listJobs(
   return read(db, async (tx) => {
     // Walks jobs_tenant_status (tenant_id, status, id) backwards: newest first.
     const rows = (
-      await tx.query<JobRow>(
-        `select ${JOB_COLUMNS} from internal.jobs j
-         where j.tenant_id = $1 and j.status = $2 and ($3::text is null or j.kind = $3)
-           and ($4::bigint is null or j.id < $4::bigint)
-         order by j.id desc limit $5`,
-        [tenantId, q.state, q.kind ?? null, q.starting_after ?? null, q.limit + 1],
-      )
+      await tx.query<JobRow>(JOBS_PAGE_SQL, [
+        tenantId,
+        q.state,
+        q.kind ?? null,
+        q.starting_after ?? null,
+        q.limit + 1,
+      ])
     ).rows;
     return page(rows.map(jobOut), q.limit);
   });
@@ -643,13 +671,13 @@ export async function listAccounts(
       after = { at: c.created_at, id: q.starting_after };
     }
     const rows = (
-      await tx.query<AccountRow>(
-        `select id, name, kind, is_sandbox, created_at, updated_at from internal.accounts
-         where tenant_id = $1 and ($2::text is null or kind = $2)
-           and ($3::timestamptz is null or (created_at, id) < ($3::timestamptz, $4::uuid))
-         order by created_at desc, id desc limit $5`,
-        [tenantId, q.kind ?? null, after?.at ?? null, after?.id ?? null, q.limit + 1],
-      )
+      await tx.query<AccountRow>(ACCOUNTS_PAGE_SQL, [
+        tenantId,
+        q.kind ?? null,
+        after?.at ?? null,
+        after?.id ?? null,
+        q.limit + 1,
+      ])
     ).rows;
     return page(rows.map(accountOut), q.limit);
   });
