@@ -7,7 +7,7 @@ import {
   assertAccessible,
   assertNoOffsite,
   browserMissing,
-  consoleBuilt,
+  consoleMissing,
   type Device,
   launchBrowser,
   newContext,
@@ -42,7 +42,7 @@ const skip =
   (ENGINES.includes("pglite")
     ? false
     : "the browser tests run once, on the embedded database (the PGlite pass of the suite)") ||
-  (consoleBuilt() ? false : "console/dist is missing: run `npm run build:console` (npm install runs it)");
+  consoleMissing();
 
 describe("the console in Chromium: a review, a delivery and a royalty import", { skip }, () => {
   let stack: ConsoleStack;

@@ -4,7 +4,7 @@ import type { Browser, Page } from "playwright-core";
 import {
   assertAccessible,
   browserMissing,
-  consoleBuilt,
+  consoleMissing,
   launchBrowser,
   newContext,
   screenshot,
@@ -26,9 +26,7 @@ import { completeRelease, expectStatus, publicApi } from "../support/public-api.
 const onceOnEmbedded = ENGINES.includes("pglite")
   ? false
   : "the browser tests run once, on the embedded database (the PGlite pass of the suite)";
-const inBrowser =
-  browserMissing() ||
-  (consoleBuilt() ? false : "console/dist is missing: run `npm run build:console` (npm install runs it)");
+const inBrowser = browserMissing() || consoleMissing();
 
 describe("the console refuses who is not staff of the tenant", { skip: onceOnEmbedded }, () => {
   let stack: ConsoleStack;

@@ -51,10 +51,18 @@ export function browserMissing(): string | false {
   return message;
 }
 
-/** The console must be built (`npm run build:console`, run by npm install through `prepare`). */
-export function consoleBuilt(): boolean {
-  return fs.existsSync(path.join(ROOT, "console", "dist", "index.html"));
+/**
+ * `false` when the console is built (`npm run build:console`, which npm install runs through
+ * `prepare`); else the reason to skip, except under CI, where it throws.
+ */
+export function consoleMissing(): string | false {
+  if (fs.existsSync(path.join(ROOT, "console", "dist", "index.html"))) return false;
+  const message = "console/dist is missing: run `npm run build:console` (npm install runs it)";
+  if (CI) throw new Error(`${message}. CI=true: browser tests may not be skipped.`);
+  return message;
 }
+
+export const consoleBuilt = (): boolean => consoleMissing() === false;
 
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
