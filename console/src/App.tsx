@@ -139,10 +139,18 @@ function Routed({ role, me, path }: { role: Role | null; me: AdminMe; path: stri
     if (!allowed)
       return (
         <Page title="Not allowed" testid="page-forbidden">
-          <p>
-            This page needs the <strong>{route.role}</strong> role; you are{" "}
-            <strong>{role ?? "not staff"}</strong> on this tenant.
-          </p>
+          <div className="error-state" role="alert" data-testid="error-state">
+            {role === null ? (
+              <p>
+                You are not staff of this tenant. <Link to="/tenants">Choose one of yours</Link>.
+              </p>
+            ) : (
+              <p>
+                This page needs the <strong>{route.role}</strong> role; you are <strong>{role}</strong> on
+                this tenant.
+              </p>
+            )}
+          </div>
         </Page>
       );
     return <Suspense fallback={<Loading />}>{route.render(params)}</Suspense>;

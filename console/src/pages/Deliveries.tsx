@@ -1,4 +1,4 @@
-import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { Delivery } from "../api/types.ts";
@@ -31,6 +31,7 @@ export default function Deliveries() {
     onSuccess: () => client.invalidateQueries({ queryKey: ["deliveries"] }),
   });
   const ids = useId();
+  const stores = useQuery({ queryKey: ["stores"], queryFn: api.stores, staleTime: 300_000, retry: false });
   return (
     <Page title="Deliveries" testid="page-deliveries">
       <form className="filters" aria-label="Filter deliveries" onSubmit={(e) => e.preventDefault()}>
@@ -52,16 +53,32 @@ export default function Deliveries() {
         </div>
         <div>
           <label htmlFor={`${ids}-store`}>Store</label>
-          <input
-            id={`${ids}-store`}
-            defaultValue={filters.store ?? ""}
-            placeholder="store code"
-            onBlur={(e) => setSearch({ store: e.target.value.trim() }, { replace: true })}
-            onKeyDown={(e) => {
-              if (e.key === "Enter") setSearch({ store: e.currentTarget.value.trim() }, { replace: true });
-            }}
-            data-testid="deliveries-filter-store"
-          />
+          {stores.data ? (
+            <select
+              id={`${ids}-store`}
+              value={filters.store ?? ""}
+              onChange={(e) => setSearch({ store: e.target.value }, { replace: true })}
+              data-testid="deliveries-filter-store"
+            >
+              <option value="">any</option>
+              {stores.data.data.map((st) => (
+                <option key={st.code} value={st.code}>
+                  {st.name ?? st.code}
+                </option>
+              ))}
+            </select>
+          ) : (
+            <input
+              id={`${ids}-store`}
+              defaultValue={filters.store ?? ""}
+              placeholder="store code"
+              onBlur={(e) => setSearch({ store: e.target.value.trim() }, { replace: true })}
+              onKeyDown={(e) => {
+                if (e.key === "Enter") setSearch({ store: e.currentTarget.value.trim() }, { replace: true });
+              }}
+              data-testid="deliveries-filter-store"
+            />
+          )}
         </div>
         <div>
           <label htmlFor={`${ids}-release`}>Release id</label>

@@ -114,14 +114,6 @@ export default function ReviewPage({ id }: { id: string }) {
         </>
       }
     >
-      {release.isPending ? (
-        <Loading />
-      ) : release.isError ? (
-        <ErrorState error={release.error} onRetry={() => release.refetch()} />
-      ) : r ? (
-        <ReleaseBody release={r} />
-      ) : null}
-
       {r ? (
         <div className="decision" data-testid="review-decision">
           <span>
@@ -161,6 +153,14 @@ export default function ReviewPage({ id }: { id: string }) {
           )}
           {approve.isError ? <ErrorState error={approve.error} /> : null}
         </div>
+      ) : null}
+
+      {release.isPending ? (
+        <Loading />
+      ) : release.isError ? (
+        <ErrorState error={release.error} onRetry={() => release.refetch()} />
+      ) : r ? (
+        <ReleaseBody release={r} />
       ) : null}
 
       <RejectDialog
