@@ -270,7 +270,8 @@ describeEachEngine("admin API: the operator's desk", (t) => {
       );
       assert.ok(ops.length >= 25);
       for (const op of ops)
-        assert.ok(["reviewer", "operator", "admin", "platform"].includes(op["x-staff-role"]));
+        assert.ok(["reviewer", "operator", "admin", "platform", "signed_in"].includes(op["x-staff-role"]));
+      assert.equal(doc.paths["/me"].get["x-staff-role"], "signed_in");
       assert.equal(doc.paths["/stores/{code}"].patch["x-staff-role"], "platform");
       assert.equal(doc.paths["/settings"].patch["x-staff-role"], "admin");
       assert.equal(doc.paths["/jobs"].get["x-staff-role"], "operator");

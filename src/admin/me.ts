@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
 import type { Db } from "../db/db.ts";
 import { HttpError } from "../http/problem.ts";
 import type { AdminCaller, StaffRole } from "./auth.ts";
+import { adminRoute } from "./spec.ts";
 
 /**
  * GET /admin/v1/me (docs/console.md, "Staff roles"): who the caller is and where they are staff,
@@ -25,6 +27,33 @@ interface StaffTenant {
   tenant_name: string;
   role: StaffRole;
 }
+
+const Role = z.enum(["reviewer", "operator", "admin"]);
+
+/** GET /me in the OpenAPI document (registered by meRoutes below, hence `external`). */
+export const meSpec = adminRoute({
+  method: "GET",
+  path: "/me",
+  operationId: "getMe",
+  summary: "Who is calling, and the tenants they are staff of",
+  description:
+    "For the console's tenant chooser: the signed-in user (null for a service-role key), their own tenant, their platform role and every tenant they may act on (send its id or slug as `Backline-Tenant`). A user who is staff of no tenant is 403 `not_staff`.",
+  tag: "Staff",
+  staffRole: "signed_in",
+  external: true,
+  response: {
+    status: 200,
+    description: "The caller and where they are staff.",
+    schema: z.object({
+      user: z.object({ id: z.uuid(), email: z.string().nullable() }).nullable(),
+      tenant_id: z.uuid(),
+      platform_role: Role.nullable(),
+      staff: z.array(
+        z.object({ tenant_id: z.uuid(), tenant_slug: z.string(), tenant_name: z.string(), role: Role }),
+      ),
+    }),
+  },
+});
 
 export async function meRoutes(app: FastifyInstance, options: MeOptions): Promise<void> {
   const { db, callerOf } = options;

@@ -7,7 +7,7 @@ import type { TenantDirectory } from "../tenancy/directory.ts";
 import { type AdminCaller, adminCaller, operatorCallerOf } from "./auth.ts";
 import { deskRoutes } from "./desk.ts";
 import { adminErrorHandler } from "./errors.ts";
-import { meRoutes } from "./me.ts";
+import { meRoutes, meSpec } from "./me.ts";
 import { ADMIN_API_VERSION, adminOpenApiDocument } from "./openapi.ts";
 import { type AnyAdminRoute, registerAdminRoutes } from "./spec.ts";
 
@@ -41,6 +41,7 @@ export function adminRouteSpecs(
     throw new Error("adminRouteSpecs: tenantOf is set at registration");
   };
   return [
+    meSpec,
     ...deskRoutes({
       db: options.db,
       signer: options.signer,

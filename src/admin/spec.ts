@@ -19,7 +19,7 @@ export type Method = "GET" | "POST" | "PATCH";
  * config.staffRole): cumulative tenant roles reviewer < operator < admin, and `platform` for the
  * installation's own admins (stores). A tenant's service-role key acts as that tenant's admin.
  */
-export type StaffRole = StaffNeed;
+export type StaffRole = StaffNeed | "signed_in";
 
 export interface AdminContext<P, Q, B> {
   params: P;
