@@ -1265,6 +1265,35 @@ for (const preset of POLICY_PRESETS) {
       }
     });
 
+    // internal.royalty_import_runs (migration 0022): a royalty import's progress while it runs,
+    // read and written by the admin API's server code only (the service role): no caller's role
+    // is granted anything on it, whatever the preset.
+    describe("internal.royalty_import_runs", () => {
+      for (const caller of CALLERS) {
+        const expected = caller === "service" ? { visible: [] } : { error: DENIED };
+        test(`select as ${caller}: ${caller === "service" ? "reads it" : `fails ${DENIED}`}`, async () => {
+          const seen = await observing(async () => {
+            await t().db.withRequestContext(
+              world().claims[caller],
+              (tx) => tx.query("select id from internal.royalty_import_runs where false"),
+              { readOnly: true },
+            );
+            return { visible: [] };
+          });
+          assert.deepEqual(seen, expected);
+        });
+        const expectedWrite = writeObservation(caller === "service" ? 1 : DENIED);
+        test(`${caller} records a run: ${describeObservation(expectedWrite)}`, async () => {
+          const w = world();
+          const statement = sql(
+            "insert into internal.royalty_import_runs (id, tenant_id, format) select gen_random_uuid(), tenant_id, 'backline' from internal.accounts where id = $1",
+            w.accounts.A.id,
+          );
+          assert.deepEqual(await mutate(t().db, w.claims[caller], statement), expectedWrite);
+        });
+      }
+    });
+
     describe("writes beyond the matrix", () => {
       for (const c of [
         ...CROSS_ACCOUNT_WRITES,
