@@ -54,7 +54,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
   let phone: (BrowserContext & { offsite: string[] }) | undefined;
   let phonePage: Page | undefined;
   let phoneState = "";
-  let phoneErrors: string[] = [];
+  const phoneErrors: string[] = [];
   let releaseId: string;
   const nextIsrc = isrcs("QZCON");
   const api = () => publicApi(stack.url, world.apiKey);
@@ -123,7 +123,7 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
       phone = await newContext(browser, "phone", stack.url, state);
       phoneState = JSON.stringify(state);
       phonePage = await phone.newPage();
-      phoneErrors = watchPageErrors(phonePage);
+      watchPageErrors(phonePage, phoneErrors);
     }
     const p = phonePage as Page;
     await p.goto(page.url());

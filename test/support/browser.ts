@@ -157,8 +157,7 @@ export async function screenshot(page: Page, name: string, device: Device): Prom
  * Records errors the page throws or logs, so a test can assert that a page worked cleanly
  * (a failed fetch the page shows as an error is the page's business; an uncaught exception is a bug).
  */
-export function watchPageErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+export function watchPageErrors(page: Page, errors: string[] = []): string[] {
+  page.on("pageerror", (e) => errors.push(`${page.url()}: ${e.message}`));
   return errors;
 }
