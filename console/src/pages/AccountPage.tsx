@@ -1,7 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { api } from "../api/admin.ts";
 import { Link } from "../router.tsx";
-import { Empty, ErrorState, Fields, Loading, Page, Status, When } from "../ui/common.tsx";
+import { Empty, ErrorState, Fields, Loading, Page, Status, TableWrap, When } from "../ui/common.tsx";
 
 /** One account: its members, its open invitations and its API keys (names and prefixes, never secrets). */
 export default function AccountPage({ id }: { id: string }) {
@@ -77,7 +77,7 @@ export default function AccountPage({ id }: { id: string }) {
         ) : keys.data.data.length === 0 ? (
           <Empty>No API keys.</Empty>
         ) : (
-          <div className="table-wrap">
+          <TableWrap label="API keys">
             <table>
               <thead>
                 <tr>
@@ -114,7 +114,7 @@ export default function AccountPage({ id }: { id: string }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         )}
       </section>
     </Page>

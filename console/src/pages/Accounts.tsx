@@ -1,7 +1,7 @@
 import { api } from "../api/admin.ts";
 import type { AccountDetail } from "../api/types.ts";
 import { Link } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, When } from "../ui/common.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, TableWrap, When } from "../ui/common.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 /** The tenant's accounts (labels, artists' companies). */
@@ -17,7 +17,7 @@ export default function Accounts() {
         <Empty>No accounts yet.</Empty>
       ) : (
         <>
-          <div className="table-wrap">
+          <TableWrap label="Accounts">
             <table data-testid="accounts-table">
               <thead>
                 <tr>
@@ -49,7 +49,7 @@ export default function Accounts() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           <Pager {...page.pager} />
         </>
       )}

@@ -3,7 +3,7 @@ import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { Delivery } from "../api/types.ts";
 import { Link, setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, When } from "../ui/common.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 export const DELIVERY_STATUSES = [
@@ -108,7 +108,7 @@ export default function Deliveries() {
         <Empty>No deliveries match.</Empty>
       ) : (
         <>
-          <div className="table-wrap">
+          <TableWrap label="Deliveries">
             <table data-testid="deliveries-table">
               <thead>
                 <tr>
@@ -165,7 +165,7 @@ export default function Deliveries() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           <Pager {...page.pager} />
         </>
       )}

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import { Link } from "../router.tsx";
-import { ErrorState, Fields, Loading, Page, Status, When } from "../ui/common.tsx";
+import { ErrorState, Fields, Loading, Page, Status, TableWrap, When } from "../ui/common.tsx";
 
 /** One delivery: its fields, its history and the store's messages; retry; record a store report. */
 export default function DeliveryPage({ id }: { id: string }) {
@@ -128,7 +128,7 @@ export default function DeliveryPage({ id }: { id: string }) {
           <section className="card" aria-labelledby="h-h" data-testid="delivery-history">
             <h2 id="h-h">History at {d.store}</h2>
             {d.history && d.history.length > 0 ? (
-              <div className="table-wrap">
+              <TableWrap label="Delivery history">
                 <table>
                   <thead>
                     <tr>
@@ -155,7 +155,7 @@ export default function DeliveryPage({ id }: { id: string }) {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
             ) : (
               <p className="muted">No other records.</p>
             )}

@@ -3,7 +3,7 @@ import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { Job } from "../api/types.ts";
 import { setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, When } from "../ui/common.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 /** Background jobs: the dead ones with their last error (retry them), queued, running. */
@@ -44,7 +44,7 @@ export default function Jobs() {
         <Empty>No {state} jobs.</Empty>
       ) : (
         <>
-          <div className="table-wrap">
+          <TableWrap label="Jobs">
             <table data-testid="jobs-table">
               <thead>
                 <tr>
@@ -102,7 +102,7 @@ export default function Jobs() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           <Pager {...page.pager} />
         </>
       )}

@@ -3,7 +3,7 @@ import { useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import type { OacRequest } from "../api/types.ts";
 import { setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, When } from "../ui/common.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 /** Official Artist Channel requests: the open ones to decide, the decided ones by status. */
@@ -40,7 +40,7 @@ export default function OacRequests() {
         <Empty>No requests.</Empty>
       ) : (
         <>
-          <div className="table-wrap">
+          <TableWrap label="OAC requests">
             <table data-testid="oac-table">
               <thead>
                 <tr>
@@ -58,7 +58,7 @@ export default function OacRequests() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           <Pager {...page.pager} />
         </>
       )}

@@ -3,7 +3,7 @@ import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import type { Problem, ReleaseForReview, TrackForReview } from "../api/types.ts";
 import { Link, navigate } from "../router.tsx";
-import { ErrorState, Fields, Loading, Page, Status, Value, When } from "../ui/common.tsx";
+import { ErrorState, Fields, Loading, Page, Status, TableWrap, Value, When } from "../ui/common.tsx";
 import { Dialog } from "../ui/Dialog.tsx";
 
 /** Used when the server has no GET /review-reasons yet. */
@@ -36,7 +36,13 @@ function duration(seconds: number | null | undefined): string {
 /** A release's review: everything the reviewer looks at, and the decision with its shortcuts. */
 export default function ReviewPage({ id }: { id: string }) {
   const client = useQueryClient();
-  const release = useQuery({ queryKey: ["release", id], queryFn: () => api.release(id) });
+  // Its media URLs are signed for 15 minutes: the release is fetched again (new URLs) only once
+  // they are about to expire, so a track being played is not reloaded by a refetch on focus.
+  const release = useQuery({
+    queryKey: ["release", id],
+    queryFn: () => api.release(id),
+    staleTime: 12 * 60_000,
+  });
   // The queue's first page, for j/k and "next after deciding".
   const queue = useQuery({ queryKey: ["reviews", {}, null, 50], queryFn: () => api.reviews({ limit: 50 }) });
   const ids = queue.data?.data.map((r) => r.id) ?? [];
@@ -410,7 +416,7 @@ function CorrectionDiff({ value }: { value: unknown }) {
       </>
     );
   return (
-    <div className="table-wrap">
+    <TableWrap label="Correction differences">
       {about}
       <table data-testid="review-diff">
         <thead>
@@ -434,7 +440,7 @@ function CorrectionDiff({ value }: { value: unknown }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }
 

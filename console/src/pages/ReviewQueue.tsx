@@ -1,7 +1,7 @@
 import { api } from "../api/admin.ts";
 import type { QueuedRelease, ReviewPage } from "../api/types.ts";
 import { Link } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, When } from "../ui/common.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 /** The releases waiting for review, oldest first, with the queue's counts. */
@@ -27,7 +27,7 @@ export function ReviewQueue() {
         <Empty>Nothing waits for review.</Empty>
       ) : (
         <>
-          <div className="table-wrap">
+          <TableWrap label="Review queue">
             <table data-testid="review-queue-table">
               <caption className="sr-only">
                 Releases waiting for review, oldest first (page {page.pageNumber})
@@ -67,7 +67,7 @@ export function ReviewQueue() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           <Pager {...page.pager} />
         </>
       )}

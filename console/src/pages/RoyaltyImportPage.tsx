@@ -3,7 +3,7 @@ import { type FormEvent, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import { Link } from "../router.tsx";
 import { BarChart } from "../ui/BarChart.tsx";
-import { ErrorState, Loading, Page, Status, When } from "../ui/common.tsx";
+import { ErrorState, Loading, Page, Status, TableWrap, When } from "../ui/common.tsx";
 
 interface Total {
   currency: string;
@@ -94,7 +94,7 @@ export default function RoyaltyImportPage({ id }: { id: string }) {
                       text: `${t.net} ${t.currency}`,
                     }))}
                   />
-                  <div className="table-wrap">
+                  <TableWrap label="Totals per currency">
                     <table>
                       <thead>
                         <tr>
@@ -119,7 +119,7 @@ export default function RoyaltyImportPage({ id }: { id: string }) {
                         ))}
                       </tbody>
                     </table>
-                  </div>
+                  </TableWrap>
                 </>
               )}
             </section>
@@ -158,7 +158,7 @@ export default function RoyaltyImportPage({ id }: { id: string }) {
             {unmatched.length === 0 ? (
               <p className="muted">Every line matched a release.</p>
             ) : (
-              <div className="table-wrap">
+              <TableWrap label="Unmatched">
                 <table>
                   <thead>
                     <tr>
@@ -183,7 +183,7 @@ export default function RoyaltyImportPage({ id }: { id: string }) {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
             )}
           </section>
           {errors.length > 0 ? (

@@ -4,7 +4,7 @@ import { api, type UploadProgress, uploadRoyaltyReport } from "../api/admin.ts";
 import { describeError } from "../api/errors.ts";
 import type { RoyaltyImport } from "../api/types.ts";
 import { Link, navigate } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, When } from "../ui/common.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 const FORMATS = ["backline", "streaming-monthly", "video-ugc"];
@@ -40,7 +40,7 @@ export default function RoyaltyImports() {
           <Empty>No imports yet.</Empty>
         ) : (
           <>
-            <div className="table-wrap">
+            <TableWrap label="Imports">
               <table data-testid="imports-table">
                 <thead>
                   <tr>
@@ -77,7 +77,7 @@ export default function RoyaltyImports() {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </TableWrap>
             <Pager {...page.pager} />
           </>
         )}

@@ -1,7 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { api } from "../api/admin.ts";
 import { Link } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page } from "../ui/common.tsx";
+import { Empty, ErrorState, Loading, Page, TableWrap } from "../ui/common.tsx";
 
 /** The installation's stores, in display order (platform admins configure them; operators read them). */
 export default function Stores() {
@@ -15,7 +15,7 @@ export default function Stores() {
       ) : stores.data.data.length === 0 ? (
         <Empty>No stores.</Empty>
       ) : (
-        <div className="table-wrap">
+        <TableWrap label="Stores">
           <table data-testid="stores-table">
             <thead>
               <tr>
@@ -46,7 +46,7 @@ export default function Stores() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
     </Page>
   );

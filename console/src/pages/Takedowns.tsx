@@ -2,7 +2,7 @@ import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { TakedownRequest } from "../api/types.ts";
 import { Link, setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, When } from "../ui/common.tsx";
+import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 /** Takedown requests and where each store stands (they run by themselves; this page only shows). */
@@ -44,7 +44,7 @@ export default function Takedowns() {
         <Empty>No takedown requests.</Empty>
       ) : (
         <>
-          <div className="table-wrap">
+          <TableWrap label="Takedowns">
             <table data-testid="takedowns-table">
               <thead>
                 <tr>
@@ -94,7 +94,7 @@ export default function Takedowns() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           <Pager {...page.pager} />
         </>
       )}

@@ -147,3 +147,16 @@ export function Fields({ record, omit = [] }: { record: Record<string, unknown>;
     </dl>
   );
 }
+
+/**
+ * A table that may scroll sideways on a phone: a labelled region the keyboard can reach, so its
+ * hidden columns can be scrolled to without a mouse.
+ */
+export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard
+    <section className="table-wrap" aria-label={label} tabIndex={0}>
+      {children}
+    </section>
+  );
+}
