@@ -60,7 +60,7 @@ export async function createTestDb(kind: EngineKind): Promise<TestDb> {
   return kind === "pglite" ? createPgliteDb() : createPostgresDb();
 }
 
-async function pgliteTemplate(): Promise<Blob> {
+export async function pgliteTemplate(): Promise<Blob> {
   const file = path.join(os.tmpdir(), `backline-test-template-${schemaHash}.tar`);
   if (!fs.existsSync(file)) {
     const engine = await PgliteEngine.open();
