@@ -198,6 +198,7 @@ describeEachEngine("admin API: the operator's desk", (t) => {
       tenant: Tenant,
       roles: { of: Tenant | "platform"; role: Role }[],
       keys?: TenantKeys,
+      aal: "aal1" | "aal2" = "aal1",
     ): Promise<Who> {
       const user = await seedUser(db(), tenant);
       await db().asService(async (tx) => {
@@ -224,7 +225,7 @@ describeEachEngine("admin API: the operator's desk", (t) => {
           is_anonymous: false,
         },
         sessionId: randomUUID(),
-        aal: "aal1",
+        aal,
         amr: [],
       });
       return { token, anonKey: (keys ?? (tenant.id === a.tenant.id ? a.keys : b.keys)).anon_key };
@@ -793,7 +794,15 @@ describeEachEngine("admin API: the operator's desk", (t) => {
         "insufficient_role",
       );
 
-      const platform = await staff(a.tenant, [{ of: "platform", role: "admin" }]);
+      // Store credentials are a sensitive act: a person changes them only from an aal2 session
+      // (migration 0020), platform admin or not.
+      const platformAal1 = await staff(a.tenant, [{ of: "platform", role: "admin" }]);
+      assertProblem(
+        await call(platformAal1, "PATCH", `/stores/${store.conf}`, { body: { enabled: false } }),
+        403,
+        "aal2_required",
+      );
+      const platform = await staff(a.tenant, [{ of: "platform", role: "admin" }], undefined, "aal2");
       const secret = `s3cr3t-${tag}`;
       const changed = expectStatus(
         await call(platform, "PATCH", `/stores/${store.conf}`, {
