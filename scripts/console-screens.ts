@@ -1,6 +1,6 @@
 /**
  * Copies the browser tests' screenshots (artifacts/console/, written by test/console/desk.test.ts)
- * into docs/console/ as small PNGs for docs/console-screens.md: each page's desktop shot scaled
+ * into docs/console/ as small PNGs for docs/console.md ("Screenshots"): each page's desktop shot scaled
  * to 800 px wide and each phone shot to 260 px, 256-colour palettes.
  *
  *   node --test test/console/desk.test.ts && node scripts/console-screens.ts
