@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { Mailer } from "../mail/mailer.ts";
 import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
 import { ACCOUNT_KINDS, createAccount, listAccounts } from "../tenancy/tenants.ts";
-import { type Cli, CliError, choice, table } from "./context.ts";
+import { type Cli, CliError, choice, notFound, table, UsageError, UUID } from "./context.ts";
 
 /** `backline accounts`: labels' and artists' accounts inside a tenant, and their members. */
 export function register(program: Command, cli: Cli): void {
@@ -65,6 +65,7 @@ export function register(program: Command, cli: Cli): void {
     .requiredOption("--email <email>", "the member's e-mail address")
     .option("--role <role>", `one of ${MEMBERSHIP_ROLES.join(", ")}`, choice(MEMBERSHIP_ROLES), "member")
     .action(async (opts: { account: string; email: string; role: (typeof MEMBERSHIP_ROLES)[number] }) => {
+      if (!UUID.test(opts.account)) throw notFound("account", opts.account);
       await cli.withDb(async (db, config) => {
         // The invite link goes out by mail (or stays in the local mailbox without SMTP_URL).
         const mailer = new Mailer(db, { smtpUrl: config.mail.smtpUrl, from: config.mail.from });
@@ -74,7 +75,10 @@ export function register(program: Command, cli: Cli): void {
             { accountId: opts.account, email: opts.email, role: opts.role },
             { mailer, publicUrl: config.publicUrl },
           ).catch((e: unknown) => {
-            throw e instanceof MembershipError ? new CliError(e.message) : e;
+            if (!(e instanceof MembershipError)) throw e;
+            throw e.message.startsWith("no account")
+              ? new CliError(e.message, "not_found")
+              : new UsageError(e.message);
           });
           cli.output(
             result.status === "added"

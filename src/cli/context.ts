@@ -39,8 +39,32 @@ export const processIo: CliIo = {
 /** How a command gets the database: opened for this command (and closed after), or the server's own. */
 export type DbOpener = <T>(fn: (db: Db, config: Config) => Promise<T>) => Promise<T>;
 
-/** A mistake of the user's (a missing record, a refused change): one line on stderr, exit code 1. */
-export class CliError extends Error {}
+/**
+ * A command that could not do what was asked (a missing record, a refused change): one line on
+ * stderr, exit status 1. `code` is the machine-readable reason --json prints.
+ */
+export class CliError extends Error {
+  readonly code: string;
+
+  constructor(message: string, code = "refused") {
+    super(message);
+    this.name = "CliError";
+    this.code = code;
+  }
+}
+
+/** The command was called wrongly (a missing or conflicting option, a malformed value): exit status 2. */
+export class UsageError extends CliError {
+  constructor(message: string) {
+    super(message, "usage");
+    this.name = "UsageError";
+  }
+}
+
+/** "no <what> <ref>": the record named does not exist. */
+export function notFound(what: string, ref: string): CliError {
+  return new CliError(`no ${what} ${ref}`, "not_found");
+}
 
 export interface GlobalOptions {
   json?: boolean;
@@ -77,7 +101,7 @@ export class Cli {
   async requireTenant(db: Db, ref: string): Promise<Tenant> {
     const { findTenant } = await import("../tenancy/tenants.ts");
     const tenant = await db.asService((tx) => findTenant(tx, ref), { readOnly: true });
-    if (!tenant) throw new CliError(`no tenant ${ref}`);
+    if (!tenant) throw notFound("tenant", ref);
     return tenant;
   }
 }
@@ -115,10 +139,15 @@ export function choice<T extends string>(values: readonly T[]) {
   };
 }
 
-/** Rethrows an error of one of `types` (a refusal the user can act on) as a CliError with its message. */
+/**
+ * Rethrows an error of one of `types` (a refusal the user can act on) as a CliError with its
+ * message and, when it has one, its code (not_found, invalid_state, ...).
+ */
 export function refusal(...types: (abstract new (...args: never[]) => Error)[]) {
   return (error: unknown): never => {
-    throw types.some((type) => error instanceof type) ? new CliError((error as Error).message) : error;
+    if (!types.some((type) => error instanceof type)) throw error;
+    const code = (error as { code?: unknown }).code;
+    throw new CliError((error as Error).message, typeof code === "string" ? code : "refused");
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
 import { OperatorError } from "../pipeline/errors.ts";
-import { type Cli, CliError, refusal, table } from "./context.ts";
+import { type Cli, notFound, refusal, table, UsageError } from "./context.ts";
 
 /** `backline deliveries`: a release's deliveries to its stores, and the stores' reports on them. */
 export function register(program: Command, cli: Cli): void {
@@ -11,7 +11,7 @@ export function register(program: Command, cli: Cli): void {
     .description("every delivery record of a release, newest first")
     .requiredOption("--release <id>", "release id")
     .action(async (opts: { release: string }) => {
-      if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw new CliError(`no release ${opts.release}`);
+      if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw notFound("release", opts.release);
       await cli.withDb(async (db) => {
         const rows = await deliveriesOf(db, opts.release).catch(refusal(OperatorError));
         cli.output(
@@ -35,7 +35,7 @@ export function register(program: Command, cli: Cli): void {
     )
     .requiredOption("--release <id>", "release id")
     .action(async (opts: { release: string }) => {
-      if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw new CliError(`no release ${opts.release}`);
+      if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw notFound("release", opts.release);
       await cli.withDb(async (db) => {
         const n = await retryDeliveries(db, opts.release).catch(refusal(OperatorError));
         cli.output(`${n} deliver${n === 1 ? "y" : "ies"} queued again`, {
@@ -66,13 +66,13 @@ export function register(program: Command, cli: Cli): void {
         opts: { live?: boolean; error?: boolean; takenDown?: boolean; message?: string; note?: string },
       ) => {
         if ([opts.live, opts.error, opts.takenDown].filter(Boolean).length !== 1) {
-          throw new CliError("say --live, --error or --taken-down");
+          throw new UsageError("say --live, --error or --taken-down");
         }
-        if (opts.error && !opts.message?.trim()) throw new CliError("--error needs --message");
+        if (opts.error && !opts.message?.trim()) throw new UsageError("--error needs --message");
         if (opts.takenDown && !opts.note?.trim()) {
-          throw new CliError("--taken-down needs --note: who confirmed the takedown, and how");
+          throw new UsageError("--taken-down needs --note: who confirmed the takedown, and how");
         }
-        if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no delivery ${id}`);
+        if (!/^[0-9a-f-]{36}$/i.test(id)) throw notFound("delivery", id);
         await cli.withDb(async (db) => {
           const report = opts.live
             ? ({ status: "live" } as const)

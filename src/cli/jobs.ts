@@ -46,7 +46,7 @@ export function register(program: Command, cli: Cli): void {
     .action(async (id: string) => {
       await cli.withDb(async (db) => {
         const row = await retryDeadJob(db, id);
-        if (!row) throw new CliError(`no dead job ${id} (or the same work is already queued)`);
+        if (!row) throw new CliError(`no dead job ${id} (or the same work is already queued)`, "not_found");
         cli.output(`Job ${id} (${row.kind}) is queued again`, row);
       });
     });

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
-import { type Cli, CliError, choice, integer, table } from "./context.ts";
+import { type Cli, CliError, choice, integer, notFound, table, UsageError } from "./context.ts";
 
 /** `backline keys`: public-API keys of accounts (the operator's side). */
 export function register(program: Command, cli: Cli): void {
@@ -27,13 +27,13 @@ export function register(program: Command, cli: Cli): void {
       }) => {
         const scopes = opts.scopes.split(",").map((x) => x.trim());
         const bad = scopes.find((x) => !(SCOPES as readonly string[]).includes(x));
-        if (bad) throw new CliError(`unknown scope ${bad}; expected some of ${SCOPES.join(", ")}`);
-        if (!/^[0-9a-f-]{36}$/i.test(opts.account)) throw new CliError(`no account ${opts.account}`);
+        if (bad) throw new UsageError(`unknown scope ${bad}; expected some of ${SCOPES.join(", ")}`);
+        if (!/^[0-9a-f-]{36}$/i.test(opts.account)) throw notFound("account", opts.account);
         await cli.withDb(async (db) => {
           const exists = await db.asService((tx) =>
             tx.query("select 1 from internal.accounts where id = $1", [opts.account]),
           );
-          if (exists.rowCount === 0) throw new CliError(`no account ${opts.account}`);
+          if (exists.rowCount === 0) throw notFound("account", opts.account);
           const { row, secret } = await issueKey(db, {
             accountId: opts.account,
             mode: opts.mode,
@@ -89,7 +89,7 @@ export function register(program: Command, cli: Cli): void {
       .description(description)
       .argument("<id>", "key id")
       .action(async (id: string) => {
-        if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no API key ${id}`);
+        if (!/^[0-9a-f-]{36}$/i.test(id)) throw notFound("API key", id);
         await cli.withDb(async (db) => {
           const row = (
             await db.asService((tx) =>
@@ -101,7 +101,7 @@ export function register(program: Command, cli: Cli): void {
               ),
             )
           ).rows[0];
-          if (!row) throw new CliError(`no API key ${id} that can be set ${status}`);
+          if (!row) throw new CliError(`no API key ${id} that can be set ${status}`, "invalid_state");
           cli.output(`Key ${id} is ${status}`, row);
         });
       });

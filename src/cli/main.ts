@@ -1,10 +1,10 @@
 import pino from "pino";
 import { openDatabase } from "../db/open.ts";
-import { die, loadConfigOrDie } from "../start/process.ts";
-import { CliError, type DbOpener, processIo } from "./context.ts";
-import { buildProgram } from "./index.ts";
+import { loadConfigOrDie } from "../start/process.ts";
+import { type DbOpener, processIo } from "./context.ts";
+import { runCommandLine } from "./run.ts";
 
-/** The `backline` process: every command runs here, on a database it opens for the command. */
+/** The `backline` process: the command runs here, on a database it opens for the command. */
 
 /** Opens the database for one command (migrating it when MIGRATE_ON_START allows), then closes it. */
 const openForCommand: DbOpener = async (fn) => {
@@ -18,12 +18,8 @@ const openForCommand: DbOpener = async (fn) => {
   }
 };
 
-const { program } = buildProgram(processIo, openForCommand);
-
-program.parseAsync(process.argv).catch((error: unknown) => {
-  if (error instanceof CliError) {
-    process.stderr.write(`backline: ${error.message}\n`);
-    process.exit(1);
-  }
-  die(error);
-});
+const status = await runCommandLine(process.argv.slice(2), processIo, openForCommand);
+process.exitCode = status;
+// A failed command ends even if something it started still holds the event loop (its output is
+// written by then; an unref'd timer lets a process that can end sooner do so).
+if (status !== 0) setTimeout(() => process.exit(status), 2000).unref();

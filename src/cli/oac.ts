@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac, oacQueue } from "../pipeline/oac.ts";
-import { type Cli, CliError, refusal, table } from "./context.ts";
+import { type Cli, notFound, refusal, table, UsageError } from "./context.ts";
 
 /** `backline oac`: Official Artist Channel requests. */
 export function register(program: Command, cli: Cli): void {
@@ -34,9 +34,9 @@ export function register(program: Command, cli: Cli): void {
     .option("--reject", "reject it (needs --reason)")
     .option("--reason <reason>", "why it is rejected (or a note with --approve), shown to the account")
     .action(async (id: string, opts: { approve?: boolean; reject?: boolean; reason?: string }) => {
-      if (Boolean(opts.approve) === Boolean(opts.reject)) throw new CliError("say --approve or --reject");
-      if (opts.reject && !opts.reason?.trim()) throw new CliError("--reject needs --reason");
-      if (!/^[0-9a-f-]{36}$/i.test(id)) throw new CliError(`no OAC request ${id}`);
+      if (Boolean(opts.approve) === Boolean(opts.reject)) throw new UsageError("say --approve or --reject");
+      if (opts.reject && !opts.reason?.trim()) throw new UsageError("--reject needs --reason");
+      if (!/^[0-9a-f-]{36}$/i.test(id)) throw notFound("OAC request", id);
       await cli.withDb(async (db) => {
         const decision = opts.approve
           ? ({ approve: true, ...(opts.reason ? { note: opts.reason } : {}) } as const)

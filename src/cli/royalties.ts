@@ -3,7 +3,7 @@ import { FORMAT_NAMES } from "../royalties/formats/index.ts";
 import { findImport, ImportError, importRoyalties, listImports } from "../royalties/import.ts";
 import { progressBar, progressJson, reportText, resultJson, resultText } from "../royalties/operator.ts";
 import { VoidError, voidImport } from "../royalties/void.ts";
-import { type Cli, CliError, choice, refusal, table, UUID } from "./context.ts";
+import { type Cli, choice, notFound, refusal, table, UUID } from "./context.ts";
 
 /** `backline royalties`: store sales and usage reports (docs/royalties.md). */
 export function register(program: Command, cli: Cli): void {
@@ -79,10 +79,10 @@ export function register(program: Command, cli: Cli): void {
     .argument("<id>", "import id")
     .action(async (id: string) => {
       // Only a well-formed UUID reaches the database (which would refuse anything else with its own error).
-      if (!UUID.test(id)) throw new CliError(`no import ${id}`);
+      if (!UUID.test(id)) throw notFound("import", id);
       await cli.withDb(async (db) => {
         const r = await db.asService((tx) => findImport(tx, id), { readOnly: true });
-        if (!r) throw new CliError(`no import ${id}`);
+        if (!r) throw notFound("import", id);
         cli.output(reportText(r), r);
       });
     });
@@ -95,7 +95,7 @@ export function register(program: Command, cli: Cli): void {
     .argument("<id>", "import id")
     .requiredOption("--reason <reason>", "why: recorded on the import and told to the accounts")
     .action(async (id: string, opts: { reason: string }) => {
-      if (!UUID.test(id)) throw new CliError(`no royalty import ${id}`);
+      if (!UUID.test(id)) throw notFound("royalty import", id);
       await cli.withDb(async (db) => {
         const r = await voidImport(db, id.toLowerCase(), { reason: opts.reason, via: "cli" }).catch(
           refusal(VoidError),

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { configureStore, showStore } from "../pipeline/stores.ts";
-import { type Cli, CliError, choice, table } from "./context.ts";
+import { type Cli, CliError, choice, notFound, table, UsageError } from "./context.ts";
 
 const STORE_KINDS = ["dsp", "download", "ugc"] as const;
 
@@ -35,7 +35,9 @@ export function register(program: Command, cli: Cli): void {
     .action(
       async (opts: { code: string; name: string; kind: (typeof STORE_KINDS)[number]; oac?: boolean }) => {
         if (!/^[a-z0-9]+(_[a-z0-9]+)*$/.test(opts.code)) {
-          throw new CliError(`bad store code ${opts.code}: lower-case letters and digits, words joined by _`);
+          throw new UsageError(
+            `bad store code ${opts.code}: lower-case letters and digits, words joined by _`,
+          );
         }
         await cli.withDb(async (db) => {
           const row = (
@@ -48,7 +50,7 @@ export function register(program: Command, cli: Cli): void {
               ),
             )
           ).rows[0];
-          if (!row) throw new CliError(`store ${opts.code} exists already`);
+          if (!row) throw new CliError(`store ${opts.code} exists already`, "conflict");
           cli.output(`Added store ${opts.code} (${opts.name})`, row);
         });
       },
@@ -61,7 +63,7 @@ export function register(program: Command, cli: Cli): void {
       await cli.withDb(async (db) => {
         // Credentials are named (where they are set), never printed.
         const row = await db.asService((tx) => showStore(tx, db, code), { readOnly: true });
-        if (!row) throw new CliError(`no store ${code}`);
+        if (!row) throw notFound("store", code);
         cli.output(JSON.stringify(row, null, 2), row);
       });
     });
@@ -75,33 +77,33 @@ export function register(program: Command, cli: Cli): void {
     .action(async (code: string, opts: { settings: string }) => {
       const text = opts.settings.startsWith("@")
         ? await readFile(cli.path(opts.settings.slice(1)), "utf8").catch(() => {
-            throw new CliError(`cannot read ${opts.settings.slice(1)}`);
+            throw new CliError(`cannot read ${opts.settings.slice(1)}`, "unreadable_file");
           })
         : opts.settings;
       let settings: unknown;
       try {
         settings = JSON.parse(text);
       } catch {
-        throw new CliError("--settings is not JSON");
+        throw new UsageError("--settings is not JSON");
       }
       if (typeof settings !== "object" || settings === null || Array.isArray(settings)) {
-        throw new CliError("--settings must be a JSON object");
+        throw new UsageError("--settings must be a JSON object");
       }
       const adapter = (settings as Record<string, unknown>).adapter;
       if (adapter !== undefined && adapter !== "sandbox" && adapter !== "ddex") {
-        throw new CliError(`unknown adapter ${JSON.stringify(adapter)}: sandbox or ddex`);
+        throw new UsageError(`unknown adapter ${JSON.stringify(adapter)}: sandbox or ddex`);
       }
       if (adapter === "ddex") {
         const { ddexSettingsOf } = await import("../pipeline/ddex/adapter.ts");
         try {
           ddexSettingsOf({ code, settings: settings as Record<string, unknown> });
         } catch (error) {
-          throw new CliError(error instanceof Error ? error.message : String(error));
+          throw new UsageError(error instanceof Error ? error.message : String(error));
         }
       }
       await cli.withDb(async (db) => {
         const row = await configureStore(db, code, settings as Record<string, unknown>);
-        if (!row) throw new CliError(`no store ${code}`);
+        if (!row) throw notFound("store", code);
         cli.output(`Store ${code} delivers through ${String(adapter ?? "no adapter")}`, row);
       });
     });
@@ -123,7 +125,7 @@ export function register(program: Command, cli: Cli): void {
               ),
             )
           ).rows[0];
-          if (!row) throw new CliError(`no store ${code}`);
+          if (!row) throw notFound("store", code);
           cli.output(`Store ${code} is ${enabled ? "enabled" : "disabled"}`, row);
         });
       });

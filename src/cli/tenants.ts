@@ -6,7 +6,7 @@ import {
   POLICY_PRESETS,
   rotateTenantKeys,
 } from "../tenancy/tenants.ts";
-import { type Cli, CliError, integer, table } from "./context.ts";
+import { type Cli, integer, table, UsageError } from "./context.ts";
 
 /** `backline tenants`: the white-label customers, their keys and settings. */
 export function register(program: Command, cli: Cli): void {
@@ -29,6 +29,11 @@ export function register(program: Command, cli: Cli): void {
         policy: (typeof POLICY_PRESETS)[number];
         plan: string;
       }) => {
+        if (opts.slug !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(opts.slug)) {
+          throw new UsageError(
+            "--slug must be 1 to 63 lower-case letters, digits and hyphens, not starting with a hyphen",
+          );
+        }
         await cli.withDb(async (db, config) => {
           const { tenant, keys } = await createTenant(db, {
             name: opts.name,
@@ -144,7 +149,7 @@ export function register(program: Command, cli: Cli): void {
       if (opts.gs1Prefix !== undefined) {
         const v = opts.gs1Prefix.trim();
         if (v !== "none" && !/^[0-9]{6,12}$/.test(v)) {
-          throw new CliError(
+          throw new UsageError(
             "--gs1-prefix must be 6 to 12 digits (the GS1 Company Prefix in GTIN-13 form) or none",
           );
         }
@@ -153,10 +158,11 @@ export function register(program: Command, cli: Cli): void {
       if (opts.isrcRegistrant !== undefined) {
         const v = opts.isrcRegistrant.trim().toUpperCase();
         const m = /^([A-Z]{2})-?([A-Z0-9]{3})$/.exec(v);
-        if (v !== "NONE" && !m) throw new CliError("--isrc-registrant must be CC-XXX (e.g. US-XYZ) or none");
+        if (v !== "NONE" && !m)
+          throw new UsageError("--isrc-registrant must be CC-XXX (e.g. US-XYZ) or none");
         change.isrc_registrant = m ? `${m[1]}-${m[2]}` : null;
       }
-      if (Object.keys(change).length === 0) throw new CliError("say --gs1-prefix or --isrc-registrant");
+      if (Object.keys(change).length === 0) throw new UsageError("say --gs1-prefix or --isrc-registrant");
       await cli.withDb(async (db) => {
         const tenant = await cli.requireTenant(db, ref);
         const settings = (
