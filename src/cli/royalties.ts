@@ -1,9 +1,20 @@
+import { randomInt } from "node:crypto";
+import { writeFile } from "node:fs/promises";
 import type { Command } from "commander";
+import type { Db } from "../db/db.ts";
 import { FORMAT_NAMES } from "../royalties/formats/index.ts";
-import { findImport, ImportError, importRoyalties, listImports } from "../royalties/import.ts";
+import {
+  findImport,
+  ImportError,
+  importRoyalties,
+  listImports,
+  MATCHABLE_STATUSES,
+} from "../royalties/import.ts";
+import { monthProblem } from "../royalties/normalise.ts";
 import { progressBar, progressJson, reportText, resultJson, resultText } from "../royalties/operator.ts";
+import { SampleError, type SampleRelease, type SampleReport, sampleReport } from "../royalties/sample.ts";
 import { VoidError, voidImport } from "../royalties/void.ts";
-import { type Cli, choice, notFound, refusal, table, UUID } from "./context.ts";
+import { type Cli, choice, integer, notFound, refusal, table, UsageError, UUID } from "./context.ts";
 
 /** `backline royalties`: store sales and usage reports (docs/royalties.md). */
 export function register(program: Command, cli: Cli): void {
@@ -46,6 +57,97 @@ export function register(program: Command, cli: Cli): void {
           if (tty) cli.io.stderr("\n");
           cli.output(resultText(result), resultJson(result));
           if (result.status === "rejected") cli.io.setExitCode(1);
+        });
+      },
+    );
+  royalties
+    .command("sample")
+    .description(
+      "write a sample store report for one of your releases, in any supported format: plausible stores, countries, " +
+        "units and exact amounts, matching the release on import (once it is delivered)",
+    )
+    .requiredOption("--release <id>", "release id")
+    .requiredOption("--format <name>", `one of ${FORMAT_NAMES.join(", ")}`, choice(FORMAT_NAMES))
+    .option("--out <file>", "write the report to this file (default: print it on stdout)")
+    .option("--period <YYYY-MM>", "the month of sale or use (default: last month); reported the month after")
+    .option("--store <code>", "streaming-monthly and video-ugc: the store the report is from")
+    .option(
+      "--seed <n>",
+      "the same seed writes the same report (default: a new report each time)",
+      integer(0, 2 ** 31 - 1),
+    )
+    .action(
+      async (opts: {
+        release: string;
+        format: string;
+        out?: string;
+        period?: string;
+        store?: string;
+        seed?: number;
+      }) => {
+        const period = opts.period ?? lastMonth();
+        const problem = monthProblem(period);
+        if (problem) throw new UsageError(`--period ${period} ${problem}`);
+        if (cli.json && !opts.out)
+          throw new UsageError("--json prints a summary: say --out <file> for the report");
+        if (!UUID.test(opts.release)) throw notFound("release", opts.release);
+        await cli.withDb(async (db) => {
+          const { release, tenant, status } = await sampleReleaseOf(db, opts.release, opts.store);
+          let report: SampleReport;
+          try {
+            report = sampleReport(release, {
+              format: opts.format,
+              salePeriod: period,
+              seed: opts.seed ?? randomInt(2 ** 31 - 1),
+              store: opts.store,
+            });
+          } catch (error) {
+            throw refusal(SampleError)(error);
+          }
+          const matchable = (MATCHABLE_STATUSES as readonly string[]).includes(status);
+          const note = matchable
+            ? undefined
+            : `the release is ${status}: a report matches only releases the stores have (${MATCHABLE_STATUSES.join(", ")})`;
+          if (!opts.out) {
+            cli.io.stdout(report.text);
+            if (note) cli.io.stderr(`backline: note: ${note}\n`);
+            return;
+          }
+          await writeFile(cli.path(opts.out), report.text);
+          const command = [
+            "npx backline royalties import",
+            opts.out,
+            `--tenant ${tenant}`,
+            `--format ${report.format}`,
+            ...(report.importStore ? [`--store ${report.importStore}`] : []),
+          ].join(" ");
+          cli.output(
+            [
+              `Wrote a ${report.format} report of ${report.lines} lines for ${JSON.stringify(release.title)} to ${opts.out}`,
+              `  stores ${report.stores.join(", ")}; countries ${report.countries.join(", ")}; sales of ${report.salePeriod}, reported ${report.reportingPeriod}`,
+              ...report.totals.map(
+                (t) =>
+                  `  ${t.currency}: ${t.lines} lines, ${t.units} units, gross ${t.gross}, fees ${t.fees}, net ${t.net}`,
+              ),
+              ...(note ? [`Note: ${note}.`] : []),
+              `Import it: ${command}`,
+            ].join("\n"),
+            {
+              file: cli.path(opts.out),
+              format: report.format,
+              release_id: release.id,
+              tenant,
+              stores: report.stores,
+              store: report.importStore ?? null,
+              countries: report.countries,
+              sale_period: report.salePeriod,
+              reporting_period: report.reportingPeriod,
+              lines: report.lines,
+              totals: report.totals,
+              matchable,
+              import_command: command,
+            },
+          );
         });
       },
     );
@@ -103,4 +205,70 @@ export function register(program: Command, cli: Cli): void {
         cli.output(reportText(r), r);
       });
     });
+}
+
+/** Last month, YYYY-MM (UTC). */
+function lastMonth(): string {
+  const now = new Date();
+  const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1));
+  return `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, "0")}`;
+}
+
+/** What a sample report needs of a release: its identifiers and titles, and the stores it went to. */
+async function sampleReleaseOf(
+  db: Db,
+  id: string,
+  store: string | undefined,
+): Promise<{ release: SampleRelease; tenant: string; status: string }> {
+  return db.asService(
+    async (tx) => {
+      const r = (
+        await tx.query<{
+          id: string;
+          title: string;
+          artist_name: string | null;
+          upc: string | null;
+          status: string;
+          tenant: string;
+        }>(
+          `select r.id, r.title, r.artist_name, r.upc, r.status, t.slug as tenant
+           from public.releases r join internal.accounts a on a.id = r.account_id join internal.tenants t on t.id = a.tenant_id
+           where r.id = $1`,
+          [id],
+        )
+      ).rows[0];
+      if (!r) throw notFound("release", id);
+      if (store !== undefined) {
+        const known = await tx.query("select 1 from internal.stores where code = $1", [store]);
+        if (known.rowCount === 0) throw notFound("store", store);
+      }
+      const tracks = await tx.query<{ title: string; isrc: string | null }>(
+        "select title, isrc from public.tracks where release_id = $1 order by disc_number, track_number nulls last, created_at",
+        [id],
+      );
+      // The stores that have it, else every enabled store.
+      let stores = await tx.query<{ code: string; kind: string }>(
+        `select s.code, s.kind from internal.stores s
+         where s.code in (select store from internal.release_deliveries where release_id = $1 and status in ('delivered', 'live'))
+         order by s.sort, s.code`,
+        [id],
+      );
+      if (stores.rows.length === 0) {
+        stores = await tx.query("select code, kind from internal.stores where enabled order by sort, code");
+      }
+      return {
+        release: {
+          id: r.id,
+          title: r.title,
+          artistName: r.artist_name ?? "",
+          upc: r.upc,
+          tracks: tracks.rows,
+          stores: stores.rows,
+        },
+        tenant: r.tenant,
+        status: r.status,
+      };
+    },
+    { readOnly: true },
+  );
 }
