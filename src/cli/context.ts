@@ -61,6 +61,19 @@ export class UsageError extends CliError {
   }
 }
 
+/**
+ * Thrown by the `backline` process's database opener when a running server holds the embedded
+ * data directory and listens for CLI commands: the command line is sent there instead (socket.ts).
+ */
+export class RunOnServer extends Error {
+  readonly socket: string;
+
+  constructor(socket: string) {
+    super(`run on the server listening on ${socket}`);
+    this.socket = socket;
+  }
+}
+
 /** "no <what> <ref>": the record named does not exist. */
 export function notFound(what: string, ref: string): CliError {
   return new CliError(`no ${what} ${ref}`, "not_found");

@@ -1,5 +1,5 @@
 import { type Command, CommanderError } from "commander";
-import type { CliIo, DbOpener } from "./context.ts";
+import { type CliIo, type DbOpener, RunOnServer } from "./context.ts";
 import { EXIT_USAGE, failureOf, report, wantsJson } from "./errors.ts";
 import { buildProgram } from "./index.ts";
 
@@ -58,6 +58,7 @@ export async function runCommandLine(args: string[], io: CliIo, withDb: DbOpener
     await program.parseAsync(args, { from: "user" });
     return status;
   } catch (error) {
+    if (error instanceof RunOnServer) throw error;
     if (error instanceof CommanderError && error.exitCode === 0) return 0; // --help, --version
     const json = wantsJson(args);
     if (error instanceof CommanderError && error.code === "commander.help") {
