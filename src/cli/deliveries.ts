@@ -1,9 +1,13 @@
 import type { Command } from "commander";
-import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
-import { OperatorError } from "../pipeline/errors.ts";
 import { type Cli, notFound, refusal, table, UsageError } from "./context.ts";
 
 /** `backline deliveries`: a release's deliveries to its stores, and the stores' reports on them. */
+
+/** The services behind these commands, loaded when one of them runs (not for --help or another group). */
+const services = async () => ({
+  ...(await import("../pipeline/delivery.ts")),
+  ...(await import("../pipeline/errors.ts")),
+});
 export function register(program: Command, cli: Cli): void {
   const deliveries = program.command("deliveries").description("a release's deliveries to its stores");
   deliveries
@@ -11,9 +15,10 @@ export function register(program: Command, cli: Cli): void {
     .description("every delivery record of a release, newest first")
     .requiredOption("--release <id>", "release id")
     .action(async (opts: { release: string }) => {
+      const s = await services();
       if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw notFound("release", opts.release);
       await cli.withDb(async (db) => {
-        const rows = await deliveriesOf(db, opts.release).catch(refusal(OperatorError));
+        const rows = await s.deliveriesOf(db, opts.release).catch(refusal(s.OperatorError));
         cli.output(
           table(rows as unknown as Record<string, unknown>[], [
             "id",
@@ -35,9 +40,10 @@ export function register(program: Command, cli: Cli): void {
     )
     .requiredOption("--release <id>", "release id")
     .action(async (opts: { release: string }) => {
+      const s = await services();
       if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw notFound("release", opts.release);
       await cli.withDb(async (db) => {
-        const n = await retryDeliveries(db, opts.release).catch(refusal(OperatorError));
+        const n = await s.retryDeliveries(db, opts.release).catch(refusal(s.OperatorError));
         cli.output(`${n} deliver${n === 1 ? "y" : "ies"} queued again`, {
           release_id: opts.release,
           retried: n,
@@ -65,6 +71,7 @@ export function register(program: Command, cli: Cli): void {
         id: string,
         opts: { live?: boolean; error?: boolean; takenDown?: boolean; message?: string; note?: string },
       ) => {
+        const s = await services();
         if ([opts.live, opts.error, opts.takenDown].filter(Boolean).length !== 1) {
           throw new UsageError("say --live, --error or --taken-down");
         }
@@ -79,7 +86,7 @@ export function register(program: Command, cli: Cli): void {
             : opts.takenDown
               ? ({ status: "taken_down", note: opts.note ?? "" } as const)
               : ({ status: "error", message: opts.message ?? "" } as const);
-          const row = await reportDelivery(db, id, report, { via: "cli" }).catch(refusal(OperatorError));
+          const row = await s.reportDelivery(db, id, report, { via: "cli" }).catch(refusal(s.OperatorError));
           cli.output(`Delivery ${id} to ${row.store} is ${row.status}`, row);
         });
       },

@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { CommanderError } from "commander";
 import { asDbError } from "../db/errors.ts";
 import { DataDirInUseError } from "../db/pglite.ts";
+import { explain } from "../start/process.ts";
 import { CliError, UsageError } from "./context.ts";
 import { describeDbError, failureOf, wantsJson } from "./errors.ts";
 
@@ -72,7 +73,7 @@ test("failures and usage errors: status, code and the help to read", () => {
     code: "not_found",
     message: "no store x",
   });
-  const inUse = failureOf(new DataDirInUseError("/srv/data", 42), "tenants list");
+  const inUse = failureOf(new DataDirInUseError("/srv/data", 42), "tenants list", explain);
   assert.deepEqual([inUse.status, inUse.code], [1, "data_dir_in_use"]);
   const bug = failureOf(new TypeError("x is undefined"), "tenants list");
   assert.deepEqual([bug.status, bug.code, bug.message], [1, "internal", "unexpected error: x is undefined"]);

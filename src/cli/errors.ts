@@ -1,6 +1,5 @@
 import { CommanderError } from "commander";
 import { asDbError, type DbError, mapDbError } from "../db/errors.ts";
-import { explain } from "../start/process.ts";
 import { CliError, type CliIo } from "./context.ts";
 
 /**
@@ -29,8 +28,16 @@ export interface Failure {
   stack?: string;
 }
 
-/** The failure `error` stands for. `command` is the words of the command that ran, e.g. "tenants create". */
-export function failureOf(error: unknown, command: string): Failure {
+/**
+ * The failure `error` stands for. `command` is the words of the command that ran, e.g. "tenants
+ * create"; `explain` gives the one line for errors a user can fix (src/start/process.ts, loaded
+ * only when a command failed that way).
+ */
+export function failureOf(
+  error: unknown,
+  command: string,
+  explain: (error: unknown) => string | undefined = () => undefined,
+): Failure {
   const help = `backline ${command ? `${command} ` : ""}--help`;
   if (error instanceof CommanderError) {
     return { status: EXIT_USAGE, code: "usage", message: error.message.replace(/^error: /, ""), help };

@@ -1,7 +1,11 @@
 import type { Command } from "commander";
-import { SCOPES } from "../public-api/auth.ts";
-import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
+import { DEFAULT_SCOPES, SCOPES } from "./choices.ts";
 import { type Cli, CliError, choice, integer, notFound, table, UsageError } from "./context.ts";
+
+/** The services behind these commands, loaded when one of them runs (not for --help or another group). */
+const services = async () => ({
+  ...(await import("../public-api/keys/service.ts")),
+});
 
 /** `backline keys`: public-API keys of accounts (the operator's side). */
 export function register(program: Command, cli: Cli): void {
@@ -25,6 +29,7 @@ export function register(program: Command, cli: Cli): void {
         scopes: string;
         expiresInDays?: number;
       }) => {
+        const s = await services();
         const scopes = opts.scopes.split(",").map((x) => x.trim());
         const bad = scopes.find((x) => !(SCOPES as readonly string[]).includes(x));
         if (bad) throw new UsageError(`unknown scope ${bad}; expected some of ${SCOPES.join(", ")}`);
@@ -34,7 +39,7 @@ export function register(program: Command, cli: Cli): void {
             tx.query("select 1 from internal.accounts where id = $1", [opts.account]),
           );
           if (exists.rowCount === 0) throw notFound("account", opts.account);
-          const { row, secret } = await issueKey(db, {
+          const { row, secret } = await s.issueKey(db, {
             accountId: opts.account,
             mode: opts.mode,
             name: opts.name,
@@ -61,11 +66,12 @@ export function register(program: Command, cli: Cli): void {
     .description("list the API keys of an account (never their secrets)")
     .requiredOption("--account <id>", "account id (its sandbox twin's keys are listed too)")
     .action(async (opts: { account: string }) => {
+      const s = await services();
       await cli.withDb(async (db) => {
         const rows = (
           await db.asService((tx) =>
             tx.query<Record<string, unknown>>(
-              `select ${KEY_COLUMNS.join(", ")} from internal.api_keys
+              `select ${s.KEY_COLUMNS.join(", ")} from internal.api_keys
                where account_id = $1::uuid or account_id = (select id from internal.accounts where sandbox_of = $1::uuid)
                order by created_at desc`,
               [opts.account],
@@ -89,6 +95,7 @@ export function register(program: Command, cli: Cli): void {
       .description(description)
       .argument("<id>", "key id")
       .action(async (id: string) => {
+        const s = await services();
         if (!/^[0-9a-f-]{36}$/i.test(id)) throw notFound("API key", id);
         await cli.withDb(async (db) => {
           const row = (
@@ -96,7 +103,7 @@ export function register(program: Command, cli: Cli): void {
               tx.query<Record<string, unknown>>(
                 `update internal.api_keys set status = $2 where id = $1 and status <> 'revoked'
                    and ($2 <> 'active' or status = 'frozen') and ($2 <> 'frozen' or status = 'active')
-                 returning ${KEY_COLUMNS.join(", ")}`,
+                 returning ${s.KEY_COLUMNS.join(", ")}`,
                 [id, status],
               ),
             )

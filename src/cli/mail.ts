@@ -1,8 +1,12 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { listMail } from "../mail/mailer.ts";
 import type { Cli } from "./context.ts";
 
 /** `backline mail`: the mailbox of every e-mail Backline wrote. */
+
+/** The services behind these commands, loaded when one of them runs (not for --help or another group). */
+const services = async () => ({
+  ...(await import("../mail/mailer.ts")),
+});
 export function register(program: Command, cli: Cli): void {
   program
     .command("mail")
@@ -23,9 +27,10 @@ export function register(program: Command, cli: Cli): void {
       20,
     )
     .action(async (opts: { tenant?: string; to?: string; limit: number }) => {
+      const s = await services();
       await cli.withDb(async (db) => {
         const tenantId = opts.tenant ? (await cli.requireTenant(db, opts.tenant)).id : undefined;
-        const rows = await listMail(db, {
+        const rows = await s.listMail(db, {
           limit: opts.limit,
           ...(tenantId ? { tenantId } : {}),
           ...(opts.to ? { to: opts.to } : {}),

@@ -2,19 +2,18 @@ import { randomInt } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import type { Command } from "commander";
 import type { Db } from "../db/db.ts";
-import { FORMAT_NAMES } from "../royalties/formats/index.ts";
-import {
-  findImport,
-  ImportError,
-  importRoyalties,
-  listImports,
-  MATCHABLE_STATUSES,
-} from "../royalties/import.ts";
-import { monthProblem } from "../royalties/normalise.ts";
-import { progressBar, progressJson, reportText, resultJson, resultText } from "../royalties/operator.ts";
-import { SampleError, type SampleRelease, type SampleReport, sampleReport } from "../royalties/sample.ts";
-import { VoidError, voidImport } from "../royalties/void.ts";
+import type { SampleRelease, SampleReport } from "../royalties/sample.ts";
+import { FORMAT_NAMES } from "./choices.ts";
 import { type Cli, choice, integer, notFound, refusal, table, UsageError, UUID } from "./context.ts";
+
+/** The services behind these commands, loaded when one of them runs (not for --help or another group). */
+const services = async () => ({
+  ...(await import("../royalties/import.ts")),
+  ...(await import("../royalties/normalise.ts")),
+  ...(await import("../royalties/operator.ts")),
+  ...(await import("../royalties/sample.ts")),
+  ...(await import("../royalties/void.ts")),
+});
 
 /** `backline royalties`: store sales and usage reports (docs/royalties.md). */
 export function register(program: Command, cli: Cli): void {
@@ -38,24 +37,27 @@ export function register(program: Command, cli: Cli): void {
     .option("--store <code>", "the store, for formats whose lines do not name it")
     .action(
       async (file: string, opts: { tenant: string; format: string; period?: string; store?: string }) => {
+        const s = await services();
         const { json } = cli;
         await cli.withDb(async (db) => {
           const tenant = await cli.requireTenant(db, opts.tenant);
           const tty = cli.io.stderrIsTTY && !json;
-          const result = await importRoyalties(db, {
-            tenantId: tenant.id,
-            format: opts.format,
-            file: cli.path(file),
-            period: opts.period,
-            store: opts.store,
-            source: "cli",
-            onProgress: (p) => {
-              if (json) cli.io.stderr(`${progressJson(p)}\n`);
-              else if (tty) cli.io.stderr(`\r${progressBar(p)}`);
-            },
-          }).catch(refusal(ImportError));
+          const result = await s
+            .importRoyalties(db, {
+              tenantId: tenant.id,
+              format: opts.format,
+              file: cli.path(file),
+              period: opts.period,
+              store: opts.store,
+              source: "cli",
+              onProgress: (p) => {
+                if (json) cli.io.stderr(`${s.progressJson(p)}\n`);
+                else if (tty) cli.io.stderr(`\r${s.progressBar(p)}`);
+              },
+            })
+            .catch(refusal(s.ImportError));
           if (tty) cli.io.stderr("\n");
-          cli.output(resultText(result), resultJson(result));
+          cli.output(s.resultText(result), s.resultJson(result));
           if (result.status === "rejected") cli.io.setExitCode(1);
         });
       },
@@ -85,8 +87,9 @@ export function register(program: Command, cli: Cli): void {
         store?: string;
         seed?: number;
       }) => {
+        const s = await services();
         const period = opts.period ?? lastMonth();
-        const problem = monthProblem(period);
+        const problem = s.monthProblem(period);
         if (problem) throw new UsageError(`--period ${period} ${problem}`);
         if (cli.json && !opts.out)
           throw new UsageError("--json prints a summary: say --out <file> for the report");
@@ -95,19 +98,19 @@ export function register(program: Command, cli: Cli): void {
           const { release, tenant, status } = await sampleReleaseOf(db, opts.release, opts.store);
           let report: SampleReport;
           try {
-            report = sampleReport(release, {
+            report = s.sampleReport(release, {
               format: opts.format,
               salePeriod: period,
               seed: opts.seed ?? randomInt(2 ** 31 - 1),
               store: opts.store,
             });
           } catch (error) {
-            throw refusal(SampleError)(error);
+            throw refusal(s.SampleError)(error);
           }
-          const matchable = (MATCHABLE_STATUSES as readonly string[]).includes(status);
+          const matchable = (s.MATCHABLE_STATUSES as readonly string[]).includes(status);
           const note = matchable
             ? undefined
-            : `the release is ${status}: a report matches only releases the stores have (${MATCHABLE_STATUSES.join(", ")})`;
+            : `the release is ${status}: a report matches only releases the stores have (${s.MATCHABLE_STATUSES.join(", ")})`;
           if (!opts.out) {
             cli.io.stdout(report.text);
             if (note) cli.io.stderr(`backline: note: ${note}\n`);
@@ -156,9 +159,10 @@ export function register(program: Command, cli: Cli): void {
     .description("the imports of a tenant, newest first")
     .option("--tenant <tenant>", "only this tenant (id or slug)")
     .action(async (opts: { tenant?: string }) => {
+      const s = await services();
       await cli.withDb(async (db) => {
         const tenantId = opts.tenant ? (await cli.requireTenant(db, opts.tenant)).id : undefined;
-        const rows = await listImports(db, { tenantId });
+        const rows = await s.listImports(db, { tenantId });
         cli.output(
           table(rows as unknown as Record<string, unknown>[], [
             "id",
@@ -180,12 +184,13 @@ export function register(program: Command, cli: Cli): void {
     .description("one import's report: totals per currency, unmatched identifiers, malformed lines")
     .argument("<id>", "import id")
     .action(async (id: string) => {
+      const s = await services();
       // Only a well-formed UUID reaches the database (which would refuse anything else with its own error).
       if (!UUID.test(id)) throw notFound("import", id);
       await cli.withDb(async (db) => {
-        const r = await db.asService((tx) => findImport(tx, id), { readOnly: true });
+        const r = await db.asService((tx) => s.findImport(tx, id), { readOnly: true });
         if (!r) throw notFound("import", id);
-        cli.output(reportText(r), r);
+        cli.output(s.reportText(r), r);
       });
     });
   royalties
@@ -197,12 +202,13 @@ export function register(program: Command, cli: Cli): void {
     .argument("<id>", "import id")
     .requiredOption("--reason <reason>", "why: recorded on the import and told to the accounts")
     .action(async (id: string, opts: { reason: string }) => {
+      const s = await services();
       if (!UUID.test(id)) throw notFound("royalty import", id);
       await cli.withDb(async (db) => {
-        const r = await voidImport(db, id.toLowerCase(), { reason: opts.reason, via: "cli" }).catch(
-          refusal(VoidError),
-        );
-        cli.output(reportText(r), r);
+        const r = await s
+          .voidImport(db, id.toLowerCase(), { reason: opts.reason, via: "cli" })
+          .catch(refusal(s.VoidError));
+        cli.output(s.reportText(r), r);
       });
     });
 }

@@ -77,7 +77,8 @@ export async function runCommandLine(args: string[], io: CliIo, withDb: DbOpener
       );
       return status;
     }
-    report(failureOf(error, commandPath(current)), tracked, json);
+    const { explain } = await import("../start/process.ts");
+    report(failureOf(error, commandPath(current), explain), tracked, json);
     return status;
   }
 }

@@ -1,8 +1,12 @@
 import type { Command } from "commander";
-import { rotateMasterKey } from "../secrets/at-rest.ts";
 import type { Cli } from "./context.ts";
 
 /** `backline secrets`: the master key that seals secrets at rest (docs/security.md). */
+
+/** The services behind these commands, loaded when one of them runs (not for --help or another group). */
+const services = async () => ({
+  ...(await import("../secrets/at-rest.ts")),
+});
 export function register(program: Command, cli: Cli): void {
   program
     .command("secrets")
@@ -14,8 +18,9 @@ export function register(program: Command, cli: Cli): void {
         "on the embedded default, a new DATA_DIR/encryption.key is made (stop the server first)",
     )
     .action(async () => {
+      const s = await services();
       await cli.withDb(async (db, config) => {
-        const report = await rotateMasterKey(db, config);
+        const report = await s.rotateMasterKey(db, config);
         const n = (counts: Record<string, number>) =>
           Object.entries(counts)
             .map(([k, v]) => `${v} ${k.replaceAll("_", " ")}`)

@@ -1,9 +1,13 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { configureStore, showStore } from "../pipeline/stores.ts";
 import { type Cli, CliError, choice, notFound, table, UsageError } from "./context.ts";
 
 const STORE_KINDS = ["dsp", "download", "ugc"] as const;
+
+/** The services behind these commands, loaded when one of them runs (not for --help or another group). */
+const services = async () => ({
+  ...(await import("../pipeline/stores.ts")),
+});
 
 /** `backline stores`: the stores releases are delivered to, and how they are reached. */
 export function register(program: Command, cli: Cli): void {
@@ -60,9 +64,10 @@ export function register(program: Command, cli: Cli): void {
     .description("a store with its delivery settings")
     .argument("<code>", "store code")
     .action(async (code: string) => {
+      const s = await services();
       await cli.withDb(async (db) => {
         // Credentials are named (where they are set), never printed.
-        const row = await db.asService((tx) => showStore(tx, db, code), { readOnly: true });
+        const row = await db.asService((tx) => s.showStore(tx, db, code), { readOnly: true });
         if (!row) throw notFound("store", code);
         cli.output(JSON.stringify(row, null, 2), row);
       });
@@ -75,6 +80,7 @@ export function register(program: Command, cli: Cli): void {
     .argument("<code>", "store code")
     .requiredOption("--settings <json>", "the settings as JSON, or @file to read them from a file")
     .action(async (code: string, opts: { settings: string }) => {
+      const s = await services();
       const text = opts.settings.startsWith("@")
         ? await readFile(cli.path(opts.settings.slice(1)), "utf8").catch(() => {
             throw new CliError(`cannot read ${opts.settings.slice(1)}`, "unreadable_file");
@@ -102,7 +108,7 @@ export function register(program: Command, cli: Cli): void {
         }
       }
       await cli.withDb(async (db) => {
-        const row = await configureStore(db, code, settings as Record<string, unknown>);
+        const row = await s.configureStore(db, code, settings as Record<string, unknown>);
         if (!row) throw notFound("store", code);
         cli.output(`Store ${code} delivers through ${String(adapter ?? "no adapter")}`, row);
       });

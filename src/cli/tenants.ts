@@ -1,12 +1,11 @@
 import { type Command, Option } from "commander";
-import {
-  createTenant,
-  getTenantKeys,
-  listTenants,
-  POLICY_PRESETS,
-  rotateTenantKeys,
-} from "../tenancy/tenants.ts";
+import { POLICY_PRESETS } from "./choices.ts";
 import { type Cli, integer, table, UsageError } from "./context.ts";
+
+/** The services behind these commands, loaded when one of them runs (not for --help or another group). */
+const services = async () => ({
+  ...(await import("../tenancy/tenants.ts")),
+});
 
 /** `backline tenants`: the white-label customers, their keys and settings. */
 export function register(program: Command, cli: Cli): void {
@@ -29,13 +28,14 @@ export function register(program: Command, cli: Cli): void {
         policy: (typeof POLICY_PRESETS)[number];
         plan: string;
       }) => {
+        const s = await services();
         if (opts.slug !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(opts.slug)) {
           throw new UsageError(
             "--slug must be 1 to 63 lower-case letters, digits and hyphens, not starting with a hyphen",
           );
         }
         await cli.withDb(async (db, config) => {
-          const { tenant, keys } = await createTenant(db, {
+          const { tenant, keys } = await s.createTenant(db, {
             name: opts.name,
             ...(opts.slug ? { slug: opts.slug } : {}),
             policyPreset: opts.policy,
@@ -61,8 +61,9 @@ export function register(program: Command, cli: Cli): void {
     .command("list")
     .description("list tenants")
     .action(async () => {
+      const s = await services();
       await cli.withDb(async (db) => {
-        const rows = await listTenants(db);
+        const rows = await s.listTenants(db);
         cli.output(
           table(rows as unknown as Record<string, unknown>[], [
             "id",
@@ -82,9 +83,10 @@ export function register(program: Command, cli: Cli): void {
     .description("print a tenant's URL, anon key and service-role key")
     .argument("<tenant>", "tenant id or slug")
     .action(async (ref: string) => {
+      const s = await services();
       await cli.withDb(async (db, config) => {
         const tenant = await cli.requireTenant(db, ref);
-        const keys = await getTenantKeys(db, tenant.id);
+        const keys = await s.getTenantKeys(db, tenant.id);
         cli.output(
           `url: ${config.publicUrl}\nanon key: ${keys?.anon_key}\nservice_role key: ${keys?.service_role_key}`,
           {
@@ -103,9 +105,10 @@ export function register(program: Command, cli: Cli): void {
     )
     .argument("<tenant>", "tenant id or slug")
     .action(async (ref: string) => {
+      const s = await services();
       await cli.withDb(async (db, config) => {
         const tenant = await cli.requireTenant(db, ref);
-        const keys = await rotateTenantKeys(db, tenant.id);
+        const keys = await s.rotateTenantKeys(db, tenant.id);
         cli.output(
           `Rotated the keys of ${tenant.slug}\nanon key: ${keys.anon_key}\nservice_role key: ${keys.service_role_key}`,
           { tenant_id: tenant.id, url: config.publicUrl, ...keys },
