@@ -13,7 +13,7 @@ const services = async () => ({
 });
 export function register(program: Command, cli: Cli): void {
   program
-    .command("s.migrate")
+    .command("migrate")
     .description(
       "apply pending database migrations (MIGRATION_DATABASE_URL, else DATABASE_URL, else the embedded database)",
     )
@@ -28,7 +28,7 @@ export function register(program: Command, cli: Cli): void {
           : new s.PostgresEngine({
               url: dbc.migrationUrl,
               poolSize: 1,
-              applicationName: "backline s.migrate",
+              applicationName: "backline migrate",
             });
       try {
         const applied = opts.status ? [] : await s.migrate(engine);
