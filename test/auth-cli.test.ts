@@ -226,11 +226,13 @@ describe("backline CLI: keys, members and the mailbox", () => {
     assert.equal(file.anon_key, rotated.anon_key);
   });
 
-  const errors: { name: string; args: () => string[]; message: RegExp }[] = [
+  // Status 1: the command could not do it; 2: it was called wrongly (docs/cli.md).
+  const errors: { name: string; args: () => string[]; message: RegExp; status: 1 | 2 }[] = [
     {
       name: "rotate-keys for an unknown tenant",
       args: () => ["tenants", "rotate-keys", "nope"],
       message: /^backline: no tenant nope$/m,
+      status: 1,
     },
     {
       name: "add-member to an unknown account",
@@ -243,27 +245,31 @@ describe("backline CLI: keys, members and the mailbox", () => {
         "a@b.co",
       ],
       message: /^backline: no account 00000000-0000-4000-8000-000000000000$/m,
+      status: 1,
     },
     {
       name: "add-member with an unknown role",
       args: () => ["accounts", "add-member", "--account", account.id, "--email", "a@b.co", "--role", "boss"],
       message: /argument 'boss' is invalid\. expected one of owner, admin, member, viewer/,
+      status: 2,
     },
     {
       name: "mail list for an unknown tenant",
       args: () => ["mail", "list", "--tenant", "nope"],
       message: /^backline: no tenant nope$/m,
+      status: 1,
     },
     {
       name: "mail list with --limit 0",
       args: () => ["mail", "list", "--limit", "0"],
       message: /expected a whole number from 1 to 1000/,
+      status: 2,
     },
   ];
   for (const c of errors) {
-    test(`refuses ${c.name} with exit code 1 and no stack trace`, async () => {
+    test(`refuses ${c.name} with exit code ${c.status} and no stack trace`, async () => {
       const r = await runCli(c.args(), env);
-      assert.equal(r.code, 1, r.stdout);
+      assert.equal(r.code, c.status, r.stdout);
       assert.match(r.stderr, c.message);
       assert.doesNotMatch(r.stderr, /\n\s+at /);
     });

@@ -21,6 +21,14 @@ describe("backline CLI: stores and lead time", () => {
     assert.match(r.stderr, message);
     assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
   };
+  /** A usage error: one line naming the mistake and the help to read, exit status 2. */
+  const misused = async (args: string[], message: RegExp) => {
+    const r = await runCli(args, env);
+    assert.equal(r.code, 2, r.stdout);
+    assert.match(r.stderr, message);
+    assert.match(r.stderr, / \(see `backline [a-z -]+ --help`\)\n$/);
+    assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+  };
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   test("stores: list, add, disable and enable; mistakes end with one line", async () => {
@@ -49,7 +57,10 @@ describe("backline CLI: stores and lead time", () => {
       ["stores", "add", "--code", "qobuz", "--name", "Again"],
       /^backline: store qobuz exists already\n$/,
     );
-    await fails(["stores", "add", "--code", "Bad Code", "--name", "X"], /^backline: bad store code Bad Code/);
+    await misused(
+      ["stores", "add", "--code", "Bad Code", "--name", "X"],
+      /^backline: bad store code Bad Code/,
+    );
     await fails(["stores", "disable", "nope"], /^backline: no store nope\n$/);
   });
 
@@ -60,8 +71,8 @@ describe("backline CLI: stores and lead time", () => {
     await fails(["deliveries", "retry", "--release", id], none);
     await fails(["deliveries", "retry", "--release", "nope"], /^backline: no release nope\n$/);
     await fails(["deliveries", "report", id, "--live"], new RegExp(`^backline: no delivery ${id}\\n$`));
-    await fails(["deliveries", "report", id, "--error"], /^backline: --error needs --message\n$/);
-    await fails(["deliveries", "report", id], /^backline: say --live, --error or --taken-down\n$/);
+    await misused(["deliveries", "report", id, "--error"], /^backline: --error needs --message/);
+    await misused(["deliveries", "report", id], /^backline: say --live, --error or --taken-down/);
     await fails(["deliveries", "report", "nope", "--live"], /^backline: no delivery nope\n$/);
   });
 
@@ -78,7 +89,7 @@ describe("backline CLI: stores and lead time", () => {
     assert.deepEqual(saved.settings, ddex);
     assert.deepEqual((await json("stores", "show", "deezer")).settings, ddex);
     const bad = { adapter: "ddex", ddex: { ...ddex.ddex, sender: { dpid: "nope", name: "X" } } };
-    await fails(
+    await misused(
       ["stores", "configure", "deezer", "--settings", JSON.stringify(bad)],
       /^backline: store deezer has bad ddex settings: ddex\.sender\.dpid: a DDEX Party ID/,
     );
@@ -87,10 +98,10 @@ describe("backline CLI: stores and lead time", () => {
       ddex,
       "a refused change saves nothing",
     );
-    await fails(["stores", "configure", "deezer", "--settings", "{"], /^backline: --settings is not JSON\n$/);
-    await fails(
+    await misused(["stores", "configure", "deezer", "--settings", "{"], /^backline: --settings is not JSON/);
+    await misused(
       ["stores", "configure", "deezer", "--settings", '{"adapter":"ftp"}'],
-      /^backline: unknown adapter "ftp": sandbox or ddex\n$/,
+      /^backline: unknown adapter "ftp": sandbox or ddex/,
     );
     await fails(["stores", "configure", "nostore", "--settings", "{}"], /^backline: no store nostore\n$/);
     await fails(["stores", "show", "nostore"], /^backline: no store nostore\n$/);
@@ -100,8 +111,8 @@ describe("backline CLI: stores and lead time", () => {
     assert.deepEqual(await json("oac", "queue"), []);
     const id = "6f1d2c3b-4a59-4e7d-8c21-0b9a8f7e6d5c";
     await fails(["oac", "review", id, "--approve"], new RegExp(`^backline: no OAC request ${id}\\n$`));
-    await fails(["oac", "review", id, "--reject"], /^backline: --reject needs --reason\n$/);
-    await fails(["oac", "review", id], /^backline: say --approve or --reject\n$/);
+    await misused(["oac", "review", id, "--reject"], /^backline: --reject needs --reason/);
+    await misused(["oac", "review", id], /^backline: say --approve or --reject/);
   });
 
   test("a disabled store is refused at submit; set-lead-days moves the earliest release date", async () => {
@@ -111,7 +122,7 @@ describe("backline CLI: stores and lead time", () => {
       release_lead_days: 21,
     });
     const tooMany = await runCli(["tenants", "set-lead-days", tenant.slug, "--days", "400"], env);
-    assert.equal(tooMany.code, 1);
+    assert.equal(tooMany.code, 2);
     assert.match(
       tooMany.stderr,
       /^backline: option '--days <days>' argument '400' is invalid\. expected 0 to 365/,
@@ -179,17 +190,17 @@ describe("backline CLI: stores and lead time", () => {
       gs1_company_prefix: null,
       isrc_registrant: "US-XYZ",
     });
-    await fails(
+    await misused(
       ["tenants", "set-identifiers", tenant.slug, "--gs1-prefix", "12ab"],
       /^backline: --gs1-prefix must be 6 to 12 digits/,
     );
-    await fails(
+    await misused(
       ["tenants", "set-identifiers", tenant.slug, "--isrc-registrant", "USA-1"],
       /^backline: --isrc-registrant must be CC-XXX/,
     );
-    await fails(
+    await misused(
       ["tenants", "set-identifiers", tenant.slug],
-      /^backline: say --gs1-prefix or --isrc-registrant\n$/,
+      /^backline: say --gs1-prefix or --isrc-registrant/,
     );
     await fails(
       ["tenants", "set-identifiers", "nope", "--gs1-prefix", "none"],

@@ -69,42 +69,50 @@ describe("backline CLI", () => {
     assert.match(text.stdout, /^id\s+tenant_id\s+name\s+kind/);
   });
 
-  const errors: { name: string; args: string[]; message: RegExp }[] = [
+  // Status 1: the command could not do it; 2: it was called wrongly (docs/cli.md).
+  const errors: { name: string; args: string[]; message: RegExp; status: 1 | 2 }[] = [
     {
       name: "an unknown tenant",
       args: ["accounts", "create", "--tenant", "nope", "--name", "X"],
       message: /^backline: no tenant nope$/m,
+      status: 1,
     },
     {
       name: "a bad account kind",
       args: ["accounts", "create", "--tenant", "x", "--name", "X", "--kind", "band"],
       message: /argument 'band' is invalid\. expected one of label, artist/,
+      status: 2,
     },
     {
       name: "a bad policy preset",
       args: ["tenants", "create", "--name", "X", "--policy", "everyone"],
       message: /Allowed choices are account-members, owner-only/,
+      status: 2,
     },
     {
       name: "a missing required option",
       args: ["tenants", "create"],
       message: /required option '--name <name>' not specified/,
+      status: 2,
     },
     {
       name: "a duplicate slug",
       args: ["tenants", "create", "--name", "Acme Distribution"],
-      message: /^backline: duplicate key .*Key \(slug\)=\(acme-distribution\) already exists\.$/m,
+      message: /^backline: a tenant with slug acme-distribution exists already$/m,
+      status: 1,
     },
     {
       name: "an invalid slug",
       args: ["tenants", "create", "--name", "X", "--slug", "Not A Slug"],
-      message: /^backline: new row for relation "tenants" violates check constraint/m,
+      message: /^backline: --slug must be 1 to 63 lower-case letters, digits and hyphens/m,
+      status: 2,
     },
   ];
   for (const c of errors) {
-    test(`refuses ${c.name} with exit code 1 and no stack trace`, async () => {
+    test(`refuses ${c.name} with exit code ${c.status}, one line and no stack trace`, async () => {
       const r = await runCli(c.args, env);
-      assert.equal(r.code, 1);
+      assert.equal(r.code, c.status, r.stderr);
+      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
       assert.match(r.stderr, c.message);
       assert.doesNotMatch(r.stderr, /\n\s+at /);
     });

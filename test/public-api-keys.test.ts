@@ -801,13 +801,16 @@ describe("backline keys (CLI)", () => {
     assert.match(again.stderr, /^backline: no API key \S+ that can be set active\n$/);
   });
 
-  test("an unknown scope exits 1 with one clear line", async () => {
+  test("an unknown scope is a usage error: exit 2 with one clear line", async () => {
     const r = await runCli(
       ["keys", "issue", "--account", randomUUID(), "--scopes", "catalog:read,everything"],
       env,
     );
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2);
     assert.equal(r.stdout, "");
-    assert.match(r.stderr, /^backline: unknown scope everything; expected some of catalog:read, .*\n$/);
+    assert.match(
+      r.stderr,
+      /^backline: unknown scope everything; expected some of catalog:read, .* \(see `backline keys issue --help`\)\n$/,
+    );
   });
 });

@@ -28,7 +28,7 @@ after(async () => {
 function quickstartBlocks(): string[] {
   const doc = fs.readFileSync(path.join(ROOT, "docs/public-api.md"), "utf8");
   const section = doc.slice(doc.indexOf("## Quickstart"), doc.indexOf("## Authentication"));
-  return [...section.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) =>
+  return [...section.matchAll(/```bash(?: runnable)?\n([\s\S]*?)```/g)].map((m) =>
     (m[1] ?? "").replace(/^ {3}/gm, "").replace(/^npm install && npm start.*$/m, ""),
   );
 }

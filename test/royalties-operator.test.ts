@@ -290,7 +290,8 @@ describe("royalties: backline royalties import (CLI)", () => {
       ["royalties", "import", bad, "--tenant", tenant.slug, "--format", "excel"],
       env,
     );
-    assert.equal(unknown.code, 1);
+    assert.equal(unknown.code, 2, "an unknown format is a usage error");
+    assert.match(unknown.stderr, /^backline: option '--format <name>' argument 'excel' is invalid/);
   });
 
   test("royalties void: the import's lines leave the totals, --json prints the voided import; twice: exit 1; the same file imports again", async () => {
@@ -301,7 +302,7 @@ describe("royalties: backline royalties import (CLI)", () => {
     const id = String((JSON.parse(first.stdout) as { import: Obj }).import.id);
 
     const noReason = await runCli(["royalties", "void", id], env);
-    assert.equal(noReason.code, 1);
+    assert.equal(noReason.code, 2, "a missing option is a usage error");
     assert.match(noReason.stderr, /--reason/);
     const blank = await runCli(["royalties", "void", id, "--reason", "  "], env);
     assert.equal(blank.code, 1);
@@ -335,11 +336,17 @@ describe("royalties: backline royalties import (CLI)", () => {
 
   test("deliveries report --taken-down records the store's confirmation by hand, with a note; the release is taken down", async () => {
     const noNote = await runCli(["deliveries", "report", takedown.deliveryId, "--taken-down"], env);
-    assert.equal(noNote.code, 1);
-    assert.equal(noNote.stderr, "backline: --taken-down needs --note: who confirmed the takedown, and how\n");
+    assert.equal(noNote.code, 2);
+    assert.equal(
+      noNote.stderr,
+      "backline: --taken-down needs --note: who confirmed the takedown, and how (see `backline deliveries report --help`)\n",
+    );
     const both = await runCli(["deliveries", "report", takedown.deliveryId, "--taken-down", "--live"], env);
-    assert.equal(both.code, 1);
-    assert.equal(both.stderr, "backline: say --live, --error or --taken-down\n");
+    assert.equal(both.code, 2);
+    assert.equal(
+      both.stderr,
+      "backline: say --live, --error or --taken-down (see `backline deliveries report --help`)\n",
+    );
     const insert = await runCli(
       ["deliveries", "report", takedown.insertId, "--taken-down", "--note", "Spotify e-mail"],
       env,

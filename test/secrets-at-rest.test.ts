@@ -573,13 +573,19 @@ describe("backline secrets rotate-master-key", () => {
       ["secrets", "rotate-master-key"],
       ["tenants", "list"],
     ]) {
-      const wrong = await runCli(["--json", ...args], wrongEnv);
+      const wrong = await runCli(args, wrongEnv);
       assert.equal(wrong.code, 1);
       assert.match(
         wrong.stderr,
         /^backline: internal\.tenants\.jwt_secret_sealed: a secret is sealed with key [0-9a-f]{8}, which this server does not have \(set ENCRYPTION_KEY_PREVIOUS/,
       );
       assert.equal(wrong.stderr.trim().split("\n").length, 1, wrong.stderr);
+      // With --json, the same as a JSON object (docs/cli.md).
+      const json = await runCli(["--json", ...args], wrongEnv);
+      assert.equal(json.code, 1);
+      const { error } = JSON.parse(json.stderr) as { error: { code: string; message: string } };
+      assert.equal(error.code, "secret_key");
+      assert.match(error.message, /^internal\.tenants\.jwt_secret_sealed: a secret is sealed with key/);
     }
     assert.equal((await json("tenants", "keys", created.slug)).anon_key, created.anon_key);
   });

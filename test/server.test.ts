@@ -67,7 +67,8 @@ describe("first start on the embedded database", () => {
 
   test("a second process on the same data directory is refused with one clear line", async () => {
     assert.ok(server);
-    const r = await runCli(["tenants", "list"], { DATA_DIR: dataDir });
+    // (Commands that use the database run inside the server instead: test/cli-socket.test.ts.)
+    const r = await runCli(["migrate", "--status"], { DATA_DIR: dataDir });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^backline: The embedded database in .* is in use by process \d+\./);
     assert.equal(r.stderr.trim().split("\n").length, 1);

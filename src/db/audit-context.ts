@@ -39,35 +39,34 @@ export function openAuditScope(request: { ip?: string }): AuditScope {
 export function setRequestActor(request: { ip?: string }, actor: AuditActor): void {
   openAuditScope(request).actor = actor;
 }
-let processDefault: AuditScope | undefined;
 
 /** Runs `fn` with `scope` as the audit scope of every transaction it opens. */
 export function runWithAuditScope<T>(scope: AuditScope, fn: () => T): T {
   return storage.run(scope, fn);
 }
 
-/** The scope of the current call (a request's), or the process's default (a CLI command's). */
+/** The scope of the current call: a request's, or a CLI command's (src/cli/run.ts). */
 export function currentAuditScope(): AuditScope | undefined {
-  return storage.getStore() ?? processDefault;
+  return storage.getStore();
 }
 
 /**
- * A CLI command's actor for the rest of the process: "cli:<command>" with the OS user. Not for
- * the server's own commands (serve, worker): their workers act as "system".
+ * A CLI command's actor: "cli:<command>" with the OS user. Not for the server's own commands
+ * (serve, worker): their workers act as "system". A command runs inside a scope holding it
+ * (src/cli/run.ts), so a command a running server runs for the CLI names itself without touching
+ * the server's other work.
  */
-export function setCliActor(command: string): void {
+export function cliActor(command: string): AuditActor {
   let osUser = "unknown";
   try {
     osUser = os.userInfo().username;
   } catch {
     // No passwd entry (a container's arbitrary uid): keep "unknown".
   }
-  processDefault = {
-    actor: {
-      type: "cli",
-      id: `cli:${command}`.slice(0, 300),
-      detail: { os_user: osUser, host: os.hostname() },
-    },
+  return {
+    type: "cli",
+    id: `cli:${command}`.slice(0, 300),
+    detail: { os_user: osUser, host: os.hostname() },
   };
 }
 

@@ -1,5 +1,6 @@
 import net from "node:net";
 import type { Logger } from "pino";
+import { listenForCli } from "../cli/socket.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
 import { openDatabase } from "../db/open.ts";
@@ -57,10 +58,13 @@ export async function serve(config: Config, logger: Logger): Promise<RunningServ
     await app.listen({ port: config.port, host: config.host });
     // The operator backend runs in the same process unless WORKER=off (docs/operator.md).
     const background = config.worker.enabled ? startBackground(config, db, logger) : undefined;
+    // On the embedded database, `backline` commands run here while the server holds DATA_DIR (docs/cli.md).
+    const cli = await listenForCli(config, db, logger);
     return {
       url: config.publicUrl,
       devTenant,
       async close() {
+        await cli?.close();
         await gracefulClose(app, IDLE_GRACE_MS);
         await background?.stop();
         await db.close();
@@ -121,6 +125,7 @@ export async function workUntilSignalled(config: Config, logger: Logger): Promis
   warnUnsafeSettings(config, logger);
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   const background = startBackground(config, db, logger);
+  const cli = await listenForCli(config, db, logger);
   logger.info({ worker: background.workerId, concurrency: config.worker.concurrency }, "worker started");
   // The worker's own timers do not hold the process (nor does an idle embedded database): this
   // does, until a signal says stop.
@@ -130,6 +135,7 @@ export async function workUntilSignalled(config: Config, logger: Logger): Promis
     clearInterval(alive);
     const timer = setTimeout(() => process.exit(1), config.shutdownTimeoutMs);
     timer.unref();
+    await cli?.close();
     await background.stop();
     await db.close();
     process.exit(0);

@@ -1,0 +1,139 @@
+import { readFile } from "node:fs/promises";
+import type { Command } from "commander";
+import { type Cli, CliError, choice, notFound, table, UsageError } from "./context.ts";
+
+const STORE_KINDS = ["dsp", "download", "ugc"] as const;
+
+/** The services behind these commands, loaded when one of them runs (not for --help or another group). */
+const services = async () => ({
+  ...(await import("../pipeline/stores.ts")),
+});
+
+/** `backline stores`: the stores releases are delivered to, and how they are reached. */
+export function register(program: Command, cli: Cli): void {
+  const stores = program
+    .command("stores")
+    .description("the stores releases are delivered to (the services list)");
+  stores
+    .command("list")
+    .description("list the stores, enabled or not")
+    .action(async () => {
+      await cli.withDb(async (db) => {
+        const rows = (
+          await db.asService((tx) =>
+            tx.query<Record<string, unknown>>(
+              "select code, name, kind, enabled, offers_oac from internal.stores order by sort, code",
+            ),
+          )
+        ).rows;
+        cli.output(table(rows, ["code", "name", "kind", "enabled", "offers_oac"]), rows);
+      });
+    });
+  stores
+    .command("add")
+    .description("add a store to the list (enabled)")
+    .requiredOption("--code <code>", "lower-case code, e.g. qobuz")
+    .requiredOption("--name <name>", "display name")
+    .option("--kind <kind>", `one of ${STORE_KINDS.join(", ")}`, choice(STORE_KINDS), "dsp")
+    .option("--oac", "the store offers Official Artist Channels")
+    .action(
+      async (opts: { code: string; name: string; kind: (typeof STORE_KINDS)[number]; oac?: boolean }) => {
+        if (!/^[a-z0-9]+(_[a-z0-9]+)*$/.test(opts.code)) {
+          throw new UsageError(
+            `bad store code ${opts.code}: lower-case letters and digits, words joined by _`,
+          );
+        }
+        await cli.withDb(async (db) => {
+          const row = (
+            await db.asService((tx) =>
+              tx.query<Record<string, unknown>>(
+                `insert into internal.stores (code, name, kind, offers_oac, sort)
+               values ($1, $2, $3, $4, (select coalesce(max(sort), 0) + 10 from internal.stores))
+               on conflict (code) do nothing returning code, name, kind, enabled, offers_oac`,
+                [opts.code, opts.name, opts.kind, opts.oac ?? false],
+              ),
+            )
+          ).rows[0];
+          if (!row) throw new CliError(`store ${opts.code} exists already`, "conflict");
+          cli.output(`Added store ${opts.code} (${opts.name})`, row);
+        });
+      },
+    );
+  stores
+    .command("show")
+    .description("a store with its delivery settings")
+    .argument("<code>", "store code")
+    .action(async (code: string) => {
+      const s = await services();
+      await cli.withDb(async (db) => {
+        // Credentials are named (where they are set), never printed.
+        const row = await db.asService((tx) => s.showStore(tx, db, code), { readOnly: true });
+        if (!row) throw notFound("store", code);
+        cli.output(JSON.stringify(row, null, 2), row);
+      });
+    });
+  stores
+    .command("configure")
+    .description(
+      "set how releases reach a store: its settings (adapter and the adapter's own), checked before they are saved",
+    )
+    .argument("<code>", "store code")
+    .requiredOption("--settings <json>", "the settings as JSON, or @file to read them from a file")
+    .action(async (code: string, opts: { settings: string }) => {
+      const s = await services();
+      const text = opts.settings.startsWith("@")
+        ? await readFile(cli.path(opts.settings.slice(1)), "utf8").catch(() => {
+            throw new CliError(`cannot read ${opts.settings.slice(1)}`, "unreadable_file");
+          })
+        : opts.settings;
+      let settings: unknown;
+      try {
+        settings = JSON.parse(text);
+      } catch {
+        throw new UsageError("--settings is not JSON");
+      }
+      if (typeof settings !== "object" || settings === null || Array.isArray(settings)) {
+        throw new UsageError("--settings must be a JSON object");
+      }
+      const adapter = (settings as Record<string, unknown>).adapter;
+      if (adapter !== undefined && adapter !== "sandbox" && adapter !== "ddex") {
+        throw new UsageError(`unknown adapter ${JSON.stringify(adapter)}: sandbox or ddex`);
+      }
+      if (adapter === "ddex") {
+        const { ddexSettingsOf } = await import("../pipeline/ddex/adapter.ts");
+        try {
+          ddexSettingsOf({ code, settings: settings as Record<string, unknown> });
+        } catch (error) {
+          throw new UsageError(error instanceof Error ? error.message : String(error));
+        }
+      }
+      await cli.withDb(async (db) => {
+        const row = await s.configureStore(db, code, settings as Record<string, unknown>);
+        if (!row) throw notFound("store", code);
+        cli.output(`Store ${code} delivers through ${String(adapter ?? "no adapter")}`, row);
+      });
+    });
+  for (const [name, enabled] of [
+    ["enable", true],
+    ["disable", false],
+  ] as const) {
+    stores
+      .command(name)
+      .description(enabled ? "offer a store again" : "stop offering a store: new releases cannot name it")
+      .argument("<code>", "store code")
+      .action(async (code: string) => {
+        await cli.withDb(async (db) => {
+          const row = (
+            await db.asService((tx) =>
+              tx.query<Record<string, unknown>>(
+                "update internal.stores set enabled = $2 where code = $1 returning code, name, kind, enabled, offers_oac",
+                [code, enabled],
+              ),
+            )
+          ).rows[0];
+          if (!row) throw notFound("store", code);
+          cli.output(`Store ${code} is ${enabled ? "enabled" : "disabled"}`, row);
+        });
+      });
+  }
+}
