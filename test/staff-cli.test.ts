@@ -130,7 +130,7 @@ describe("backline staff: the development tenant's first staff member", () => {
     assert.equal(again.code, 1);
     assert.match(again.stderr, /backline: me@example\.com is not staff of dev/);
     const bad = await runCli(["staff", "add", "--tenant", "dev", "--email", email, "--role", "boss"], env);
-    assert.equal(bad.code, 1);
+    assert.equal(bad.code, 2, "a usage error");
     assert.match(bad.stderr, /expected one of reviewer, operator, admin/);
 
     await withServer(async (url) => {

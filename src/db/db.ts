@@ -111,9 +111,10 @@ export class Db {
     const timeout = options.statementTimeoutMs ?? timeoutOf(this.statementTimeouts, role);
     return this.engine.transaction(
       async (tx) => {
+        // backline.audit as in run(): the client's address (and actor, once known) for the audit log.
         await tx.query(
-          "select set_config('role', 'service_role', true), set_config('statement_timeout', $1, true)",
-          [String(timeout)],
+          "select set_config('role', 'service_role', true), set_config('statement_timeout', $1, true), set_config('backline.audit', $2, true)",
+          [String(timeout), auditSetting() ?? ""],
         );
         const resolved = await resolve(tx);
         if (resolved !== role) throw new Error(`withResolvedContext: resolved to ${resolved}, not ${role}`);
