@@ -88,6 +88,10 @@ const schema = z.object({
     })
     .optional(),
   WEBHOOK_ALLOW_PRIVATE: bool.optional(),
+  CONSOLE_TENANT: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: "must be a tenant's slug" })
+    .optional(),
   WORKER_LEASE_MS: z.coerce
     .number({ message: "must be a number" })
     .int()
@@ -132,6 +136,11 @@ export interface Config {
   /** How many requests may wait for a database connection, and for how long, before a 503 (docs/security.md). */
   databaseQueue: { maxWaiting: number; maxWaitMs: number };
   migrateOnStart: boolean;
+  /**
+   * The tenant GET /console/tenant.json answers without ?slug= (docs/console.md): a slug, or
+   * undefined for the development tenant (if there is one).
+   */
+  consoleTenant: string | undefined;
   /** Create the development tenant and write dev-tenant.json on start. */
   devTenant: boolean;
   logLevel: z.infer<typeof schema>["LOG_LEVEL"];
@@ -241,6 +250,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     migrateOnStart: e.MIGRATE_ON_START,
     // The development tenant is a convenience of the embedded database; on PostgreSQL it must be asked for.
     devTenant: e.DEV_TENANT ?? database.engine === "pglite",
+    consoleTenant: e.CONSOLE_TENANT,
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     trustProxy: e.TRUST_PROXY,

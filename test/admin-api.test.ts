@@ -311,7 +311,11 @@ describeEachEngine("admin API /admin/v1", (t) => {
         "another tenant's queue is its own",
       );
       const empty = await operator();
-      assert.deepEqual(expectStatus(await empty.admin("GET", "/reviews"), 200), { data: [] });
+      assert.deepEqual(expectStatus(await empty.admin("GET", "/reviews"), 200), {
+        data: [],
+        has_more: false,
+        counts: { submitted: 0, in_review: 0, total: 0 },
+      });
     });
 
     test("approve: the release is approved, its delivery job queued, and it goes on to its stores; approving it again is 409", async () => {
@@ -361,7 +365,11 @@ describeEachEngine("admin API /admin/v1", (t) => {
       assert.deepEqual([status.approval, status.rejection_reason], ["rejected", "Cover art has a URL"]);
       assert.deepEqual(await jobKinds(id), ["release.review"]);
       assertProblem(await a.admin("POST", `/releases/${id}/approve`), 409, "invalid_state");
-      assert.deepEqual(expectStatus(await a.admin("GET", "/reviews"), 200), { data: [] });
+      assert.deepEqual(expectStatus(await a.admin("GET", "/reviews"), 200), {
+        data: [],
+        has_more: false,
+        counts: { submitted: 0, in_review: 0, total: 0 },
+      });
     });
 
     test("approving a release whose checks fail now is 422 release_incomplete listing them; it stays in review", async () => {
@@ -689,16 +697,22 @@ describeEachEngine("admin API /admin/v1", (t) => {
         ],
       );
       assert.deepEqual(Object.keys(queue[0] ?? {}).sort(), [
+        "account_id",
         "artist_id",
         "artist_name",
         "channel_url",
+        "completed_at",
         "created_at",
         "id",
         "status",
+        "status_reason",
         "store",
       ]);
       assert.match(String(queue[0]?.created_at), ISO);
-      assert.deepEqual(expectStatus(await b.admin("GET", "/oac-requests"), 200), { data: [] });
+      assert.deepEqual(expectStatus(await b.admin("GET", "/oac-requests"), 200), {
+        data: [],
+        has_more: false,
+      });
 
       // Another tenant's key: not found, and nothing decided.
       assertProblem(await b.admin("POST", `/oac-requests/${one.request}/approve`), 404, "not_found");
@@ -738,10 +752,13 @@ describeEachEngine("admin API /admin/v1", (t) => {
       );
       const shown = expectStatus(await two.api<Obj>("GET", `/artists/${two.artist}/oac-request`), 200);
       assert.deepEqual([shown.status, shown.status_reason], ["rejected", "Not enough uploads yet"]);
-      assert.deepEqual(expectStatus(await a.admin("GET", "/oac-requests"), 200), { data: [] });
+      assert.deepEqual(expectStatus(await a.admin("GET", "/oac-requests"), 200), {
+        data: [],
+        has_more: false,
+      });
     });
 
-    test("credentials: 401 missing_api_key without a key, 401 invalid_api_key for a bad one, 403 service_role_required for the anon key or a user's token", async () => {
+    test("credentials: 401 missing_api_key without a key, 401 invalid_api_key for a bad one, 403 service_role_required for the anon key alone, 403 not_staff for a user who is not staff", async () => {
       const a = await operator();
       const b = await operator();
       const secret = await secretOf(a.tenant);
@@ -808,18 +825,18 @@ describeEachEngine("admin API /admin/v1", (t) => {
           code: "service_role_required",
         },
         {
-          name: "a user's token with the anon key",
+          name: "a user's token (not staff) with the anon key",
           key: anon,
           bearer: user,
           status: 403,
-          code: "service_role_required",
+          code: "not_staff",
         },
         {
-          name: "a user's token with the service key",
+          name: "a user's token (not staff) with the service key",
           key: service,
           bearer: user,
           status: 403,
-          code: "service_role_required",
+          code: "not_staff",
         },
         { name: "the service key", key: service, status: 200 },
         { name: "the service key as apikey and bearer", key: service, bearer: service, status: 200 },
@@ -830,7 +847,11 @@ describeEachEngine("admin API /admin/v1", (t) => {
           ...(c.bearer !== undefined ? { bearer: c.bearer } : {}),
         });
         if (c.status === 200) {
-          assert.deepEqual(expectStatus(res, 200), { data: [] }, c.name);
+          assert.deepEqual(
+            expectStatus(res, 200),
+            { data: [], has_more: false, counts: { submitted: 0, in_review: 0, total: 0 } },
+            c.name,
+          );
           continue;
         }
         const problem = assertProblem(res, c.status, c.code as string);
@@ -839,7 +860,7 @@ describeEachEngine("admin API /admin/v1", (t) => {
       }
     });
 
-    test("every route refuses the anon key (403), no key (401) and a user's token (403), and changes nothing", async () => {
+    test("every route refuses the anon key (403), no key (401) and a non-staff user's token (403 not_staff), and changes nothing", async () => {
       const a = await operator();
       const id = await inReview(a.api);
       const user = await userToken(a.tenant);
@@ -861,7 +882,7 @@ describeEachEngine("admin API /admin/v1", (t) => {
         assert.equal(assertProblem(anon, 403, "service_role_required").status, 403, what);
         assertProblem(await call(method, path, { body }), 401, "missing_api_key");
         const asUser = await call(method, path, { key: a.keys.anon_key, bearer: user, body });
-        assertProblem(asUser, 403, "service_role_required");
+        assertProblem(asUser, 403, "not_staff");
       }
       assert.deepEqual(await footprint(id), before);
     });
@@ -893,7 +914,11 @@ describeEachEngine("admin API /admin/v1", (t) => {
         assert.equal(none.detail, `no release ${missing}`);
       }
       assert.deepEqual(await footprint(id), before);
-      assert.deepEqual(expectStatus(await b.admin("GET", "/reviews"), 200), { data: [] });
+      assert.deepEqual(expectStatus(await b.admin("GET", "/reviews"), 200), {
+        data: [],
+        has_more: false,
+        counts: { submitted: 0, in_review: 0, total: 0 },
+      });
       // Its own team still decides it.
       assert.equal(
         expectStatus(await a.admin("POST", `/releases/${id}/reject`, { reason: "Blurry" }), 200).status,

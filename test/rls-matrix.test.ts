@@ -60,11 +60,18 @@ const CALLERS = [
   "tamperedUser", // memberA's token with tenant_id naming tenant 2
   "tamperedKey", // keyA's claims with tenant_id naming tenant 2
   "tamperedService", // tenant 1's service-role key with tenant_id naming a tenant that does not exist
+  // Staff (migration 0019), users of no account:
+  "reviewer1", // staff reviewer of tenant 1 (a user of tenant 1)
+  "operator1", // staff operator of tenant 1 (a user of tenant 1)
+  "platformOperator", // platform staff, operator on every tenant (a user of tenant 2)
+  "unprovenReviewer1", // a staff reviewer row of tenant 1 for a user whose address is not proven yet
 ] as const;
 type Caller = (typeof CALLERS)[number];
 
 type Group = "A" | "A2" | "B" | "C";
 const PEOPLE = ["memberA", "memberA2", "memberB", "viewerA", "memberC"] as const;
+const STAFF = ["reviewer1", "operator1", "platformOperator", "unprovenReviewer1"] as const;
+type StaffCaller = (typeof STAFF)[number];
 type Person = (typeof PEOPLE)[number];
 /** Who a seeded row belongs to: a catalog group, or for notifications the person it is addressed to. */
 type Tag = Group | Person;
@@ -99,8 +106,32 @@ const byPreset = (accountMembers: Outcome, ownerOnly: Outcome): ByPreset => ({
   byPreset: { "account-members": accountMembers, "owner-only": ownerOnly },
 });
 
+/**
+ * What staff read (migration 0019): every row their role covers in the tenant of their token,
+ * whatever the preset and whoever created it. A reviewer reads the catalog and media; an operator
+ * also takedown requests and analytics. Platform staff hold their role on every tenant, and
+ * through /rest/v1 read the tenant their token is of (tenant 2 here). A staff row counts only
+ * once the user's address is proven.
+ */
+const REVIEWER_READS = {
+  reviewer1: ["A", "A2", "B"],
+  operator1: ["A", "A2", "B"],
+  platformOperator: ["C"],
+  unprovenReviewer1: [],
+} as const satisfies Record<StaffCaller, Outcome>;
+const OPERATOR_READS = { ...REVIEWER_READS, reviewer1: [] } as const satisfies Record<StaffCaller, Outcome>;
+/** Staff write nothing through the table interface: as a caller of no account. */
+const staffWrites = (sees: Outcome, blind: Outcome): Record<StaffCaller, Outcome> => ({
+  reviewer1: sees,
+  operator1: sees,
+  platformOperator: blind,
+  unprovenReviewer1: blind,
+});
+const STAFF_DENIED = staffWrites(DENIED, DENIED);
+
 /** select on the catalog, analytics and media tables: whose rows each caller sees. */
 const CATALOG_ROWS: Column = {
+  ...REVIEWER_READS,
   anon: DENIED,
   memberA: byPreset(["A", "A2"], ["A"]),
   memberA2: byPreset(["A", "A2"], ["A2"]),
@@ -123,10 +154,14 @@ const CATALOG_ROWS: Column = {
  * they hold no scope and see no analytics; test/rls-royalties.test.ts checks stored keys with and
  * without the scope.
  */
-const ANALYTICS_ROWS: Column = { ...CATALOG_ROWS, keyA: [], viewerKeyA: [] };
+const ANALYTICS_ROWS: Column = { ...CATALOG_ROWS, keyA: [], viewerKeyA: [], ...OPERATOR_READS };
+
+/** select on takedown requests: as the catalog, but among staff only operators and above. */
+const TAKEDOWN_ROWS: Column = { ...CATALOG_ROWS, ...OPERATOR_READS };
 
 /** select on notifications: a user sees only their own; a tenant's service key every one of its tenant. */
 const OWN_NOTIFICATIONS: Column = {
+  ...staffWrites([], []),
   anon: DENIED,
   memberA: ["memberA"],
   memberA2: ["memberA2"],
@@ -145,6 +180,7 @@ const OWN_NOTIFICATIONS: Column = {
 
 /** Insert naming account A directly (artist_profiles). */
 const WRITERS_OF_ACCOUNT_A: Column = {
+  ...STAFF_DENIED,
   anon: DENIED,
   memberA: 1,
   memberA2: 1,
@@ -166,6 +202,8 @@ const WRITERS_OF_ACCOUNT_A: Column = {
  * takedown, an upload to A's draft release).
  */
 const WRITERS_UNDER_PARENT_OF_A: Column = {
+  // A reviewer sees the parent but may not write under it; others of no account do not see it.
+  ...staffWrites(DENIED, NO_PARENT),
   anon: DENIED,
   memberA: 1,
   memberA2: byPreset(1, NO_PARENT),
@@ -184,6 +222,7 @@ const WRITERS_UNDER_PARENT_OF_A: Column = {
 
 /** Update or delete of a row memberA created in account A. */
 const WRITERS_OF_ROW_OF_A: Column = {
+  ...staffWrites(0, 0),
   anon: DENIED,
   memberA: 1,
   memberA2: byPreset(1, 0),
@@ -202,6 +241,7 @@ const WRITERS_OF_ROW_OF_A: Column = {
 
 /** Marking memberA's notification read. */
 const RECIPIENT_OF_NOTIFICATION: Column = {
+  ...staffWrites(0, 0),
   anon: DENIED,
   memberA: 1,
   memberA2: 0,
@@ -224,6 +264,7 @@ const RECIPIENT_OF_NOTIFICATION: Column = {
  * its update or delete finds nothing.
  */
 const serviceOnly = (otherTenant: 0 | typeof DENIED): Column => ({
+  ...STAFF_DENIED,
   anon: DENIED,
   memberA: DENIED,
   memberA2: DENIED,
@@ -247,6 +288,7 @@ const SERVICE_CHANGES = serviceOnly(0);
  * a takedown request on; an upload's status, checks and deletion).
  */
 const OPERATOR_ONLY: Column = {
+  ...STAFF_DENIED,
   anon: DENIED,
   memberA: DENIED,
   memberA2: DENIED,
@@ -295,7 +337,7 @@ const MATRIX: Record<Table, Record<Exclude<Op, "count">, Column>> = {
     delete: SERVICE_CHANGES,
   },
   takedown_requests: {
-    select: CATALOG_ROWS,
+    select: TAKEDOWN_ROWS,
     insert: WRITERS_UNDER_PARENT_OF_A,
     update: OPERATOR_ONLY,
     delete: OPERATOR_ONLY,
@@ -352,6 +394,8 @@ interface World {
   catalog: Record<Group, CatalogRows>;
   notifications: Record<Person, string>;
   claims: Record<Caller, Claims>;
+  /** Each staff caller's row of internal.staff. */
+  staffRows: Record<StaffCaller, string>;
   /** Row id -> label, so that visible rows are compared by exact id and reported readably. */
   labels: Map<string, string>;
 }
@@ -467,7 +511,35 @@ async function seedWorld(db: Db, preset: PolicyPreset): Promise<World> {
       [people[person].id, accountOf[person].id],
     );
   }
+  // Staff: users of no account, with a row of internal.staff each.
+  const staffOf: Record<
+    StaffCaller,
+    { tenant: Tenant; staffOf: Tenant | null; role: string; proven: boolean }
+  > = {
+    reviewer1: { tenant: tenant1, staffOf: tenant1, role: "reviewer", proven: true },
+    operator1: { tenant: tenant1, staffOf: tenant1, role: "operator", proven: true },
+    platformOperator: { tenant: tenant2, staffOf: null, role: "operator", proven: true },
+    unprovenReviewer1: { tenant: tenant1, staffOf: tenant1, role: "reviewer", proven: false },
+  };
+  const staffUsers = {} as Record<StaffCaller, SeedUser>;
+  const staffRows = {} as Record<StaffCaller, string>;
+  for (const who of STAFF) {
+    const spec = staffOf[who];
+    const user = await seedUser(db, spec.tenant);
+    staffUsers[who] = user;
+    staffRows[who] = await db.asService(async (tx) => {
+      if (spec.proven)
+        await tx.query("update internal.users set email_proven_at = now() where id = $1", [user.id]);
+      const r = await tx.query<{ id: string }>(
+        "insert into internal.staff (user_id, tenant_id, role) values ($1, $2, $3) returning id",
+        [user.id, spec.staffOf?.id ?? null, spec.role],
+      );
+      return r.rows[0]?.id as string;
+    });
+  }
+
   const labels = new Map<string, string>();
+  for (const [who, id] of Object.entries(staffRows)) labels.set(id, `${who}.staff`);
   for (const [group, rows] of Object.entries(catalog)) {
     for (const [name, id] of Object.entries(rows)) labels.set(id, `${group}.${name}`);
   }
@@ -488,8 +560,21 @@ async function seedWorld(db: Db, preset: PolicyPreset): Promise<World> {
     tamperedUser: { ...userClaims(people.memberA), tenant_id: tenant2.id },
     tamperedKey: { ...keyClaims(accounts.A), tenant_id: tenant2.id },
     tamperedService: { ...tenantServiceClaims(tenant1), tenant_id: randomUUID() },
+    reviewer1: userClaims(staffUsers.reviewer1),
+    operator1: userClaims(staffUsers.operator1),
+    platformOperator: userClaims(staffUsers.platformOperator),
+    unprovenReviewer1: userClaims(staffUsers.unprovenReviewer1),
   };
-  return { tenants: { 1: tenant1, 2: tenant2 }, accounts, people, catalog, notifications, claims, labels };
+  return {
+    tenants: { 1: tenant1, 2: tenant2 },
+    accounts,
+    people,
+    catalog,
+    notifications,
+    claims,
+    staffRows,
+    labels,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1110,6 +1195,104 @@ for (const preset of POLICY_PRESETS) {
         }
       });
     }
+
+    // internal.staff (migration 0019): not in the table interface, but granted to authenticated
+    // and tenant_service for reading. A user reads their own rows, a tenant's key its tenant's
+    // (not platform staff); nobody but the operator writes.
+    describe("internal.staff", () => {
+      const OWN = (who: StaffCaller) => [`${who}.staff`];
+      const TENANT1 = ["operator1.staff", "reviewer1.staff", "unprovenReviewer1.staff"];
+      const visible: Record<Caller, string[] | typeof DENIED> = {
+        anon: DENIED,
+        memberA: [],
+        memberA2: [],
+        memberB: [],
+        viewerA: [],
+        tenant2User: [],
+        keyA: [],
+        viewerKeyA: [],
+        service: [...TENANT1, "platformOperator.staff"].sort(),
+        tenantService1: TENANT1,
+        tenantService2: [],
+        tamperedUser: [],
+        tamperedKey: [],
+        tamperedService: [],
+        reviewer1: OWN("reviewer1"),
+        operator1: OWN("operator1"),
+        platformOperator: OWN("platformOperator"),
+        unprovenReviewer1: OWN("unprovenReviewer1"),
+      };
+      for (const caller of CALLERS) {
+        const expected = visible[caller];
+        test(`select as ${caller}: ${expected === DENIED ? `fails ${DENIED}` : expected.join(", ") || "sees nothing"}`, async () => {
+          const w = world();
+          const seen = await observing(async () => {
+            const r = await t().db.withRequestContext(
+              w.claims[caller],
+              (tx) => tx.query<{ id: string }>("select id from internal.staff"),
+              { readOnly: true },
+            );
+            return {
+              visible: r.rows
+                .map((row) => w.labels.get(row.id))
+                .filter((l) => l !== undefined)
+                .sort(),
+            };
+          });
+          assert.deepEqual(seen, expected === DENIED ? { error: DENIED } : { visible: expected });
+        });
+        const writes: [string, (w: World) => Statement][] = [
+          [
+            "makes itself platform admin",
+            (w) =>
+              sql(
+                "insert into internal.staff (user_id, tenant_id, role) values ($1, null, 'admin')",
+                w.people.memberA.id,
+              ),
+          ],
+          [
+            "raises a role",
+            (w) => sql("update internal.staff set role = 'admin' where id = $1", w.staffRows.reviewer1),
+          ],
+          ["removes a row", (w) => sql("delete from internal.staff where id = $1", w.staffRows.operator1)],
+        ];
+        for (const [what, statement] of writes) {
+          const expectedWrite = writeObservation(caller === "service" ? 1 : DENIED);
+          test(`${caller} ${what}: ${describeObservation(expectedWrite)}`, async () => {
+            assert.deepEqual(await mutate(t().db, world().claims[caller], statement(world())), expectedWrite);
+          });
+        }
+      }
+    });
+
+    // internal.royalty_import_runs (migration 0022): a royalty import's progress while it runs,
+    // read and written by the admin API's server code only (the service role): no caller's role
+    // is granted anything on it, whatever the preset.
+    describe("internal.royalty_import_runs", () => {
+      for (const caller of CALLERS) {
+        const expected = caller === "service" ? { visible: [] } : { error: DENIED };
+        test(`select as ${caller}: ${caller === "service" ? "reads it" : `fails ${DENIED}`}`, async () => {
+          const seen = await observing(async () => {
+            await t().db.withRequestContext(
+              world().claims[caller],
+              (tx) => tx.query("select id from internal.royalty_import_runs where false"),
+              { readOnly: true },
+            );
+            return { visible: [] };
+          });
+          assert.deepEqual(seen, expected);
+        });
+        const expectedWrite = writeObservation(caller === "service" ? 1 : DENIED);
+        test(`${caller} records a run: ${describeObservation(expectedWrite)}`, async () => {
+          const w = world();
+          const statement = sql(
+            "insert into internal.royalty_import_runs (id, tenant_id, format) select gen_random_uuid(), tenant_id, 'backline' from internal.accounts where id = $1",
+            w.accounts.A.id,
+          );
+          assert.deepEqual(await mutate(t().db, w.claims[caller], statement), expectedWrite);
+        });
+      }
+    });
 
     describe("writes beyond the matrix", () => {
       for (const c of [

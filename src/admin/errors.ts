@@ -5,6 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
  * list every failing field in `errors`. An OperatorError of the pipeline keeps its code, with the
  * status OPERATOR_ERROR_STATUS gives it.
  */
+import { asDbError } from "../db/errors.ts";
 import type { FieldError } from "../http/field-errors.ts";
 import { HttpError, problemErrorHandler, sendProblem } from "../http/problem.ts";
 import { OPERATOR_ERROR_STATUS, OperatorError } from "../pipeline/errors.ts";
@@ -53,6 +54,12 @@ export function adminErrorHandler(error: FastifyError, request: FastifyRequest, 
       detail: error.message,
       param: error.code === "reason_required" ? request.routeOptions.config.reasonParam : undefined,
     });
+  }
+  // The database's own staff check (internal.require_staff, migration 0019) names its refusal in
+  // the hint: the same 403 the auth hook gives, when a role was removed between the two.
+  const db = asDbError(error);
+  if (db?.sqlstate === "42501" && (db.hint === "not_staff" || db.hint === "insufficient_role")) {
+    return sendProblem(reply, request, { status: 403, code: db.hint, detail: db.message });
   }
   return problemErrorHandler(error, request, reply);
 }

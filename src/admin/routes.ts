@@ -1,107 +1,110 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
-import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
-import { decideOac, oacQueue } from "../pipeline/oac.ts";
-import { decideReview, reviewQueue } from "../pipeline/review.ts";
-import { royaltyAdminRoutes } from "../royalties/admin.ts";
+import { operatorScope } from "../db/operator-scope.ts";
+import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
+import type { TokenSigner } from "../storage/tokens.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
-import { operatorTenantId } from "./auth.ts";
+import { type AdminCaller, adminCaller, operatorCallerOf } from "./auth.ts";
+import { deskRoutes } from "./desk.ts";
 import { adminErrorHandler } from "./errors.ts";
-import { Bodies, parseBody, pathId } from "./input.ts";
-import { decision, delivery, oacRequest, queuedRelease } from "./output.ts";
+import { meRoutes } from "./me.ts";
+import { ADMIN_API_VERSION, adminOpenApiDocument } from "./openapi.ts";
+import { type AnyAdminRoute, registerAdminRoutes } from "./spec.ts";
 
 /**
- * /admin/v1 (docs/operator.md, "The admin API"): the operator's commands (`backline releases
- * queue|review`, `deliveries list|retry|report`, `oac queue|review`) over HTTP, for a tenant's
- * operator team. Every request carries the tenant's service-role key (src/admin/auth.ts) and
- * reaches only that tenant's releases, deliveries and requests: the pipeline's operator functions
- * run with `{ tenantId }`, so another tenant's id is not_found exactly as a missing one is. The
- * pipeline decides (and refuses, with an OperatorError); this file only translates.
+ * /admin/v1 (docs/operator.md, "The admin API"): the operator's desk over HTTP — the commands of
+ * `backline releases queue|review`, `deliveries list|retry|report`, `oac queue|review`, and what the
+ * console needs besides (src/admin/desk.ts). Every request carries the tenant's service-role key or
+ * a staff user's token (src/admin/auth.ts) and reaches only that tenant's releases, deliveries and
+ * requests: every read and the pipeline's operator functions run with the tenant, so another
+ * tenant's id is not_found exactly as a missing one is. The pipeline decides (and refuses, with an
+ * OperatorError); the routes only translate. Each route's spec (src/admin/spec.ts) validates its
+ * input and makes the OpenAPI document (GET /admin/v1/openapi.json, src/admin/openapi.ts).
  */
 export interface AdminOptions {
   db: Db;
   directory: TenantDirectory;
   /** ROYALTY_IMPORT_MAX_BYTES. */
   royaltyImportMaxBytes: number;
+  /** Signs the review page's media URLs (the storage interface's signer). */
+  signer: TokenSigner;
+  /** PUBLIC_URL. */
+  publicUrl: string;
 }
+
+/** Every route of /admin/v1, for the document (scripts/openapi.ts makes it without a server). */
+export function adminRouteSpecs(
+  options: Omit<AdminOptions, "directory">,
+  isPlatformAdmin: (request: FastifyRequest) => boolean = () => false,
+): AnyAdminRoute[] {
+  const tenantOf = () => {
+    throw new Error("adminRouteSpecs: tenantOf is set at registration");
+  };
+  return [
+    ...deskRoutes({
+      db: options.db,
+      signer: options.signer,
+      publicUrl: options.publicUrl,
+      isPlatformAdmin,
+    }),
+    ...royaltySpecs({ db: options.db, tenantOf, maxBytes: options.royaltyImportMaxBytes }),
+  ];
+}
+
+/** GET /admin/v1/openapi.json: the document, without authentication (it holds no data). */
+export async function adminDocsRoutes(app: FastifyInstance, options: { publicUrl: string }): Promise<void> {
+  const doc = adminOpenApiDocument(
+    adminRouteSpecs({
+      // The document needs the specs only: their handlers never run here.
+      db: undefined as unknown as Db,
+      signer: undefined as unknown as TokenSigner,
+      publicUrl: options.publicUrl,
+      royaltyImportMaxBytes: 0,
+    }),
+    `${options.publicUrl}/admin/v1`,
+  );
+  app.get("/openapi.json", async (_request, reply) =>
+    reply.header("cache-control", "no-cache").type("application/json").send(doc),
+  );
+}
+
+export { ADMIN_API_VERSION };
 
 export async function adminRoutes(app: FastifyInstance, options: AdminOptions): Promise<void> {
   const { db, directory } = options;
-  const tenantIds = new WeakMap<FastifyRequest, string>();
-  const scope = (request: FastifyRequest): { tenantId: string } => {
-    const tenantId = tenantIds.get(request);
-    if (!tenantId) throw new Error("admin request without an operator tenant");
-    return { tenantId };
+  const callers = new WeakMap<FastifyRequest, AdminCaller>();
+  const callerOf = (request: FastifyRequest): AdminCaller => {
+    const caller = callers.get(request);
+    if (!caller) throw new Error("admin request without an authenticated caller");
+    return caller;
   };
+  const tenantOf = (request: FastifyRequest): string => callerOf(request).tenantId;
+  // Platform staff with the admin role (stores belong to the installation); never a tenant's key.
+  const isPlatformAdmin = (request: FastifyRequest): boolean => callerOf(request).platformRole === "admin";
 
   // Only JSON bodies: a text/plain body is 415, not a string handed to the handlers.
   app.removeContentTypeParser("text/plain");
   app.setErrorHandler(adminErrorHandler);
   // Who is calling comes first: an unauthenticated request learns nothing about ids or bodies.
+  // The route's config.staffRole decides the role needed (src/admin/auth.ts; "admin" when absent).
   app.addHook("onRequest", async (request, reply) => {
     reply.header("cache-control", "no-store");
-    tenantIds.set(request, await operatorTenantId(directory, request, reply));
+    callers.set(request, await adminCaller(db, directory, request, reply));
+  });
+  // The handler runs in the operator scope: each operator transaction it opens starts with the
+  // database's own staff check, for this caller, tenant and role (src/db/operator-scope.ts).
+  app.addHook("preHandler", (request, _reply, done) => {
+    const caller = callers.get(request);
+    const operator = caller ? operatorCallerOf(caller) : undefined;
+    if (operator) operatorScope.run(operator, done);
+    else done();
   });
 
-  // Review.
-  app.get("/reviews", async (request) => ({
-    data: (await reviewQueue(db, scope(request).tenantId)).map(queuedRelease),
-  }));
+  app.register(meRoutes, { db, callerOf });
 
-  app.post("/releases/:id/approve", async (request) => {
-    const id = pathId(request.params, "release");
-    parseBody(Bodies.empty, request.body, { optional: true });
-    return decision(await decideReview(db, id, { approve: true }, scope(request)));
-  });
+  registerAdminRoutes(app, adminRouteSpecs(options, isPlatformAdmin), tenantOf);
 
-  app.post("/releases/:id/reject", { config: { reasonParam: "reason" } }, async (request) => {
-    const id = pathId(request.params, "release");
-    const { reason } = parseBody(Bodies.reject, request.body);
-    return decision(await decideReview(db, id, { approve: false, reason }, scope(request)));
-  });
-
-  // Delivery.
-  app.get("/releases/:id/deliveries", async (request) => {
-    const id = pathId(request.params, "release");
-    return { data: (await deliveriesOf(db, id, scope(request))).map(delivery) };
-  });
-
-  app.post("/releases/:id/deliveries/retry", async (request) => {
-    const id = pathId(request.params, "release");
-    parseBody(Bodies.empty, request.body, { optional: true });
-    return { release_id: id, retried: await retryDeliveries(db, id, scope(request)) };
-  });
-
-  app.post("/deliveries/:id/report", { config: { reasonParam: "message" } }, async (request) => {
-    const id = pathId(request.params, "delivery");
-    const report = parseBody(Bodies.report, request.body);
-    return delivery(await reportDelivery(db, id, report, { ...scope(request), via: "admin_api" }));
-  });
-
-  // Royalty report imports (docs/royalties.md): an encapsulated plugin, so that its raw report
-  // bodies (text/csv, application/octet-stream, ...) reach its upload route only.
-  app.register(royaltyAdminRoutes, {
-    db,
-    tenantOf: (request: FastifyRequest) => scope(request).tenantId,
-    maxBytes: options.royaltyImportMaxBytes,
-  });
-
-  // Official Artist Channel requests.
-  app.get("/oac-requests", async (request) => ({
-    data: (await oacQueue(db, scope(request).tenantId)).map(oacRequest),
-  }));
-
-  app.post("/oac-requests/:id/approve", async (request) => {
-    const id = pathId(request.params, "OAC request");
-    const { note } = parseBody(Bodies.oacApprove, request.body, { optional: true });
-    return decision(
-      await decideOac(db, id, { approve: true, ...(note !== undefined ? { note } : {}) }, scope(request)),
-    );
-  });
-
-  app.post("/oac-requests/:id/reject", { config: { reasonParam: "reason" } }, async (request) => {
-    const id = pathId(request.params, "OAC request");
-    const { reason } = parseBody(Bodies.reject, request.body);
-    return decision(await decideOac(db, id, { approve: false, reason }, scope(request)));
-  });
+  // The royalty report upload: an encapsulated plugin, so that its raw report bodies (text/csv,
+  // application/octet-stream, ...) reach its route only.
+  app.register(royaltyAdminRoutes, { db, tenantOf, maxBytes: options.royaltyImportMaxBytes });
 }

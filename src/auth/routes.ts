@@ -222,7 +222,10 @@ async function verifyLink(
   const req: RequestInfo = { tenant, ip: request.ip, userAgent: request.headers["user-agent"] };
   const settings = authSettings(tenant.settings);
   const wanted = query(request, "redirect_to");
-  const target = wanted && redirectAllowed(settings, wanted) ? wanted : settings.site_url;
+  const target =
+    wanted && (redirectAllowed(settings, wanted) || auth.isOwnConsoleUrl(wanted))
+      ? wanted
+      : settings.site_url;
   const type = VERIFY_TYPES[query(request, "type") ?? ""];
   let fragment: URLSearchParams;
   try {

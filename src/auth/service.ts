@@ -80,6 +80,23 @@ export class AuthService {
     this.publicUrl = deps.publicUrl;
   }
 
+  /**
+   * Whether `url` is this server's own console (/console, docs/console.md): where a link mailed to
+   * staff (`backline staff add`) sends them once used, whatever the tenant's site_url says.
+   */
+  isOwnConsoleUrl(url: string): boolean {
+    try {
+      const parsed = new URL(url);
+      const own = new URL(this.publicUrl);
+      return (
+        parsed.origin === own.origin &&
+        (parsed.pathname === "/console" || parsed.pathname.startsWith("/console/"))
+      );
+    } catch {
+      return false;
+    }
+  }
+
   private context(req: RequestInfo): SessionContext & { publicUrl: string } {
     return {
       tenant: req.tenant,

@@ -1,4 +1,5 @@
 import type { SecretBox } from "../secrets/box.ts";
+import { operatorScope } from "./operator-scope.ts";
 import { type Claims, DB_ROLES, type DbRole, type Engine, type EngineKind, type Tx } from "./types.ts";
 
 export interface ContextOptions {
@@ -98,7 +99,26 @@ export class Db {
    * client's request. No statement timeout unless `options.statementTimeoutMs` asks for one.
    */
   asService<T>(fn: (tx: Tx) => Promise<T>, options: ContextOptions = {}): Promise<T> {
-    return this.run({ role: "service_role" }, fn, options.readOnly ?? false, options.statementTimeoutMs);
+    // Inside an /admin/v1 request (src/db/operator-scope.ts) the database checks the caller's
+    // staff role first, in this same transaction, and records the caller as the actor.
+    const caller = operatorScope.getStore();
+    if (!caller) {
+      return this.run({ role: "service_role" }, fn, options.readOnly ?? false, options.statementTimeoutMs);
+    }
+    const claims: Claims = {
+      role: "service_role",
+      ...(typeof caller.claims.sub === "string" ? { sub: caller.claims.sub } : {}),
+      staff_caller: caller.claims,
+    };
+    return this.run(
+      claims,
+      async (tx) => {
+        await tx.query("select internal.require_staff($1, $2)", [caller.tenantId, caller.need]);
+        return fn(tx);
+      },
+      options.readOnly ?? false,
+      options.statementTimeoutMs,
+    );
   }
 
   private async run<T>(

@@ -2,10 +2,11 @@ import { randomUUID } from "node:crypto";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import { adminRoutes } from "../admin/routes.ts";
+import { adminDocsRoutes, adminRoutes } from "../admin/routes.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
+import { tenantConfigRoutes } from "../console/tenant-config.ts";
 import { requestScope } from "../db/admission.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
@@ -108,6 +109,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
       "accept-profile",
       "content-profile",
       "idempotency-key",
+      "backline-tenant",
     ],
     exposedHeaders: [
       "content-range",
@@ -175,11 +177,21 @@ export function buildApp(given: AppDeps): FastifyInstance {
     storage: storage.store,
     uploadLimits: deps.config.uploads,
   });
+  // The console's one dynamic file (its static files are another plugin's).
+  app.register(tenantConfigRoutes, {
+    db: deps.db,
+    publicUrl: deps.config.publicUrl,
+    defaultTenant: deps.config.consoleTenant,
+  });
   app.register(adminRoutes, {
     prefix: "/admin/v1",
     db: deps.db,
     directory,
     royaltyImportMaxBytes: deps.config.royaltyImportMaxBytes,
+    signer: storage.signer,
+    publicUrl: deps.config.publicUrl,
   });
+  // The admin API's OpenAPI document, outside its authentication: it describes, it holds no data.
+  app.register(adminDocsRoutes, { prefix: "/admin/v1", publicUrl: deps.config.publicUrl });
   return app;
 }

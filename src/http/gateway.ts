@@ -33,8 +33,9 @@ export interface Caller {
 
 export type Identified = { ok: true; caller: Caller } | { ok: false; failure: GatewayFailure };
 
-// Claims that only Backline itself sets for public-API keys; never taken from a JWT.
-const SERVER_ONLY_CLAIMS = ["account_id", "account_role", "api_key_id"];
+// Claims that only Backline itself sets (public-API keys; the operator scope's staff_caller,
+// src/db/operator-scope.ts); never taken from a JWT.
+const SERVER_ONLY_CLAIMS = ["account_id", "account_role", "api_key_id", "staff_caller"];
 
 function headerValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;

@@ -89,6 +89,34 @@ export async function deliverRelease(db: Db, releaseId: string): Promise<void> {
   });
 }
 
+/** The release fields a metadata correction may change (internal.correct_release_metadata). */
+export const CORRECTABLE_FIELDS = [
+  "title",
+  "version",
+  "artist_name",
+  "primary_genre",
+  "secondary_genre",
+  "genres",
+  "label_name",
+  "copyright",
+  "copyright_year",
+  "phonographic_copyright",
+  "phonographic_year",
+  "explicit",
+  "language",
+  "original_release_date",
+] as const;
+
+/** The correctable fields of a release row, as JSON (dates as YYYY-MM-DD whichever driver read them). */
+export function correctableMetadata(release: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of CORRECTABLE_FIELDS) {
+    const v = release[field];
+    out[field] = v instanceof Date ? v.toISOString().slice(0, 10) : (v ?? null);
+  }
+  return out;
+}
+
 async function correctionVersion(tx: Tx, releaseId: string): Promise<number> {
   const r = await tx.query<{ version: number }>(
     "select version from internal.release_corrections where release_id = $1",
@@ -236,6 +264,14 @@ export async function sendDelivery(
         [d.release_id],
       )
     ).rows;
+    // What this delivery sends of the metadata a correction may change: the desk shows a later
+    // correction's difference against it (GET /admin/v1/releases/{id}, `correction`).
+    if (d.action !== "takedown" && release) {
+      await tx.query("update internal.release_deliveries set sent_metadata = $2 where id = $1", [
+        deliveryId,
+        JSON.stringify(correctableMetadata(release)),
+      ]);
+    }
     return { d, release: release ?? {}, tracks, version };
   });
   if (!sending) return;

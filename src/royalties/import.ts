@@ -32,6 +32,8 @@ export interface ImportOptions {
   period?: string | undefined;
   store?: string | undefined;
   source?: "cli" | "admin_api";
+  /** The id the import gets (the admin API's upload lets a client choose it, to poll its progress). */
+  importId?: string | undefined;
   onProgress?: (progress: ImportProgress) => void;
   /** How often onProgress is called, at most (ms). */
   progressEveryMs?: number;
@@ -300,9 +302,18 @@ export async function importRoyalties(db: Db, options: ImportOptions): Promise<I
     const report = await db.asService(async (tx) => {
       const inserted = await tx
         .query<{ id: string }>(
-          `insert into internal.royalty_imports (tenant_id, format, file_name, file_sha256, reporting_period, store, status, source)
-           values ($1, $2, $3, $4, $5, $6, 'completed', $7) returning id`,
-          [base.tenantId, base.format, base.fileName, base.fileSha, base.period, base.store, base.source],
+          `insert into internal.royalty_imports (id, tenant_id, format, file_name, file_sha256, reporting_period, store, status, source)
+           values (coalesce($8::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, $6, 'completed', $7) returning id`,
+          [
+            base.tenantId,
+            base.format,
+            base.fileName,
+            base.fileSha,
+            base.period,
+            base.store,
+            base.source,
+            options.importId ?? null,
+          ],
         )
         .catch((error: unknown) => {
           // The same file, imported at this moment by someone else.
@@ -326,9 +337,10 @@ export async function importRoyalties(db: Db, options: ImportOptions): Promise<I
         error instanceof Rejected ? error.errors : [{ line: error.line, message: error.message }];
       const report = await db.asService(async (tx) => {
         const r = await tx.query<ImportRow>(
-          `insert into internal.royalty_imports (tenant_id, format, file_name, file_sha256, reporting_period, store, status,
+          `insert into internal.royalty_imports (id, tenant_id, format, file_name, file_sha256, reporting_period, store, status,
              source, lines_total, lines_malformed, errors, completed_at)
-           values ($1, $2, $3, $4, $5, $6, 'rejected', $7, $8, $9, $10, now()) returning ${IMPORT_COLUMNS}`,
+           values (coalesce($11::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, $6, 'rejected', $7, $8, $9, $10, now())
+           returning ${IMPORT_COLUMNS}`,
           [
             base.tenantId,
             base.format,
@@ -340,6 +352,7 @@ export async function importRoyalties(db: Db, options: ImportOptions): Promise<I
             error instanceof Rejected ? error.lines : 0,
             error instanceof Rejected ? error.malformed : 1,
             JSON.stringify(errors),
+            options.importId ?? null,
           ],
         );
         return importOut(r.rows[0] as ImportRow);

@@ -26,6 +26,14 @@ import { VoidError, voidImport } from "../royalties/void.ts";
 import { rotateMasterKey } from "../secrets/at-rest.ts";
 import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
 import {
+  addStaff,
+  listStaff,
+  removeStaff,
+  STAFF_ROLES,
+  StaffError,
+  type StaffRole,
+} from "../tenancy/staff.ts";
+import {
   ACCOUNT_KINDS,
   createAccount,
   createTenant,
@@ -1044,6 +1052,114 @@ program
           `  sealed again: ${n(report.resealed)}\n  already current: ${n(report.already_current)}\n` +
           `  plain, now sealed: ${n(report.sealed_plain)}`,
         report,
+      );
+    });
+  });
+
+// Staff of a tenant, or of the whole installation (docs/console.md, "Staff roles"); the logic is
+// src/tenancy/staff.ts.
+const staff = program
+  .command("staff")
+  .description("who works on a tenant (or every tenant) from the console and /admin/v1");
+const staffError = (e: unknown): never => {
+  throw e instanceof StaffError ? new CliError(e.message) : e;
+};
+staff
+  .command("add")
+  .description(
+    "make the user with this address staff of a tenant (--tenant) or of every tenant (--platform); an address " +
+      "with no user, or not proven yet, is mailed an invite link first (the local mailbox without SMTP_URL)",
+  )
+  .option("--tenant <slug|id>", "the tenant they work on")
+  .option("--platform", "platform staff: the role on every tenant (platform admin also configures stores)")
+  .requiredOption("--email <email>", "the user's e-mail address")
+  .requiredOption("--role <role>", `one of ${STAFF_ROLES.join(", ")}`, choice(STAFF_ROLES))
+  .option(
+    "--user-tenant <slug|id>",
+    "the tenant whose /auth/v1 the user signs in to (default: --tenant; for --platform, the development tenant)",
+  )
+  .action(
+    async (opts: {
+      tenant?: string;
+      platform?: boolean;
+      email: string;
+      role: StaffRole;
+      userTenant?: string;
+    }) => {
+      await withDb(async (db, config) => {
+        const mailer = new Mailer(db, { smtpUrl: config.mail.smtpUrl, from: config.mail.from });
+        try {
+          const result = await addStaff(db, opts, {
+            mailer,
+            publicUrl: config.publicUrl,
+            redirectTo: `${config.publicUrl}/console/`,
+          }).catch(staffError);
+          const where = result.staff.tenant_slug
+            ? `of ${result.staff.tenant_slug}`
+            : "of every tenant (platform)";
+          const console = `${config.publicUrl}/console/`;
+          const lines =
+            result.status === "added"
+              ? [`${result.staff.email} is ${result.staff.role} ${where}. Sign in at ${console}`]
+              : [
+                  `${result.staff.email} will be ${result.staff.role} ${where} once they prove the address: an invite link is mailed to them.`,
+                  ...(config.mail.smtpUrl || !result.invite_link
+                    ? []
+                    : [
+                        "No SMTP_URL: the mail stays in the local mailbox (backline mail list). Open its link to choose a password:",
+                        `  ${result.invite_link}`,
+                      ]),
+                  `Then sign in at ${console} (user of tenant ${result.staff.user_tenant}).`,
+                ];
+          output(program, lines.join("\n"), {
+            status: result.status,
+            ...result.staff,
+            console_url: console,
+            // The link works once: shown only when the mail never leaves this machine.
+            invite_link: config.mail.smtpUrl ? null : result.invite_link,
+          });
+        } finally {
+          await mailer.close();
+        }
+      });
+    },
+  );
+staff
+  .command("list")
+  .description("staff of a tenant (with the platform staff who also reach it), platform staff, or everyone")
+  .option("--tenant <slug|id>", "only who reaches this tenant")
+  .option("--platform", "only platform staff")
+  .action(async (opts: { tenant?: string; platform?: boolean }) => {
+    await withDb(async (db) => {
+      const rows = await listStaff(db, opts).catch(staffError);
+      output(
+        program,
+        table(
+          rows.map((r) => ({
+            ...r,
+            tenant: r.tenant_slug ?? "(platform)",
+            active: r.active ? "yes" : "not proven yet",
+          })),
+          ["email", "user_tenant", "tenant", "role", "active", "created_at"],
+        ),
+        rows,
+      );
+    });
+  });
+staff
+  .command("remove")
+  .description("remove a staff role (takes effect at once)")
+  .option("--tenant <slug|id>", "the tenant they worked on")
+  .option("--platform", "their platform role")
+  .requiredOption("--email <email>", "the user's e-mail address")
+  .option("--user-tenant <slug|id>", "the tenant of the user, when the address is a user of several")
+  .action(async (opts: { tenant?: string; platform?: boolean; email: string; userTenant?: string }) => {
+    await withDb(async (db) => {
+      const removed = await removeStaff(db, opts).catch(staffError);
+      output(
+        program,
+        `${removed.email} is no longer ${removed.role} ${removed.tenant_slug ? `of ${removed.tenant_slug}` : "of every tenant (platform)"}`,
+        removed,
       );
     });
   });

@@ -1,0 +1,145 @@
+import { isDeepStrictEqual } from "node:util";
+import { z } from "zod";
+
+/**
+ * What the OpenAPI documents of Backline's HTTP interfaces share (/api/public/v1,
+ * src/public-api/openapi.ts; /admin/v1, src/admin/openapi.ts): zod schemas turned into JSON Schema
+ * 2020-12, the named schemas (`.meta({ id })`) collected and published once per shape, parameters
+ * made of a params or query schema, and the RFC 9457 problem document every error answer has.
+ */
+export type Json = Record<string, unknown>;
+
+export type Io = "input" | "output";
+
+/**
+ * The named schemas (`.meta({ id })`) met while converting, per direction. Until `publish()`, their
+ * references read `#/components/schemas/<name>@<io>`: the input and the output shape of one named
+ * schema may differ (defaults make fields required on output; responses stay open to new fields
+ * while requests refuse unknown ones), and only then are they published apart.
+ */
+export interface Named {
+  input: Map<string, Json>;
+  output: Map<string, Json>;
+}
+
+const REF_PREFIX = "#/components/schemas/";
+
+/** A zod schema as JSON Schema 2020-12; named schemas are collected in `named`. */
+export function toSchema(schema: z.ZodType, io: Io, named: Named): Json {
+  const out = z.toJSONSchema(schema, { io, target: "draft-2020-12", unrepresentable: "any" }) as Json;
+  delete out.$schema;
+  const defs = out.$defs as Record<string, Json> | undefined;
+  delete out.$defs;
+  const fix = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(fix);
+    if (node && typeof node === "object") {
+      const o: Json = {};
+      for (const [k, v] of Object.entries(node)) {
+        // A response may gain fields within v1 (docs/public-api.md, "Versioning"): clients must
+        // ignore unknown fields, so no response schema forbids them. Requests still refuse them.
+        if (io === "output" && k === "additionalProperties" && v === false) continue;
+        o[k] =
+          k === "$ref" && typeof v === "string" && v.startsWith("#/$defs/")
+            ? `${REF_PREFIX}${v.slice("#/$defs/".length)}@${io}`
+            : fix(v);
+      }
+      return o;
+    }
+    return node;
+  };
+  for (const [name, def] of Object.entries(defs ?? {})) {
+    if (!named[io].has(name)) named[io].set(name, fix(def) as Json);
+  }
+  return fix(out) as Json;
+}
+
+/**
+ * The components.schemas of the collected named schemas, and `render`, which turns the
+ * `<name>@<io>` references anywhere in the document into real ones. A named schema whose input
+ * shape equals its output shape is published once; otherwise the input shape is `<name>Input`.
+ */
+export function publish(named: Named): { schemas: Json; render: (node: unknown) => unknown } {
+  const apart = new Set<string>();
+  const nameOf = (name: string, io: Io): string =>
+    io === "input" && named.output.has(name) && apart.has(name) ? `${name}Input` : name;
+  const render = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(render);
+    if (node && typeof node === "object") {
+      const o: Json = {};
+      for (const [k, v] of Object.entries(node)) {
+        const ref =
+          k === "$ref" && typeof v === "string"
+            ? /^#\/components\/schemas\/(.+)@(input|output)$/.exec(v)
+            : null;
+        o[k] = ref ? `${REF_PREFIX}${nameOf(ref[1] as string, ref[2] as Io)}` : render(v);
+      }
+      return o;
+    }
+    return node;
+  };
+  // Which shapes differ, directly or through a schema they name: repeated until nothing changes.
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const [name, input] of named.input) {
+      const output = named.output.get(name);
+      if (output && !apart.has(name) && !isDeepStrictEqual(render(input), render(output))) {
+        apart.add(name);
+        changed = true;
+      }
+    }
+  }
+  const schemas: Json = {};
+  for (const [name, output] of named.output) schemas[name] = render(output);
+  for (const [name, input] of named.input) {
+    const published = nameOf(name, "input");
+    if (published !== name && named.output.has(published)) {
+      throw new Error(`OpenAPI: the input shape of ${name} would replace the schema ${published}`);
+    }
+    if (published !== name || !named.output.has(name)) schemas[published] = render(input);
+  }
+  return { schemas, render };
+}
+
+export function parametersOf(schema: z.ZodType | undefined, where: "path" | "query", named: Named): Json[] {
+  if (!schema) return [];
+  const js = toSchema(schema, "input", named);
+  const props = (js.properties ?? {}) as Record<string, Json>;
+  const required = new Set((js.required as string[] | undefined) ?? []);
+  return Object.entries(props).map(([name, s]) => {
+    const { description, ...rest } = s;
+    return {
+      name,
+      in: where,
+      required: where === "path" || required.has(name),
+      ...(description ? { description } : {}),
+      schema: rest,
+    };
+  });
+}
+
+/** The RFC 9457 problem document (components.schemas.Problem); `codes` says where the codes are listed. */
+export function problemSchema(codes: string): Json {
+  return {
+    type: "object",
+    description: "RFC 9457 problem details, with Backline's code, the field at fault and the request id.",
+    required: ["type", "title", "status", "code", "detail", "request_id"],
+    properties: {
+      type: { type: "string", format: "uri", description: "A URI naming the error code." },
+      title: { type: "string" },
+      status: { type: "integer" },
+      code: { type: "string", description: `Machine-readable error code (${codes} lists them).` },
+      detail: { type: "string", description: "What went wrong, for people." },
+      param: { type: "string", description: "The field or parameter at fault, when there is one." },
+      errors: {
+        type: "array",
+        description: "Every failing field (validation errors).",
+        items: {
+          type: "object",
+          required: ["param", "code", "message"],
+          properties: { param: { type: "string" }, code: { type: "string" }, message: { type: "string" } },
+        },
+      },
+      request_id: { type: "string", description: "The X-Request-Id of the request." },
+    },
+  };
+}
