@@ -15,6 +15,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: "No such object in the key's account (another account's ids are not found either).",
   409: "The object's state does not allow this (for example a release that is no longer editable).",
   413: "The request body is too large.",
+  412: "If-Match named a version this object no longer has (`precondition_failed`): nothing was changed.",
   415: "The request body is not application/json.",
   422: "Validation failed: `errors` lists every failing field.",
   429: "Too many requests: wait for `Retry-After` seconds.",
@@ -52,15 +53,25 @@ export function openApiDocument(
   const tags = new Set<string>();
   for (const r of routes) {
     tags.add(r.tag);
+    const etagHeader =
+      r.etag && r.method !== "DELETE" ? { headers: { ETag: { $ref: "#/components/headers/ETag" } } } : {};
     const responses: Json = {
       [String(r.response.status)]: r.response.schema
         ? {
             description: r.response.description,
+            ...etagHeader,
             content: { "application/json": { schema: toSchema(r.response.schema, "output", named) } },
           }
-        : { description: r.response.description },
+        : { description: r.response.description, ...etagHeader },
     };
-    for (const status of [...STANDARD_ERRORS, ...(r.errors ?? [])].sort()) {
+    if (r.etag && r.method === "GET") {
+      responses["304"] = {
+        description: "Not modified: If-None-Match named the current ETag. No body.",
+        headers: { ETag: { $ref: "#/components/headers/ETag" } },
+      };
+    }
+    const conditional = r.etag && r.method !== "GET" ? [412] : [];
+    for (const status of [...STANDARD_ERRORS, ...(r.errors ?? []), ...conditional].sort()) {
       responses[String(status)] = {
         description: ERROR_DESCRIPTIONS[status] ?? "Error.",
         content: { "application/problem+json": { schema: problemRef } },
@@ -72,6 +83,9 @@ export function openApiDocument(
     const parameters = [
       ...parametersOf(r.params, "path", named),
       ...parametersOf(r.query, "query", named),
+      ...(r.etag
+        ? [{ $ref: `#/components/parameters/${r.method === "GET" ? "IfNoneMatch" : "IfMatch"}` }]
+        : []),
       ...(r.method === "POST" && r.idempotent !== false
         ? [{ $ref: "#/components/parameters/IdempotencyKey" }]
         : []),
@@ -153,6 +167,22 @@ export function openApiDocument(
         },
       },
       parameters: {
+        IfMatch: {
+          name: "If-Match",
+          in: "header",
+          required: false,
+          description:
+            "The ETag you last read: the write happens only if the object is still at that version, else 412 " +
+            "precondition_failed and nothing changes. `*` matches any version.",
+          schema: { type: "string" },
+        },
+        IfNoneMatch: {
+          name: "If-None-Match",
+          in: "header",
+          required: false,
+          description: "The ETag you hold: 304 without a body while the object is unchanged.",
+          schema: { type: "string" },
+        },
         IdempotencyKey: {
           name: "Idempotency-Key",
           in: "header",
@@ -163,6 +193,12 @@ export function openApiDocument(
       },
       headers: {
         "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
+        ETag: {
+          description:
+            "Strong entity tag of the object's current version: send it back in If-Match to edit only that " +
+            "version, or in If-None-Match to get 304 while it is unchanged.",
+          schema: { type: "string", example: '"1764120305123456-9fQ2kLx0aB3cD4eF"' },
+        },
       },
     },
   };

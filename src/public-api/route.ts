@@ -80,6 +80,11 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   /** Checks needing the catalogues (territory, store and genre codes), merged with the schema's errors. */
   check?: (body: unknown, catalogue: Catalogue) => FieldError[];
   response: { status: number; description: string; schema?: z.ZodType };
+  /**
+   * The route answers an ETag (src/public-api/etag.ts): a GET honours If-None-Match (304), a PATCH
+   * or DELETE honours If-Match (412 when stale). Documents the headers and statuses.
+   */
+  etag?: boolean;
   /** Error statuses this route can answer besides 400, 401, 403, 429 and 500. */
   errors?: number[];
   handler: (ctx: Context<P, Q, B>) => Promise<Reply>;

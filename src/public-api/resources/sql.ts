@@ -1,4 +1,5 @@
 import type { Tx } from "../../db/types.ts";
+import { VERSION_SQL, versionIn } from "../etag.ts";
 
 /**
  * Small SQL helpers for the resources: column lists come from the representation's fields, values
@@ -35,6 +36,7 @@ export async function updateRow<T>(
   values: Record<string, unknown>,
   returning: readonly string[],
   parent?: { column: string; value: string },
+  versioned?: { versions: string[] | null },
 ): Promise<T | undefined> {
   const keys = Object.keys(values).filter((k) => values[k] !== undefined);
   const params: unknown[] = [id, ...keys.map((k) => sqlValue(k, values[k]))];
@@ -43,11 +45,18 @@ export async function updateRow<T>(
     params.push(parent.value);
     where += ` and "${parent.column}" = $${params.length}`;
   }
+  // If-Match: the version condition is part of the statement, so a concurrent write that moved the
+  // row first (and holds its lock until it commits) makes this one match nothing.
+  if (versioned?.versions) {
+    params.push(versioned.versions);
+    where += ` and ${versionIn(params.length)}`;
+  }
+  const out = versioned ? `${columns(returning)}, ${VERSION_SQL}` : columns(returning);
   const sql =
     keys.length === 0
-      ? `select ${columns(returning)} from ${table} where ${where}`
+      ? `select ${out} from ${table} where ${where}`
       : `update ${table} set ${keys.map((k, i) => `"${k}" = $${i + 2}`).join(", ")}
-         where ${where} returning ${columns(returning)}`;
+         where ${where} returning ${out}`;
   return (await tx.query<T>(sql, params)).rows[0];
 }
 
