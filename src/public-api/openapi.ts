@@ -141,7 +141,8 @@ export function openApiDocument(
       description:
         "Every request carries `Authorization: Bearer <API_KEY>` and acts on the key's account. " +
         "Errors are RFC 9457 problem details with `code`, `param` and `request_id`. " +
-        "Lists take `limit` and `offset`. POST requests honour `Idempotency-Key`. " +
+        "Lists take `limit` with `offset` (answers carry `total`) or with the cursors `starting_after` / `ending_before` (no total). " +
+        "Releases, tracks and artists answer `ETag`; writes honour `If-Match` (412 when stale). POST requests honour `Idempotency-Key`. " +
         "Responses carry `RateLimit` and `RateLimit-Policy` headers. See docs/public-api.md.",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },

@@ -155,6 +155,12 @@ export const Id = z
   .uuid()
   .meta({ description: "An id (UUID).", example: "3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21" });
 
+const Cursor = z.uuid();
+
+/**
+ * `limit` with `offset` (offset pages, with `total`), or with `starting_after` / `ending_before`
+ * (cursor pages, by an item's id: no total, so no count on each page). docs/public-api.md, "Lists".
+ */
 export const Pagination = z
   .object({
     limit: z.coerce
@@ -169,38 +175,71 @@ export const Pagination = z
       .int()
       .min(0)
       .max(1_000_000)
-      .default(0)
-      .meta({ description: "Items to skip, default 0." }),
+      .optional()
+      .meta({ description: "Items to skip, default 0. Not with starting_after or ending_before." }),
+    starting_after: Cursor.optional().meta({
+      description:
+        "Cursor: the id of the last item of the page you have; answers the items after it (next page). " +
+        "The answer has no total.",
+    }),
+    ending_before: Cursor.optional().meta({
+      description:
+        "Cursor: the id of the first item of the page you have; answers the items just before it (previous page).",
+    }),
   })
   .strict();
+
+/**
+ * Offset pages only: the royalty reports, whose groups have no id to name as a cursor and whose
+ * answer carries sums over every page anyway.
+ */
+export const OffsetPagination = Pagination.pick({ limit: true }).extend({
+  offset: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .default(0)
+    .meta({ description: "Items to skip, default 0." }),
+});
 
 export function listOf<T extends z.ZodType>(item: T, id: string) {
   return z
     .object({
       object: z.literal("list"),
       data: z.array(item),
-      total: z.number().int().meta({ description: "How many items match, over all pages." }),
+      total: z
+        .number()
+        .int()
+        .optional()
+        .meta({ description: "Offset pages only: how many items match, over all pages." }),
       limit: z.number().int(),
-      offset: z.number().int(),
-      has_more: z.boolean(),
+      offset: z.number().int().optional().meta({ description: "Offset pages only: the offset asked." }),
+      has_more: z.boolean().meta({
+        description:
+          "Whether more items follow this page (with ending_before: precede it). Ask for them with " +
+          "starting_after (the last item's id) or ending_before (the first item's id).",
+      }),
     })
     .meta({ id });
 }
 
+/** The answer for a page: offset pages keep `total` and `offset`; cursor pages have neither. */
 export function page<T>(
-  rows: (T & { total_count?: unknown })[],
-  limit: number,
-  offset: number,
-  total: number,
+  rows: T[],
+  query: { limit: number; offset?: number | undefined },
+  result: { total?: number | undefined; has_more: boolean },
 ) {
-  return {
-    object: "list" as const,
-    data: rows,
-    total,
-    limit,
-    offset,
-    has_more: offset + rows.length < total,
-  };
+  return result.total === undefined
+    ? { object: "list" as const, data: rows, limit: query.limit, has_more: result.has_more }
+    : {
+        object: "list" as const,
+        data: rows,
+        total: result.total,
+        limit: query.limit,
+        offset: query.offset ?? 0,
+        has_more: result.has_more,
+      };
 }
 
 export { fieldErrors, paramOf };

@@ -82,7 +82,7 @@ export const artistRoutes = [
     query: Pagination,
     response: { status: 200, description: "A page of artists.", schema: listOf(Artist, "ArtistList") },
     handler: async ({ query, read }) => {
-      const { rows, total } = await read((tx) =>
+      const listed = await read((tx) =>
         countAndPage<Record<string, unknown>>(
           tx,
           {
@@ -92,11 +92,10 @@ export const artistRoutes = [
             columns: columns(ARTIST_COLUMNS),
           },
           [],
-          query.limit,
-          query.offset,
+          query,
         ),
       );
-      return { body: page(rows.map(artistOut), query.limit, query.offset, total) };
+      return { body: page(listed.rows.map(artistOut), query, listed) };
     },
   }),
 

@@ -228,7 +228,7 @@ export const releaseRoutes = [
     response: { status: 200, description: "A page of releases.", schema: listOf(Release, "ReleaseList") },
     handler: async ({ query, read }) => {
       const statuses = query.status ? query.status.split(",") : null;
-      const { rows, total } = await read((tx) =>
+      const listed = await read((tx) =>
         countAndPage<Row>(
           tx,
           {
@@ -238,11 +238,10 @@ export const releaseRoutes = [
             columns: columns(RELEASE_COLUMNS),
           },
           [statuses],
-          query.limit,
-          query.offset,
+          query,
         ),
       );
-      return { body: page(rows.map(releaseOut), query.limit, query.offset, total) };
+      return { body: page(listed.rows.map(releaseOut), query, listed) };
     },
   }),
 

@@ -84,7 +84,7 @@ export const trackRoutes = [
     response: { status: 200, description: "A page of tracks.", schema: listOf(Track, "TrackList") },
     errors: [404],
     handler: async ({ params, query, read }) => {
-      const { rows, total } = await read(async (tx) => {
+      const listed = await read(async (tx) => {
         await findRelease(tx, params.id);
         return countAndPage<Record<string, unknown>>(
           tx,
@@ -95,11 +95,10 @@ export const trackRoutes = [
             columns: columns(TRACK_COLUMNS),
           },
           [params.id],
-          query.limit,
-          query.offset,
+          query,
         );
       });
-      return { body: page(rows.map(trackOut), query.limit, query.offset, total) };
+      return { body: page(listed.rows.map(trackOut), query, listed) };
     },
   }),
 
