@@ -22,6 +22,22 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   500: "An unexpected error; the request changed nothing it could not undo.",
 };
 
+/** Published only when a route is deprecated (an unused component is a lint error). */
+const DEPRECATION_HEADERS: Json = {
+  Deprecation: {
+    description: "RFC 9745: this endpoint is deprecated, since the date given (@<unix seconds>).",
+    schema: { type: "string", example: "@1767225600" },
+  },
+  Sunset: {
+    description: "RFC 8594: the endpoint may stop answering after this date (at least twelve months on).",
+    schema: { type: "string", example: "Fri, 01 Jan 2027 00:00:00 GMT" },
+  },
+  Link: {
+    description: 'The changelog entry (rel="deprecation") and the replacement (rel="successor-version").',
+    schema: { type: "string" },
+  },
+};
+
 const STANDARD_ERRORS = [400, 401, 403, 429, 500];
 
 const TAG_DESCRIPTIONS: Record<string, string> = {
@@ -90,11 +106,27 @@ export function openApiDocument(
         ? [{ $ref: "#/components/parameters/IdempotencyKey" }]
         : []),
     ];
+    if (r.deprecated) {
+      for (const response of Object.values(responses) as Json[]) {
+        response.headers = {
+          ...((response.headers as Json | undefined) ?? {}),
+          Deprecation: { $ref: "#/components/headers/Deprecation" },
+          Sunset: { $ref: "#/components/headers/Sunset" },
+          Link: { $ref: "#/components/headers/Link" },
+        };
+      }
+    }
     const operation: Json = {
       operationId: r.operationId,
       summary: r.summary,
       ...(r.description ? { description: r.description } : {}),
       tags: [r.tag],
+      ...(r.deprecated
+        ? {
+            deprecated: true,
+            description: `${r.description ?? r.summary} Deprecated since ${r.deprecated.since}; answers until at least ${r.deprecated.sunset}${r.deprecated.successor ? `; use ${r.deprecated.successor}` : ""}.`,
+          }
+        : {}),
       security: r.allowUser ? [{ apiKey: [r.scope] }, { userToken: [] }] : [{ apiKey: [r.scope] }],
       ...(parameters.length ? { parameters } : {}),
       ...(r.body
@@ -194,6 +226,7 @@ export function openApiDocument(
       },
       headers: {
         "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
+        ...(routes.some((r) => r.deprecated) ? DEPRECATION_HEADERS : {}),
         ETag: {
           description:
             "Strong entity tag of the object's current version: send it back in If-Match to edit only that " +

@@ -12,6 +12,7 @@ import type { TenantDirectory } from "../tenancy/directory.ts";
 import { WEBHOOK_EVENTS } from "../webhooks/events.ts";
 import type { SecretBox } from "../webhooks/secrets.ts";
 import { Authenticator, type Caller } from "./auth.ts";
+import { deprecationHeaders } from "./deprecation.ts";
 import { renderDocsPage } from "./docs-page.ts";
 import { ApiError, renderError } from "./errors.ts";
 import { claimIdempotencyKey, requestHash, type StoredResponse } from "./idempotency.ts";
@@ -42,7 +43,7 @@ export interface PublicApiOptions {
   uploadLimits: UploadLimits;
 }
 
-export const PUBLIC_API_VERSION = "1.0.0";
+export const PUBLIC_API_VERSION = "1.1.0";
 
 export const ROUTES: readonly AnyRoute[] = [
   ...releaseRoutes,
@@ -188,10 +189,12 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   }
 
   for (const spec of ROUTES) {
+    const sunsetting = spec.deprecated ? deprecationHeaders(spec.deprecated) : undefined;
     app.route({
       method: spec.method,
       url: fastifyPath(spec.path),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        if (sunsetting) reply.headers(sunsetting);
         const caller = await admit(request, reply, spec.allowUser === true);
         request.publicApiCaller = caller;
         if (!caller.scopes.includes(spec.scope)) {

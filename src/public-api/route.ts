@@ -9,6 +9,7 @@ import type { ObjectStore } from "../storage/driver.ts";
 import type { UploadLimits } from "../storage/uploads.ts";
 import type { SecretBox } from "../webhooks/secrets.ts";
 import type { Caller, Scope } from "./auth.ts";
+import type { Deprecation } from "./deprecation.ts";
 import { ApiError, validationFailed } from "./errors.ts";
 
 /**
@@ -85,6 +86,8 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
    * or DELETE honours If-Match (412 when stale). Documents the headers and statuses.
    */
   etag?: boolean;
+  /** The route is going away: Deprecation, Sunset and Link headers on every answer (deprecation.ts). */
+  deprecated?: Deprecation;
   /** Error statuses this route can answer besides 400, 401, 403, 429 and 500. */
   errors?: number[];
   handler: (ctx: Context<P, Q, B>) => Promise<Reply>;
