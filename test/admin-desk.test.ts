@@ -270,7 +270,8 @@ describeEachEngine("admin API: the operator's desk", (t) => {
       );
       assert.ok(ops.length >= 25);
       for (const op of ops)
-        assert.ok(["reviewer", "operator", "admin", "platform"].includes(op["x-staff-role"]));
+        assert.ok(["reviewer", "operator", "admin", "platform", "signed_in"].includes(op["x-staff-role"]));
+      assert.equal(doc.paths["/me"].get["x-staff-role"], "signed_in");
       assert.equal(doc.paths["/stores/{code}"].patch["x-staff-role"], "platform");
       assert.equal(doc.paths["/settings"].patch["x-staff-role"], "admin");
       assert.equal(doc.paths["/jobs"].get["x-staff-role"], "operator");
@@ -957,6 +958,11 @@ describeEachEngine("admin API: the operator's desk", (t) => {
 
     test("roles: a reviewer reviews but reaches no operator or admin route; another tenant's staff gets nothing", async () => {
       const reviewer = await staff(a.tenant, [{ of: a.tenant, role: "reviewer" }]);
+      const me = expectStatus(await call(reviewer, "GET", "/me", { doc: "/me" }), 200);
+      assert.deepEqual(
+        me.staff.map((x: Any) => [x.tenant_id, x.role]),
+        [[a.tenant.id, "reviewer"]],
+      );
       expectStatus(await call(reviewer, "GET", "/reviews", { doc: "/reviews" }), 200);
       expectStatus(await call(reviewer, "GET", "/review-reasons", { doc: "/review-reasons" }), 200);
       expectStatus(await call(reviewer, "GET", "/oac-requests", { doc: "/oac-requests" }), 200);

@@ -155,6 +155,20 @@ const StorePatch = z
 export function deskRoutes(services: DeskServices): AnyAdminRoute[] {
   const { db } = services;
   return [
+    // Who is calling: served by src/admin/me.ts (h-staff), documented here.
+    adminRoute({
+      method: "GET",
+      path: "/me",
+      operationId: "getMe",
+      summary: "Who is calling, and where they are staff",
+      description:
+        "For the console's tenant chooser: the user, their own tenant, their platform role and every tenant they are staff of. " +
+        "A user who is staff of no tenant is 403 not_staff.",
+      tag: "Staff",
+      staffRole: "signed_in",
+      response: { status: 200, description: "The caller.", schema: S.Me },
+      external: true,
+    }),
     // Review.
     adminRoute({
       method: "GET",

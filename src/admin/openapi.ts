@@ -24,6 +24,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 const STANDARD_ERRORS = [400, 401, 403, 500];
 
 const TAG_DESCRIPTIONS: Record<string, string> = {
+  Staff: "Who is calling: the staff roles of a signed-in user (docs/console.md).",
   Review: "The review queue, a release's review page, approval and rejection.",
   Deliveries:
     "Deliveries to stores: per release and across the tenant, their history, retries and the stores' reports.",
@@ -41,6 +42,7 @@ const ROLE_WORDS: Record<string, string> = {
   operator: "Staff role: operator (or higher); the tenant's service-role key.",
   admin: "Staff role: admin; the tenant's service-role key.",
   platform: "Platform staff with the admin role only (stores belong to the installation).",
+  signed_in: "Any caller the gateway accepts: a staff user's token, or a tenant's service-role key.",
 };
 
 export function adminOpenApiDocument(routes: readonly AnyAdminRoute[], serverUrl: string): Json {

@@ -617,7 +617,8 @@ export async function retryJob(db: Db, tenantId: string, id: string) {
   if (found.status !== "dead") {
     throw new HttpError(409, "invalid_state", `job ${id} is ${found.status}; only a dead job is retried`);
   }
-  const retried = await retryDeadJob(db, id);
+  // The row as the retry left it (the worker may claim it a moment later).
+  const retried = await retryDeadJob(db, id, { tenantId });
   if (!retried) {
     throw new HttpError(
       409,
@@ -625,12 +626,7 @@ export async function retryJob(db: Db, tenantId: string, id: string) {
       `job ${id} was not queued again: another job of its kind is already queued or running for the same work`,
     );
   }
-  return read(db, async (tx) => {
-    const row = (
-      await tx.query<JobRow>(`select ${JOB_COLUMNS} from internal.jobs j where j.id = $1::bigint`, [id])
-    ).rows[0] as JobRow;
-    return jobOut(row);
-  });
+  return jobOut(retried);
 }
 
 // Accounts.

@@ -462,3 +462,22 @@ export const Settings = z
     updated_at: nullable(Ts),
   })
   .meta({ id: "Settings" });
+
+// Who is calling (GET /me, src/admin/me.ts).
+export const Me = z
+  .object({
+    user: nullable(z.object({ id: Uuid, email: nullable(z.string()) })).meta({
+      description: "The signed-in user; null for a tenant's service-role key.",
+    }),
+    tenant_id: Uuid.meta({ description: "The caller's own tenant (the token's or the key's)." }),
+    platform_role: nullable(z.enum(["reviewer", "operator", "admin"])),
+    staff: z.array(
+      z.object({
+        tenant_id: Uuid,
+        tenant_slug: z.string(),
+        tenant_name: z.string(),
+        role: z.enum(["reviewer", "operator", "admin"]),
+      }),
+    ),
+  })
+  .meta({ id: "Me" });

@@ -39,7 +39,8 @@ export interface AdminRouteSpec<P = unknown, Q = unknown, B = unknown> {
   summary: string;
   description?: string;
   tag: string;
-  staffRole: StaffRole;
+  /** "signed_in" (GET /me only): any caller the gateway accepts. */
+  staffRole: StaffRole | "signed_in";
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;

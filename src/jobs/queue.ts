@@ -187,18 +187,22 @@ export async function listJobs(
  * killed it). Undefined when there is no such dead job — or when a job of the same kind and
  * dedupe key is already queued or running, which does the same work.
  */
-export async function retryDeadJob(db: Db, id: string): Promise<JobRow | undefined> {
+export async function retryDeadJob(
+  db: Db,
+  id: string,
+  scope: { tenantId?: string } = {},
+): Promise<(JobRow & { updated_at: Date }) | undefined> {
   if (!/^[0-9]{1,18}$/.test(id)) return undefined;
   return db.asService(async (tx) => {
-    const r = await tx.query<JobRow>(
+    const r = await tx.query<JobRow & { updated_at: Date }>(
       `update internal.jobs j
        set status = 'queued', run_at = now(), attempts = 0, finished_at = null, locked_by = null, locked_until = null
-       where j.id = $1::bigint and j.status = 'dead'
+       where j.id = $1::bigint and j.status = 'dead' and ($2::uuid is null or j.tenant_id = $2::uuid)
          and not exists (select 1 from internal.jobs o where o.kind = j.kind and o.dedupe_key = j.dedupe_key
                          and o.status in ('queued', 'running'))
        returning id::text as id, kind, status, payload, attempts, max_attempts, run_at, locked_by, last_error,
-                 created_at, finished_at`,
-      [id],
+                 created_at, finished_at, updated_at`,
+      [id, scope.tenantId ?? null],
     );
     return r.rows[0];
   });
