@@ -173,21 +173,21 @@ export async function identify(
 export function postgrestGatewayError(failure: GatewayFailure): {
   status: number;
   headers: Record<string, string>;
-  body: { code: string; message: string; details: string | null; hint: string | null };
+  body: { code?: string; message: string; details?: string | null; hint?: string | null };
 } {
   const invalidToken = (description: string) => ({
     "WWW-Authenticate": `Bearer error="invalid_token", error_description="${description.replace(/"/g, "'")}"`,
   });
   switch (failure.kind) {
+    // A missing or unknown apikey never reaches PostgREST on Supabase: its gateway answers, with
+    // its own body ({message, hint}, no PostgREST code), as /auth/v1 does here (docs/errors.md).
     case "no_apikey":
       return {
         status: 401,
         headers: {},
         body: {
-          code: "PGRST000",
           message: "No API key found in request",
-          details: null,
-          hint: "Send the tenant's anon key in the apikey header.",
+          hint: "No `apikey` request header or url param was found.",
         },
       };
     case "invalid_apikey":
@@ -195,10 +195,8 @@ export function postgrestGatewayError(failure: GatewayFailure): {
         status: 401,
         headers: {},
         body: {
-          code: "PGRST000",
           message: "Invalid API key",
-          details: null,
-          hint: "Use the anon or service-role key of your tenant.",
+          hint: "Double check your Supabase `anon` or `service_role` API key.",
         },
       };
     case "no_authorization":

@@ -42,6 +42,7 @@ export const TITLES: Record<number, string> = {
   405: "Method Not Allowed",
   406: "Not Acceptable",
   409: "Conflict",
+  412: "Precondition Failed",
   413: "Content Too Large",
   415: "Unsupported Media Type",
   422: "Unprocessable Content",

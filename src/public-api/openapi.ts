@@ -15,10 +15,27 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: "No such object in the key's account (another account's ids are not found either).",
   409: "The object's state does not allow this (for example a release that is no longer editable).",
   413: "The request body is too large.",
+  412: "If-Match named a version this object no longer has (`precondition_failed`): nothing was changed.",
   415: "The request body is not application/json.",
   422: "Validation failed: `errors` lists every failing field.",
   429: "Too many requests: wait for `Retry-After` seconds.",
   500: "An unexpected error; the request changed nothing it could not undo.",
+};
+
+/** Published only when a route is deprecated (an unused component is a lint error). */
+const DEPRECATION_HEADERS: Json = {
+  Deprecation: {
+    description: "RFC 9745: this endpoint is deprecated, since the date given (@<unix seconds>).",
+    schema: { type: "string", example: "@1767225600" },
+  },
+  Sunset: {
+    description: "RFC 8594: the endpoint may stop answering after this date (at least twelve months on).",
+    schema: { type: "string", example: "Fri, 01 Jan 2027 00:00:00 GMT" },
+  },
+  Link: {
+    description: 'The changelog entry (rel="deprecation") and the replacement (rel="successor-version").',
+    schema: { type: "string" },
+  },
 };
 
 const STANDARD_ERRORS = [400, 401, 403, 429, 500];
@@ -52,15 +69,25 @@ export function openApiDocument(
   const tags = new Set<string>();
   for (const r of routes) {
     tags.add(r.tag);
+    const etagHeader =
+      r.etag && r.method !== "DELETE" ? { headers: { ETag: { $ref: "#/components/headers/ETag" } } } : {};
     const responses: Json = {
       [String(r.response.status)]: r.response.schema
         ? {
             description: r.response.description,
+            ...etagHeader,
             content: { "application/json": { schema: toSchema(r.response.schema, "output", named) } },
           }
-        : { description: r.response.description },
+        : { description: r.response.description, ...etagHeader },
     };
-    for (const status of [...STANDARD_ERRORS, ...(r.errors ?? [])].sort()) {
+    if (r.etag && r.method === "GET") {
+      responses["304"] = {
+        description: "Not modified: If-None-Match named the current ETag. No body.",
+        headers: { ETag: { $ref: "#/components/headers/ETag" } },
+      };
+    }
+    const conditional = r.etag && r.method !== "GET" ? [412] : [];
+    for (const status of [...STANDARD_ERRORS, ...(r.errors ?? []), ...conditional].sort()) {
       responses[String(status)] = {
         description: ERROR_DESCRIPTIONS[status] ?? "Error.",
         content: { "application/problem+json": { schema: problemRef } },
@@ -72,15 +99,34 @@ export function openApiDocument(
     const parameters = [
       ...parametersOf(r.params, "path", named),
       ...parametersOf(r.query, "query", named),
+      ...(r.etag
+        ? [{ $ref: `#/components/parameters/${r.method === "GET" ? "IfNoneMatch" : "IfMatch"}` }]
+        : []),
       ...(r.method === "POST" && r.idempotent !== false
         ? [{ $ref: "#/components/parameters/IdempotencyKey" }]
         : []),
     ];
+    if (r.deprecated) {
+      for (const response of Object.values(responses) as Json[]) {
+        response.headers = {
+          ...((response.headers as Json | undefined) ?? {}),
+          Deprecation: { $ref: "#/components/headers/Deprecation" },
+          Sunset: { $ref: "#/components/headers/Sunset" },
+          Link: { $ref: "#/components/headers/Link" },
+        };
+      }
+    }
     const operation: Json = {
       operationId: r.operationId,
       summary: r.summary,
       ...(r.description ? { description: r.description } : {}),
       tags: [r.tag],
+      ...(r.deprecated
+        ? {
+            deprecated: true,
+            description: `${r.description ?? r.summary} Deprecated since ${r.deprecated.since}; answers until at least ${r.deprecated.sunset}${r.deprecated.successor ? `; use ${r.deprecated.successor}` : ""}.`,
+          }
+        : {}),
       security: r.allowUser ? [{ apiKey: [r.scope] }, { userToken: [] }] : [{ apiKey: [r.scope] }],
       ...(parameters.length ? { parameters } : {}),
       ...(r.body
@@ -127,7 +173,8 @@ export function openApiDocument(
       description:
         "Every request carries `Authorization: Bearer <API_KEY>` and acts on the key's account. " +
         "Errors are RFC 9457 problem details with `code`, `param` and `request_id`. " +
-        "Lists take `limit` and `offset`. POST requests honour `Idempotency-Key`. " +
+        "Lists take `limit` with `offset` (answers carry `total`) or with the cursors `starting_after` / `ending_before` (no total). " +
+        "Releases, tracks and artists answer `ETag`; writes honour `If-Match` (412 when stale). POST requests honour `Idempotency-Key`. " +
         "Responses carry `RateLimit` and `RateLimit-Policy` headers. See docs/public-api.md.",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
@@ -153,6 +200,22 @@ export function openApiDocument(
         },
       },
       parameters: {
+        IfMatch: {
+          name: "If-Match",
+          in: "header",
+          required: false,
+          description:
+            "The ETag you last read: the write happens only if the object is still at that version, else 412 " +
+            "precondition_failed and nothing changes. `*` matches any version.",
+          schema: { type: "string" },
+        },
+        IfNoneMatch: {
+          name: "If-None-Match",
+          in: "header",
+          required: false,
+          description: "The ETag you hold: 304 without a body while the object is unchanged.",
+          schema: { type: "string" },
+        },
         IdempotencyKey: {
           name: "Idempotency-Key",
           in: "header",
@@ -163,6 +226,13 @@ export function openApiDocument(
       },
       headers: {
         "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
+        ...(routes.some((r) => r.deprecated) ? DEPRECATION_HEADERS : {}),
+        ETag: {
+          description:
+            "Strong entity tag of the object's current version: send it back in If-Match to edit only that " +
+            "version, or in If-None-Match to get 304 while it is unchanged.",
+          schema: { type: "string", example: '"1764120305123456-9fQ2kLx0aB3cD4eF"' },
+        },
       },
     },
   };

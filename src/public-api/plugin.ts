@@ -13,6 +13,7 @@ import type { TenantDirectory } from "../tenancy/directory.ts";
 import { WEBHOOK_EVENTS } from "../webhooks/events.ts";
 import type { SecretBox } from "../webhooks/secrets.ts";
 import { Authenticator, type Caller } from "./auth.ts";
+import { deprecationHeaders } from "./deprecation.ts";
 import { renderDocsPage } from "./docs-page.ts";
 import { ApiError, renderError } from "./errors.ts";
 import { claimIdempotencyKey, requestHash, type StoredResponse } from "./idempotency.ts";
@@ -45,7 +46,7 @@ export interface PublicApiOptions {
   limiter?: MemoryRateLimiter;
 }
 
-export const PUBLIC_API_VERSION = "1.0.0";
+export const PUBLIC_API_VERSION = "1.1.0";
 
 export const ROUTES: readonly AnyRoute[] = [
   ...releaseRoutes,
@@ -208,10 +209,12 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   }
 
   for (const spec of ROUTES) {
+    const sunsetting = spec.deprecated ? deprecationHeaders(spec.deprecated) : undefined;
     app.route({
       method: spec.method,
       url: fastifyPath(spec.path),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        if (sunsetting) reply.headers(sunsetting);
         const { caller, fresh, token } = await admit(request, reply, spec.allowUser === true);
         request.publicApiCaller = caller;
         // A key known from earlier requests is checked again (active, unexpired, its scope) in the

@@ -9,6 +9,7 @@ import type { ObjectStore } from "../storage/driver.ts";
 import type { UploadLimits } from "../storage/uploads.ts";
 import type { SecretBox } from "../webhooks/secrets.ts";
 import type { Caller, Scope } from "./auth.ts";
+import type { Deprecation } from "./deprecation.ts";
 import { ApiError, validationFailed } from "./errors.ts";
 
 /**
@@ -80,6 +81,13 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   /** Checks needing the catalogues (territory, store and genre codes), merged with the schema's errors. */
   check?: (body: unknown, catalogue: Catalogue) => FieldError[];
   response: { status: number; description: string; schema?: z.ZodType };
+  /**
+   * The route answers an ETag (src/public-api/etag.ts): a GET honours If-None-Match (304), a PATCH
+   * or DELETE honours If-Match (412 when stale). Documents the headers and statuses.
+   */
+  etag?: boolean;
+  /** The route is going away: Deprecation, Sunset and Link headers on every answer (deprecation.ts). */
+  deprecated?: Deprecation;
   /** Error statuses this route can answer besides 400, 401, 403, 429 and 500. */
   errors?: number[];
   handler: (ctx: Context<P, Q, B>) => Promise<Reply>;
@@ -150,6 +158,12 @@ export const Id = z
   .uuid()
   .meta({ description: "An id (UUID).", example: "3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21" });
 
+const Cursor = z.uuid();
+
+/**
+ * `limit` with `offset` (offset pages, with `total`), or with `starting_after` / `ending_before`
+ * (cursor pages, by an item's id: no total, so no count on each page). docs/public-api.md, "Lists".
+ */
 export const Pagination = z
   .object({
     limit: z.coerce
@@ -164,38 +178,71 @@ export const Pagination = z
       .int()
       .min(0)
       .max(1_000_000)
-      .default(0)
-      .meta({ description: "Items to skip, default 0." }),
+      .optional()
+      .meta({ description: "Items to skip, default 0. Not with starting_after or ending_before." }),
+    starting_after: Cursor.optional().meta({
+      description:
+        "Cursor: the id of the last item of the page you have; answers the items after it (next page). " +
+        "The answer has no total.",
+    }),
+    ending_before: Cursor.optional().meta({
+      description:
+        "Cursor: the id of the first item of the page you have; answers the items just before it (previous page).",
+    }),
   })
   .strict();
+
+/**
+ * Offset pages only: the royalty reports, whose groups have no id to name as a cursor and whose
+ * answer carries sums over every page anyway.
+ */
+export const OffsetPagination = Pagination.pick({ limit: true }).extend({
+  offset: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .default(0)
+    .meta({ description: "Items to skip, default 0." }),
+});
 
 export function listOf<T extends z.ZodType>(item: T, id: string) {
   return z
     .object({
       object: z.literal("list"),
       data: z.array(item),
-      total: z.number().int().meta({ description: "How many items match, over all pages." }),
+      total: z
+        .number()
+        .int()
+        .optional()
+        .meta({ description: "Offset pages only: how many items match, over all pages." }),
       limit: z.number().int(),
-      offset: z.number().int(),
-      has_more: z.boolean(),
+      offset: z.number().int().optional().meta({ description: "Offset pages only: the offset asked." }),
+      has_more: z.boolean().meta({
+        description:
+          "Whether more items follow this page (with ending_before: precede it). Ask for them with " +
+          "starting_after (the last item's id) or ending_before (the first item's id).",
+      }),
     })
     .meta({ id });
 }
 
+/** The answer for a page: offset pages keep `total` and `offset`; cursor pages have neither. */
 export function page<T>(
-  rows: (T & { total_count?: unknown })[],
-  limit: number,
-  offset: number,
-  total: number,
+  rows: T[],
+  query: { limit: number; offset?: number | undefined },
+  result: { total?: number | undefined; has_more: boolean },
 ) {
-  return {
-    object: "list" as const,
-    data: rows,
-    total,
-    limit,
-    offset,
-    has_more: offset + rows.length < total,
-  };
+  return result.total === undefined
+    ? { object: "list" as const, data: rows, limit: query.limit, has_more: result.has_more }
+    : {
+        object: "list" as const,
+        data: rows,
+        total: result.total,
+        limit: query.limit,
+        offset: query.offset ?? 0,
+        has_more: result.has_more,
+      };
 }
 
 export { fieldErrors, paramOf };

@@ -148,7 +148,7 @@ export const keyRoutes = [
     query: ListQuery,
     response: { status: 200, description: "A page of keys.", schema: listOf(ApiKey, "ApiKeyList") },
     handler: async ({ query, read }) => {
-      const { rows, total } = await read((tx) =>
+      const listed = await read((tx) =>
         countAndPage<Record<string, unknown>>(
           tx,
           {
@@ -158,11 +158,10 @@ export const keyRoutes = [
             columns: columns(KEY_COLUMNS),
           },
           [query.account_id ?? null],
-          query.limit,
-          query.offset,
+          query,
         ),
       );
-      return { body: page(rows.map(keyOut), query.limit, query.offset, total) };
+      return { body: page(listed.rows.map(keyOut), query, listed) };
     },
   }),
 

@@ -1,6 +1,17 @@
 import { z } from "zod";
 import { asDbError } from "../../db/errors.ts";
+import type { Tx } from "../../db/types.ts";
 import { ApiError, notFound } from "../errors.ts";
+import {
+  conditionalGet,
+  etagOf,
+  ifMatchOf,
+  preconditionFailed,
+  splitVersion,
+  VERSION_SQL,
+  versionIn,
+  versionsToMatch,
+} from "../etag.ts";
 import { Id, listOf, Pagination, page, route } from "../route.ts";
 import { artistOut } from "./releases.ts";
 import { ARTIST_COLUMNS, Artist, ArtistCreate, ArtistUpdate, checkArtistCodes } from "./schemas.ts";
@@ -53,6 +64,10 @@ const OAC_COLUMNS = [
   "completed_at",
 ];
 
+async function artistExists(tx: Tx, id: string): Promise<boolean> {
+  return ((await tx.query("select 1 from public.artist_profiles where id = $1", [id])).rowCount ?? 0) > 0;
+}
+
 const oacOut = (row: Record<string, unknown>) => ({ id: row.id, object: "oac_request", ...row });
 
 export const artistRoutes = [
@@ -67,7 +82,7 @@ export const artistRoutes = [
     query: Pagination,
     response: { status: 200, description: "A page of artists.", schema: listOf(Artist, "ArtistList") },
     handler: async ({ query, read }) => {
-      const { rows, total } = await read((tx) =>
+      const listed = await read((tx) =>
         countAndPage<Record<string, unknown>>(
           tx,
           {
@@ -77,11 +92,10 @@ export const artistRoutes = [
             columns: columns(ARTIST_COLUMNS),
           },
           [],
-          query.limit,
-          query.offset,
+          query,
         ),
       );
-      return { body: page(rows.map(artistOut), query.limit, query.offset, total) };
+      return { body: page(listed.rows.map(artistOut), query, listed) };
     },
   }),
 
@@ -113,19 +127,21 @@ export const artistRoutes = [
     scope: "catalog:read",
     params: withId,
     response: { status: 200, description: "The artist.", schema: Artist },
+    etag: true,
     errors: [404],
-    handler: async ({ params, read }) => {
-      const row = await read(
+    handler: async ({ params, read, request }) => {
+      const found = await read(
         async (tx) =>
           (
             await tx.query<Record<string, unknown>>(
-              `select ${columns(ARTIST_COLUMNS)} from public.artist_profiles where id = $1`,
+              `select ${columns(ARTIST_COLUMNS)}, ${VERSION_SQL} from public.artist_profiles where id = $1`,
               [params.id],
             )
           ).rows[0],
       );
-      if (!row) throw notFound("artist", params.id);
-      return { body: artistOut(row) };
+      if (!found) throw notFound("artist", params.id);
+      const { version, row } = splitVersion(found);
+      return conditionalGet(request, version, artistOut(row));
     },
   }),
 
@@ -141,13 +157,29 @@ export const artistRoutes = [
     body: ArtistUpdate,
     check: checkArtistCodes,
     response: { status: 200, description: "The updated artist.", schema: Artist },
+    etag: true,
     errors: [404, 413, 415, 422],
-    handler: async ({ params, body, write }) => {
-      const row = await write((tx) =>
-        updateRow<Record<string, unknown>>(tx, "public.artist_profiles", params.id, body, ARTIST_COLUMNS),
-      );
-      if (!row) throw notFound("artist", params.id);
-      return { body: artistOut(row) };
+    handler: async ({ params, body, write, request }) => {
+      const versions = versionsToMatch(ifMatchOf(request));
+      const updated = await write(async (tx) => {
+        const row = await updateRow<Record<string, unknown>>(
+          tx,
+          "public.artist_profiles",
+          params.id,
+          body,
+          ARTIST_COLUMNS,
+          undefined,
+          { versions },
+        );
+        if (!row && versions && (await artistExists(tx, params.id))) {
+          throw preconditionFailed("artist", params.id);
+        }
+        return row;
+      });
+      if (!updated) throw notFound("artist", params.id);
+      const { version, row } = splitVersion(updated);
+      const out = artistOut(row);
+      return { body: out, headers: { ETag: etagOf(version, out) } };
     },
   }),
 
@@ -167,11 +199,22 @@ export const artistRoutes = [
         .object({ id: Id, object: z.literal("artist"), deleted: z.literal(true) })
         .meta({ id: "DeletedArtist" }),
     },
+    etag: true,
     errors: [404, 409],
-    handler: async ({ params, write }) => {
+    handler: async ({ params, write, request }) => {
+      const versions = versionsToMatch(ifMatchOf(request));
       const n = await write(async (tx) => {
         try {
-          return (await tx.query("delete from public.artist_profiles where id = $1", [params.id])).rowCount;
+          const deleted = versions
+            ? await tx.query(`delete from public.artist_profiles where id = $1 and ${versionIn(2)}`, [
+                params.id,
+                versions,
+              ])
+            : await tx.query("delete from public.artist_profiles where id = $1", [params.id]);
+          if (deleted.rowCount === 0 && versions && (await artistExists(tx, params.id))) {
+            throw preconditionFailed("artist", params.id);
+          }
+          return deleted.rowCount;
         } catch (error) {
           const db = asDbError(error);
           if (db?.sqlstate === "23001" || db?.sqlstate === "23503") {

@@ -2,6 +2,16 @@ import { z } from "zod";
 import { asDbError } from "../../db/errors.ts";
 import type { Tx } from "../../db/types.ts";
 import { ApiError, type FieldError, notFound } from "../errors.ts";
+import {
+  conditionalGet,
+  etagOf,
+  ifMatchOf,
+  preconditionFailed,
+  splitVersion,
+  VERSION_SQL,
+  versionIn,
+  versionsToMatch,
+} from "../etag.ts";
 import { Id, listOf, Pagination, page, route } from "../route.ts";
 import {
   ARTIST_COLUMNS,
@@ -218,7 +228,7 @@ export const releaseRoutes = [
     response: { status: 200, description: "A page of releases.", schema: listOf(Release, "ReleaseList") },
     handler: async ({ query, read }) => {
       const statuses = query.status ? query.status.split(",") : null;
-      const { rows, total } = await read((tx) =>
+      const listed = await read((tx) =>
         countAndPage<Row>(
           tx,
           {
@@ -228,11 +238,10 @@ export const releaseRoutes = [
             columns: columns(RELEASE_COLUMNS),
           },
           [statuses],
-          query.limit,
-          query.offset,
+          query,
         ),
       );
-      return { body: page(rows.map(releaseOut), query.limit, query.offset, total) };
+      return { body: page(listed.rows.map(releaseOut), query, listed) };
     },
   }),
 
@@ -270,10 +279,18 @@ export const releaseRoutes = [
     scope: "catalog:read",
     params: withId,
     response: { status: 200, description: "The release.", schema: ReleaseDetail },
+    etag: true,
     errors: [404],
-    handler: async ({ params, read }) => {
-      const body = await read(async (tx) => {
-        const release = await findRelease(tx, params.id);
+    handler: async ({ params, read, request }) => {
+      const { version, body } = await read(async (tx) => {
+        const found = (
+          await tx.query<Row>(
+            `select ${columns(RELEASE_COLUMNS)}, ${VERSION_SQL} from public.releases where id = $1`,
+            [params.id],
+          )
+        ).rows[0];
+        if (!found) throw notFound("release", params.id);
+        const { version, row: release } = splitVersion(found);
         const tracks = (
           await tx.query<Record<string, unknown>>(
             `select ${columns(TRACK_COLUMNS)} from public.tracks where release_id = $1
@@ -294,7 +311,7 @@ export const releaseRoutes = [
           )
         ).rows;
         const media = await currentMedia(tx, params.id);
-        return {
+        const body = {
           ...releaseOut(release),
           artwork: media.artwork ? assetOut(media.artwork) : null,
           tracks: tracks.map((track) => {
@@ -303,8 +320,11 @@ export const releaseRoutes = [
           }),
           artists: artists.map(artistOut),
         };
+        return { version, body };
       });
-      return { body };
+      // The tag's digest covers the tracks, artists and media in the answer, so If-None-Match
+      // sees a track's change too; If-Match on a write compares the release row's version.
+      return conditionalGet(request, version, body);
     },
   }),
 
@@ -322,9 +342,11 @@ export const releaseRoutes = [
     body: ReleaseUpdate,
     check: checkReleaseCodes,
     response: { status: 200, description: "The updated release.", schema: Release },
+    etag: true,
     errors: [404, 409, 413, 415, 422],
-    handler: async ({ params, body, write }) => {
-      const row = await write(async (tx) => {
+    handler: async ({ params, body, write, request }) => {
+      const versions = versionsToMatch(ifMatchOf(request));
+      const updated = await write(async (tx) => {
         const current = await findRelease(tx, params.id, true);
         if (!EDITABLE.includes(current.status)) {
           throw new ApiError(
@@ -335,10 +357,17 @@ export const releaseRoutes = [
           );
         }
         if (body.artist_id) await resolveArtist(tx, body.artist_id, undefined);
-        return updateRow<Row>(tx, "public.releases", params.id, body, RELEASE_COLUMNS);
+        const row = await updateRow<Row>(tx, "public.releases", params.id, body, RELEASE_COLUMNS, undefined, {
+          versions,
+        });
+        // The row exists (it is locked above): matching nothing means If-Match named another version.
+        if (!row && versions) throw preconditionFailed("release", params.id);
+        return row;
       });
-      if (!row) throw notFound("release", params.id);
-      return { body: releaseOut(row) };
+      if (!updated) throw notFound("release", params.id);
+      const { version, row } = splitVersion(updated);
+      const out = releaseOut(row);
+      return { body: out, headers: { ETag: etagOf(version, out) } };
     },
   }),
 
@@ -354,12 +383,23 @@ export const releaseRoutes = [
     scope: "catalog:write",
     params: withId,
     response: { status: 200, description: "The release is gone.", schema: Deleted },
+    etag: true,
     errors: [404, 409],
-    handler: async ({ params, write }) => {
+    handler: async ({ params, write, request }) => {
+      const versions = versionsToMatch(ifMatchOf(request));
       const deleted = await write(async (tx) => {
         try {
-          return (await tx.query("delete from public.releases where id = $1 returning id", [params.id]))
-            .rowCount;
+          const r = versions
+            ? await tx.query(`delete from public.releases where id = $1 and ${versionIn(2)} returning id`, [
+                params.id,
+                versions,
+              ])
+            : await tx.query("delete from public.releases where id = $1 returning id", [params.id]);
+          if (r.rowCount === 0 && versions) {
+            const exists = await tx.query("select 1 from public.releases where id = $1", [params.id]);
+            if ((exists.rowCount ?? 0) > 0) throw preconditionFailed("release", params.id);
+          }
+          return r.rowCount;
         } catch (error) {
           if (asDbError(error)?.sqlstate === "BL001") {
             throw new ApiError(

@@ -9,7 +9,7 @@ import {
   royaltyTotals,
 } from "../../royalties/queries.ts";
 import { ApiError, notFound } from "../errors.ts";
-import { type Context, Id, Pagination, route } from "../route.ts";
+import { type Context, Id, OffsetPagination as Pagination, route } from "../route.ts";
 
 /**
  * Royalties (seed 001; docs/royalties.md): the lines of the store reports the operator imported,

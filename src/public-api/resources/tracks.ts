@@ -3,6 +3,16 @@ import { normaliseIsrc } from "../../catalog/identifiers.ts";
 import { asDbError } from "../../db/errors.ts";
 import type { Tx } from "../../db/types.ts";
 import { ApiError, notFound } from "../errors.ts";
+import {
+  conditionalGet,
+  etagOf,
+  ifMatchOf,
+  preconditionFailed,
+  splitVersion,
+  VERSION_SQL,
+  versionIn,
+  versionsToMatch,
+} from "../etag.ts";
 import { Id, listOf, Pagination, page, route } from "../route.ts";
 import { findRelease, trackOut } from "./releases.ts";
 import { checkTrack, TRACK_COLUMNS, Track, TrackCreate, type TrackInput, TrackUpdate } from "./schemas.ts";
@@ -40,6 +50,14 @@ async function asTrackWrite<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+async function trackExists(tx: Tx, releaseId: string, trackId: string): Promise<boolean> {
+  const r = await tx.query("select 1 from public.tracks where id = $1 and release_id = $2", [
+    trackId,
+    releaseId,
+  ]);
+  return (r.rowCount ?? 0) > 0;
+}
+
 function normalised(body: TrackInput): TrackInput {
   return typeof body.isrc === "string" ? { ...body, isrc: normaliseIsrc(body.isrc) ?? body.isrc } : body;
 }
@@ -66,7 +84,7 @@ export const trackRoutes = [
     response: { status: 200, description: "A page of tracks.", schema: listOf(Track, "TrackList") },
     errors: [404],
     handler: async ({ params, query, read }) => {
-      const { rows, total } = await read(async (tx) => {
+      const listed = await read(async (tx) => {
         await findRelease(tx, params.id);
         return countAndPage<Record<string, unknown>>(
           tx,
@@ -77,11 +95,10 @@ export const trackRoutes = [
             columns: columns(TRACK_COLUMNS),
           },
           [params.id],
-          query.limit,
-          query.offset,
+          query,
         );
       });
-      return { body: page(rows.map(trackOut), query.limit, query.offset, total) };
+      return { body: page(listed.rows.map(trackOut), query, listed) };
     },
   }),
 
@@ -129,12 +146,13 @@ export const trackRoutes = [
     scope: "catalog:read",
     params: oneTrack,
     response: { status: 200, description: "The track, with its current audio upload.", schema: TrackDetail },
+    etag: true,
     errors: [404],
-    handler: async ({ params, read }) => {
+    handler: async ({ params, read, request }) => {
       const found = await read(async (tx) => {
         const row = (
           await tx.query<Record<string, unknown>>(
-            `select ${columns(TRACK_COLUMNS)} from public.tracks where id = $1 and release_id = $2`,
+            `select ${columns(TRACK_COLUMNS)}, ${VERSION_SQL} from public.tracks where id = $1 and release_id = $2`,
             [params.trackId, params.id],
           )
         ).rows[0];
@@ -143,7 +161,11 @@ export const trackRoutes = [
           : undefined;
       });
       if (!found) throw notFound("track", params.trackId);
-      return { body: { ...trackOut(found.row), audio: found.audio ? assetOut(found.audio) : null } };
+      const { version, row } = splitVersion(found.row);
+      return conditionalGet(request, version, {
+        ...trackOut(row),
+        audio: found.audio ? assetOut(found.audio) : null,
+      });
     },
   }),
 
@@ -160,25 +182,31 @@ export const trackRoutes = [
     body: TrackUpdate,
     check: checkTrack,
     response: { status: 200, description: "The updated track.", schema: Track },
+    etag: true,
     errors: [404, 409, 413, 415, 422],
-    handler: async ({ params, body, write }) => {
-      const row = await write((tx) =>
-        asTrackWrite(() =>
+    handler: async ({ params, body, write, request }) => {
+      const versions = versionsToMatch(ifMatchOf(request));
+      const updated = await write(async (tx) => {
+        const row = await asTrackWrite(() =>
           updateRow<Record<string, unknown>>(
             tx,
             "public.tracks",
             params.trackId,
             normalised(body),
             TRACK_COLUMNS,
-            {
-              column: "release_id",
-              value: params.id,
-            },
+            { column: "release_id", value: params.id },
+            { versions },
           ),
-        ),
-      );
-      if (!row) throw notFound("track", params.trackId);
-      return { body: trackOut(row) };
+        );
+        if (!row && versions && (await trackExists(tx, params.id, params.trackId))) {
+          throw preconditionFailed("track", params.trackId);
+        }
+        return row;
+      });
+      if (!updated) throw notFound("track", params.trackId);
+      const { version, row } = splitVersion(updated);
+      const out = trackOut(row);
+      return { body: out, headers: { ETag: etagOf(version, out) } };
     },
   }),
 
@@ -197,17 +225,20 @@ export const trackRoutes = [
         .object({ id: Id, object: z.literal("track"), deleted: z.literal(true) })
         .meta({ id: "DeletedTrack" }),
     },
+    etag: true,
     errors: [404, 409],
-    handler: async ({ params, write }) => {
-      const n = await write(
-        async (tx) =>
-          (
-            await tx.query("delete from public.tracks where id = $1 and release_id = $2", [
-              params.trackId,
-              params.id,
-            ])
-          ).rowCount,
-      );
+    handler: async ({ params, write, request }) => {
+      const versions = versionsToMatch(ifMatchOf(request));
+      const n = await write(async (tx) => {
+        const deleted = await tx.query(
+          `delete from public.tracks where id = $1 and release_id = $2${versions ? ` and ${versionIn(3)}` : ""}`,
+          versions ? [params.trackId, params.id, versions] : [params.trackId, params.id],
+        );
+        if (deleted.rowCount === 0 && versions && (await trackExists(tx, params.id, params.trackId))) {
+          throw preconditionFailed("track", params.trackId);
+        }
+        return deleted.rowCount;
+      });
       if (n === 0) throw notFound("track", params.trackId);
       return { body: { id: params.trackId, object: "track", deleted: true } };
     },

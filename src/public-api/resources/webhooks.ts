@@ -6,7 +6,7 @@ import { newSigningSecret } from "../../webhooks/secrets.ts";
 import { checkWebhookUrl } from "../../webhooks/ssrf.ts";
 import { ApiError, notFound, validationFailed } from "../errors.ts";
 import { type Context, Id, listOf, Pagination, page, route } from "../route.ts";
-import { columns, countAndPage } from "./sql.ts";
+import { columns, countAndPage, type PageQuery } from "./sql.ts";
 
 /**
  * Webhook endpoints (seed 001; docs/webhooks.md): registered by a key with webhooks:manage, each
@@ -167,15 +167,8 @@ async function checkUrl(ctx: Pick<Ctx, "services">, url: string): Promise<void> 
   if (!verdict.ok) throw validationFailed([{ param: "url", code: verdict.code, message: verdict.message }]);
 }
 
-async function deliveriesOf(
-  tx: Tx,
-  endpointId: string,
-  where: string,
-  params: unknown[],
-  limit: number,
-  offset: number,
-) {
-  const { rows, total } = await countAndPage<Record<string, unknown>>(
+async function deliveriesOf(tx: Tx, endpointId: string, where: string, params: unknown[], query: PageQuery) {
+  const { rows, total, has_more } = await countAndPage<Record<string, unknown>>(
     tx,
     {
       from: "internal.webhook_deliveries d join internal.events ev on ev.id = d.event_id",
@@ -186,8 +179,7 @@ async function deliveriesOf(
         d.completed_at, d.created_at`,
     },
     [endpointId, ...params],
-    limit,
-    offset,
+    query,
   );
   const ids = rows.map((r) => r.id);
   const attempts =
@@ -207,6 +199,7 @@ async function deliveriesOf(
   return {
     rows: rows.map((r) => ({ ...r, object: "webhook_delivery", attempt_log: byDelivery.get(r.id) ?? [] })),
     total,
+    has_more,
   };
 }
 
@@ -236,7 +229,7 @@ export const webhookRoutes = [
       schema: listOf(Endpoint, "WebhookEndpointList"),
     },
     handler: async ({ query, read }) => {
-      const { rows, total } = await read((tx) =>
+      const listed = await read((tx) =>
         countAndPage<Record<string, unknown>>(
           tx,
           {
@@ -246,11 +239,10 @@ export const webhookRoutes = [
             columns: columns(ENDPOINT_COLUMNS),
           },
           [],
-          query.limit,
-          query.offset,
+          query,
         ),
       );
-      return { body: page(rows.map(endpointOut), query.limit, query.offset, total) };
+      return { body: page(listed.rows.map(endpointOut), query, listed) };
     },
   }),
   route({
@@ -423,13 +415,13 @@ export const webhookRoutes = [
     },
     errors: [404],
     handler: async ({ params, query, read }) => {
-      const { rows, total } = await read(async (tx) => {
+      const listed = await read(async (tx) => {
         await visibleEndpoint(tx, params.id);
         return query.status
-          ? deliveriesOf(tx, params.id, "and d.status = $2", [query.status], query.limit, query.offset)
-          : deliveriesOf(tx, params.id, "", [], query.limit, query.offset);
+          ? deliveriesOf(tx, params.id, "and d.status = $2", [query.status], query)
+          : deliveriesOf(tx, params.id, "", [], query);
       });
-      return { body: page(rows, query.limit, query.offset, total) };
+      return { body: page(listed.rows, query, listed) };
     },
   }),
   route({
@@ -460,7 +452,7 @@ export const webhookRoutes = [
       }
       await retryDeliveryNow(services.db, params.deliveryId);
       const { rows } = await read((tx) =>
-        deliveriesOf(tx, params.id, "and d.id = $2", [params.deliveryId], 1, 0),
+        deliveriesOf(tx, params.id, "and d.id = $2", [params.deliveryId], { limit: 1 }),
       );
       return { status: 202, body: rows[0] };
     },
@@ -498,7 +490,9 @@ export const webhookRoutes = [
         await tx.query("select pg_notify('backline_webhooks', '')");
         return (d.rows[0] as { id: string }).id;
       });
-      const { rows } = await read((tx) => deliveriesOf(tx, params.id, "and d.id = $2", [deliveryId], 1, 0));
+      const { rows } = await read((tx) =>
+        deliveriesOf(tx, params.id, "and d.id = $2", [deliveryId], { limit: 1 }),
+      );
       return { status: 202, body: rows[0] };
     },
   }),
