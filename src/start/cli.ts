@@ -16,6 +16,7 @@ import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/deliv
 import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac, oacQueue } from "../pipeline/oac.ts";
 import { decideReview, reviewQueue } from "../pipeline/review.ts";
+import { checkStore } from "../pipeline/store-check.ts";
 import { configureStore, showStore } from "../pipeline/stores.ts";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
@@ -501,7 +502,11 @@ stores
   )
   .argument("<code>", "store code")
   .requiredOption("--settings <json>", "the settings as JSON, or @file to read them from a file")
-  .action(async (code: string, opts: { settings: string }) => {
+  .option(
+    "--check",
+    "then connect to the store's destination (SFTP, S3 or directory) and say whether it answers",
+  )
+  .action(async (code: string, opts: { settings: string; check?: boolean }) => {
     const text = opts.settings.startsWith("@")
       ? await readFile(opts.settings.slice(1), "utf8").catch(() => {
           throw new CliError(`cannot read ${opts.settings.slice(1)}`);
@@ -532,6 +537,11 @@ stores
       const row = await configureStore(db, code, settings as Record<string, unknown>);
       if (!row) throw new CliError(`no store ${code}`);
       output(program, `Store ${code} delivers through ${String(adapter ?? "no adapter")}`, row);
+      if (opts.check) {
+        const check = await checkStore(db, code);
+        output(program, `Check: ${check.ok ? "ok" : "failed"}: ${check.message}`, { check });
+        if (!check.ok) throw new CliError(`store ${code} did not answer: ${check.message}`);
+      }
     });
   });
 for (const [name, enabled] of [

@@ -16,6 +16,7 @@ import {
   type ErnRelease,
   type ErnTrack,
 } from "./ern.ts";
+import { SftpSettings } from "./sftp.ts";
 
 /**
  * The `ddex` store adapter (docs/ddex.md): each delivery becomes a DDEX ERN 4.3 package — the
@@ -70,6 +71,7 @@ export const DdexSettings = z
           secret_access_key: z.string().min(1).optional(),
         })
         .strict(),
+      SftpSettings,
     ]),
     deals: z
       .array(
@@ -234,6 +236,7 @@ export function ddexStore(media: MediaSource, now: () => Date = () => new Date()
       [...files, manifestFile],
       { path: `BatchComplete_${batchId}.xml`, source: { data: complete }, bytes: complete.length },
       request.signal,
+      request.store.code,
     );
     // A takedown is done when the store confirms it (its report), never assumed (docs/ddex.md).
     return {
