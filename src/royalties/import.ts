@@ -31,7 +31,7 @@ export interface ImportOptions {
   /** YYYY-MM. */
   period?: string | undefined;
   store?: string | undefined;
-  source?: "cli" | "admin_api";
+  source?: "cli" | "admin_api" | "store";
   onProgress?: (progress: ImportProgress) => void;
   /** How often onProgress is called, at most (ms). */
   progressEveryMs?: number;

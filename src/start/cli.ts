@@ -17,6 +17,7 @@ import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac, oacQueue } from "../pipeline/oac.ts";
 import { decideReview, reviewQueue } from "../pipeline/review.ts";
 import { checkStore } from "../pipeline/store-check.ts";
+import { scheduleStorePolls } from "../pipeline/store-inbox.ts";
 import { configureStore, showStore } from "../pipeline/stores.ts";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
@@ -537,6 +538,7 @@ stores
       const row = await configureStore(db, code, settings as Record<string, unknown>);
       if (!row) throw new CliError(`no store ${code}`);
       output(program, `Store ${code} delivers through ${String(adapter ?? "no adapter")}`, row);
+      await scheduleStorePolls(db);
       if (opts.check) {
         const check = await checkStore(db, code);
         output(program, `Check: ${check.ok ? "ok" : "failed"}: ${check.message}`, { check });
