@@ -3,10 +3,16 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import { CreateBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import type { Db } from "../src/db/db.ts";
 import { Worker } from "../src/jobs/worker.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
-import { parseAcknowledgement, pollStore, scheduleStorePolls } from "../src/pipeline/store-inbox.ts";
+import {
+  inboxStatus,
+  parseAcknowledgement,
+  pollStore,
+  scheduleStorePolls,
+} from "../src/pipeline/store-inbox.ts";
 import { LocalMedia } from "../src/storage/media.ts";
 import { type Account, createAccount, createTenant } from "../src/tenancy/tenants.ts";
 import { describeEachEngine } from "./support/db.ts";
@@ -14,6 +20,7 @@ import { configureDdexStore, gtin13, poll, RECIPIENT, SENDER, seedRelease } from
 import { ROOT, tempDir } from "./support/process.ts";
 import { FUTURE_DATE } from "./support/public-api.ts";
 import { seedSampleCatalog } from "./support/royalties.ts";
+import { startS3rver } from "./support/s3rver.ts";
 import { startSftpServer, type TestSftpServer } from "./support/sftp-server.ts";
 
 /**
@@ -195,6 +202,14 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
     const again = await pollStore(db(), STORE);
     assert.deepEqual(again.files, [], "nothing new: the unreadable file is not reported again");
     assert.deepEqual(fs.readdirSync(acks).sort(), ["garbage.txt", "processed"]);
+    // `stores show` shows the schedule, its job and the files read, the unreadable one included.
+    const status = await inboxStatus(db(), STORE);
+    assert.deepEqual([status?.every_s, status?.enabled, status?.job?.status], [10, true, "queued"]);
+    assert.deepEqual(status?.recent_files.map((f) => [f.name, f.outcome]).sort(), [
+      [`ACK_${batch}-again.xml`, "applied"],
+      [`ACK_${batch}.xml`, "applied"],
+      ["garbage.txt", "unreadable"],
+    ]);
   });
 
   test("an error acknowledgement records the store's message on the delivery", async () => {
@@ -262,7 +277,7 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
         ["b.csv", "applied"],
       ],
     );
-    assert.equal((r.files[1]?.detail.entries as { result: string }[])[0]?.result, "refused");
+    assert.equal((r.files[1]?.detail.entries as { result: string }[] | undefined)?.[0]?.result, "refused");
     assert.equal(await releaseStatus(releaseId), "live");
     // The takedown's acknowledgement confirms it: taken down by the store.
     await rows(
@@ -280,6 +295,122 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
     const d = await deliveryOf(releaseId);
     assert.deepEqual([d?.status, d?.confirmed_by], ["taken_down", "store"]);
   });
+});
+
+test("an S3 answer folder (s3rver): an acknowledgement applied, the object moved to processed/, garbage kept", async () => {
+  const { createTestDb, ENGINES } = await import("./support/db.ts");
+  const tdb = await createTestDb(ENGINES[0] ?? "pglite");
+  const s3server = await startS3rver();
+  const s3 = new S3Client({
+    region: "us-east-1",
+    endpoint: s3server.endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+    requestChecksumCalculation: "WHEN_REQUIRED",
+  });
+  const drops = tempDir("backline-inbox-s3-drops-");
+  const mediaRoot = tempDir("backline-inbox-s3-media-");
+  const worker = new Worker({
+    db: tdb.db,
+    handlers: pipelineHandlers(tdb.db, { media: new LocalMedia(mediaRoot) }),
+    pollMs: 20,
+  });
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: "store-answers" }));
+    const code = `inbox_s3_${randomUUID().slice(0, 6)}`;
+    await configureDdexStore(tdb.db, code, {
+      sender: SENDER,
+      recipient: RECIPIENT,
+      destination: { type: "directory", path: drops },
+      inbox: {
+        source: {
+          type: "s3",
+          bucket: "store-answers",
+          prefix: "backline",
+          endpoint: s3server.endpoint,
+          force_path_style: true,
+          access_key_id: "S3RVER",
+          secret_access_key: "S3RVER",
+        },
+        acknowledgements: "acks",
+      },
+    });
+    const { tenant } = await createTenant(tdb.db, {
+      name: "S3 Inbox",
+      slug: `s3-inbox-${randomUUID().slice(0, 8)}`,
+      settings: { auto_review: true, require_media: false, gs1_company_prefix: "2000000" },
+    });
+    const acc = await createAccount(tdb.db, { tenantId: tenant.id, name: "Label" });
+    const r = await seedRelease(
+      tdb.db,
+      acc.id,
+      {
+        title: "Night Drive",
+        release_type: "single",
+        artist_name: "Luna Vale",
+        primary_genre: "electronic",
+        release_date: FUTURE_DATE,
+        label_name: "Night Owl Records",
+        licensed_territories_include: "WW",
+        services: [code],
+        copyright: "2026 Night Owl Records",
+        copyright_year: 2026,
+        phonographic_copyright: "2026 Night Owl Records",
+        phonographic_year: 2026,
+        language: "en",
+        upc: gtin13("400638600001"),
+      },
+      [{ title: "Night Drive", isrc: "QZINB2699001", duration: 200, track_number: 1 }],
+    );
+    worker.start();
+    await tdb.db.asService((tx) =>
+      tx.query("update public.releases set status = 'submitted' where id = $1", [r.id]),
+    );
+    worker.wake();
+    const d = await poll(
+      "delivered",
+      () =>
+        tdb.db.asService(
+          async (tx) =>
+            (
+              await tx.query<{ id: string; status: string }>(
+                "select id::text as id, status from internal.release_deliveries where release_id = $1",
+                [r.id],
+              )
+            ).rows[0],
+        ),
+      (x) => x?.status === "delivered",
+    );
+    const put = (key: string, body: string) =>
+      s3.send(new PutObjectCommand({ Bucket: "store-answers", Key: `backline/acks/${key}`, Body: body }));
+    await put("ack.json", JSON.stringify({ delivery_id: d?.id, status: "live" }));
+    await put("junk.bin", "???");
+    const result = await pollStore(tdb.db, code);
+    assert.deepEqual(
+      result.files.map((f) => [f.name, f.outcome]),
+      [
+        ["ack.json", "applied"],
+        ["junk.bin", "unreadable"],
+      ],
+    );
+    const status = await tdb.db.asService(
+      async (tx) =>
+        (await tx.query<{ status: string }>("select status from public.releases where id = $1", [r.id]))
+          .rows[0]?.status,
+    );
+    assert.equal(status, "live");
+    const keys = (await s3.send(new ListObjectsV2Command({ Bucket: "store-answers" }))).Contents?.map(
+      (o) => o.Key,
+    ).sort();
+    assert.deepEqual(keys, ["backline/acks/junk.bin", "backline/acks/processed/ack.json"]);
+  } finally {
+    await worker.stop();
+    s3.destroy();
+    await s3server.close();
+    await tdb.close();
+    fs.rmSync(drops, { recursive: true, force: true });
+    fs.rmSync(mediaRoot, { recursive: true, force: true });
+  }
 });
 
 test("parseAcknowledgement: the forms, and what is refused", () => {

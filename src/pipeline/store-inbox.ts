@@ -504,17 +504,38 @@ export async function runStorePoll(db: Db, code: string): Promise<Date | undefin
   return new Date(Date.now() + found.inbox.every_s * 1000);
 }
 
-/** The recent files read from a store's folders, for `stores show`. */
-export async function recentInboxFiles(db: Db, code: string, limit = 10) {
+/**
+ * For `stores show`: the store's schedule (interval, enabled, its job's state and next run) and
+ * the files last read from its folders, unreadable ones included. Null: no inbox configured.
+ */
+export async function inboxStatus(db: Db, code: string, limit = 10) {
+  const found = await inboxOf(db, code).catch(() => undefined);
+  if (!found) return null;
   return db.asService(
-    async (tx) =>
-      (
+    async (tx) => {
+      const job = (
+        await tx.query<{ id: string; status: string; run_at: Date; last_error: string | null }>(
+          `select id::text as id, status, run_at, last_error from internal.jobs
+           where kind = $1 and dedupe_key = $2 order by created_at desc limit 1`,
+          [POLL_KIND, `store:${code}`],
+        )
+      ).rows[0];
+      const files = (
         await tx.query(
           `select kind, name, outcome, detail, received_at from internal.store_inbox_files where store = $1
            order by received_at desc limit $2`,
           [code, limit],
         )
-      ).rows,
+      ).rows;
+      return {
+        every_s: found.inbox.every_s,
+        enabled: found.inbox.enabled,
+        acknowledgements: found.inbox.acknowledgements ?? null,
+        reports: found.inbox.reports ?? null,
+        job: job ?? null,
+        recent_files: files,
+      };
+    },
     { readOnly: true },
   );
 }

@@ -17,7 +17,7 @@ import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac, oacQueue } from "../pipeline/oac.ts";
 import { decideReview, reviewQueue } from "../pipeline/review.ts";
 import { checkStore } from "../pipeline/store-check.ts";
-import { scheduleStorePolls } from "../pipeline/store-inbox.ts";
+import { inboxStatus, scheduleStorePolls } from "../pipeline/store-inbox.ts";
 import { configureStore, showStore } from "../pipeline/stores.ts";
 import { SCOPES } from "../public-api/auth.ts";
 import { DEFAULT_SCOPES, issueKey, KEY_COLUMNS } from "../public-api/keys/service.ts";
@@ -491,8 +491,9 @@ stores
   .action(async (code: string) => {
     await withDb(async (db) => {
       // Credentials are named (where they are set), never printed.
-      const row = await db.asService((tx) => showStore(tx, db, code), { readOnly: true });
-      if (!row) throw new CliError(`no store ${code}`);
+      const found = await db.asService((tx) => showStore(tx, db, code), { readOnly: true });
+      if (!found) throw new CliError(`no store ${code}`);
+      const row = { ...found, inbox: await inboxStatus(db, code) };
       output(program, JSON.stringify(row, null, 2), row);
     });
   });
