@@ -25,7 +25,17 @@ import { buildApp } from "../../src/http/app.ts";
 import { issueKey } from "../../src/public-api/keys/service.ts";
 import { createAccount, createTenant } from "../../src/tenancy/tenants.ts";
 import { ADMIN_URL, ROOT, withDatabase } from "../support.ts";
-import { ACCOUNTS, type Catalog, makeCatalog, writeBaseline, writeReport } from "./generate.ts";
+import {
+  ACCOUNTS,
+  type Catalog,
+  makeCatalog,
+  writeReport as writeBacklineReport,
+  writeBaseline,
+  writeDsrReport,
+} from "./generate.ts";
+
+// BENCH_FORMAT=ddex-dsr: the same catalog and line count as a DDEX DSR flat file.
+const writeReport = process.env.BENCH_FORMAT === "ddex-dsr" ? writeDsrReport : writeBacklineReport;
 
 const ENGINE = (process.argv[2] ?? "postgres") as "postgres" | "pglite";
 const LINES = Number(process.env.BENCH_LINES ?? 10_000_000);
