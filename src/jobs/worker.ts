@@ -12,7 +12,7 @@ export interface JobContext {
  * Handlers by job kind. A handler must be idempotent: a job can run again after a crash. A
  * recurring job's handler returns when it runs next: the same job is queued again for then.
  */
-export type Handlers = Record<string, (job: Job, ctx: JobContext) => Promise<void | Date | undefined>>;
+export type Handlers = Record<string, (job: Job, ctx: JobContext) => Promise<unknown>>;
 
 export interface WorkerOptions {
   db: Db;

@@ -538,13 +538,16 @@ stores
     await withDb(async (db) => {
       const row = await configureStore(db, code, settings as Record<string, unknown>);
       if (!row) throw new CliError(`no store ${code}`);
-      output(program, `Store ${code} delivers through ${String(adapter ?? "no adapter")}`, row);
       await scheduleStorePolls(db);
-      if (opts.check) {
-        const check = await checkStore(db, code);
-        output(program, `Check: ${check.ok ? "ok" : "failed"}: ${check.message}`, { check });
-        if (!check.ok) throw new CliError(`store ${code} did not answer: ${check.message}`);
-      }
+      const check = opts.check ? await checkStore(db, code) : undefined;
+      output(
+        program,
+        `Store ${code} delivers through ${String(adapter ?? "no adapter")}${
+          check ? `\nCheck: ${check.ok ? "ok" : "failed"}: ${check.message}` : ""
+        }`,
+        check ? { ...row, check } : row,
+      );
+      if (check && !check.ok) throw new CliError(`store ${code} did not answer: ${check.message}`);
     });
   });
 for (const [name, enabled] of [
