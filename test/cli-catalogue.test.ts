@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { Db } from "../src/db/db.ts";
@@ -105,6 +106,26 @@ describe("backline CLI: stores and lead time", () => {
     );
     await fails(["stores", "configure", "nostore", "--settings", "{}"], /^backline: no store nostore\n$/);
     await fails(["stores", "show", "nostore"], /^backline: no store nostore\n$/);
+  });
+
+  test("stores configure --check reaches the destination: ok for a writable directory, exit 1 naming the failure", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "backline-check-"));
+    const settings = (p: string) =>
+      JSON.stringify({
+        adapter: "ddex",
+        ddex: {
+          sender: { dpid: "PADPIDA2026112201B", name: "Backline Distribution" },
+          recipient: { dpid: "PADPIDA2011072101T", name: "TIDAL" },
+          destination: { type: "directory", path: p },
+        },
+      });
+    const ok = await json("stores", "configure", "tidal", "--check", "--settings", settings(dir));
+    assert.deepEqual(ok.check, { ok: true, message: `the directory ${dir} is there and writable` });
+    await fails(
+      ["stores", "configure", "tidal", "--check", "--settings", settings(path.join(dir, "missing"))],
+      /^backline: store tidal did not answer: ENOENT/,
+    );
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   test("oac queue and review: an empty queue; mistakes end with one line", async () => {

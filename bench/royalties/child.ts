@@ -15,7 +15,8 @@ const started = performance.now();
 const phases: Record<string, number> = {};
 const r = await importRoyalties(db, {
   tenantId,
-  format: "backline",
+  format: process.env.BENCH_FORMAT ?? "backline",
+  ...(process.env.BENCH_FORMAT === "ddex-dsr" ? { store: "spotify" } : {}),
   file,
   onPhase: (name, ms) => {
     phases[name] = Math.round(ms) / 1000;

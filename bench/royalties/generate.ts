@@ -184,3 +184,34 @@ function lineAtFast(c: Catalog, upcOf: Map<string, string>, i: number): Generate
     track: unmatched ? undefined : t,
   };
 }
+
+/**
+ * The report as a DDEX DSR flat file (BENCH_FORMAT=ddex-dsr): one summary per territory, then a
+ * block per track (RE, AS) holding its SU02 stream lines, one per territory in turn, until N
+ * lines. One in 50 blocks carries an ISRC the catalog does not have.
+ */
+export async function writeDsrReport(c: Catalog, file: string, lines: number): Promise<number> {
+  const upcOf = new Map(c.releases.map((r) => [r.id, r.upc]));
+  const perTrack = Math.max(1, Math.ceil(lines / c.tracks.length));
+  const head =
+    "HEAD\tdsrf/1.1/1.4.1/1.3\tBasicAudioProfile\t1.3\tBENCH\t2026-04-05T00:00:00Z\t1\t1\t2026-03-01\t2026-03-31\tPADPIDA2026000001X\tBench Store\tPremium\tPADPIDA2026000002Y\tBench Label\n" +
+    "#SY01.02\tSummaryRecordId\tDistributionChannel\tDistributionChannelDPID\tCommercialModel\tUseType\tTerritory\tServiceDescription\tTotalUsages\tSubscribers\tCurrencyOfReporting\tNetRevenue\n" +
+    TERRITORIES.map(
+      (t, i) =>
+        `SY01.02\tS${i}\tBench\t\tSubscriptionModel\tOnDemandStream\t${t}\tPremium\t1000000000\t1\tUSD\t4000000.00\n`,
+    ).join("") +
+    "#RE01.02\tBlockId\tReleaseReference\tDspReleaseId\tProprietaryReleaseId\tCatalogNumber\tICPN\n" +
+    "#AS02.03\tBlockId\tResourceReference\tDspResourceId\tISRC\n" +
+    "#SU02.02\tBlockId\tSummaryRecordId\tSalesTransactionId\tTransactedRelease\tTransactedResource\tIsRoyaltyBearing\tNumberOfStreams\n";
+  return writeLines(file, lines, head, (i) => {
+    const b = Math.floor(i / perTrack);
+    const t = c.tracks[b % c.tracks.length];
+    const s = i % perTrack;
+    let text = "";
+    if (s === 0) {
+      const isrc = b % 50 === 7 ? `QZBEN${String(b).padStart(7, "0")}` : (t?.isrc ?? "");
+      text += `RE01.02\t${b}\tR1\t\t\t\t${upcOf.get(t?.releaseId ?? "") ?? ""}\nAS02.03\t${b}\tA1\t\t${isrc}\n`;
+    }
+    return `${text}SU02.02\t${b}\tS${s % TERRITORIES.length}\tT${i}\t\tA1\tTRUE\t${1 + ((i * 7919) % 5000)}\n`;
+  });
+}

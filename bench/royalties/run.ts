@@ -23,9 +23,23 @@ import { PostgresEngine } from "../../src/db/postgres.ts";
 import { rolesSetupSql } from "../../src/db/roles.ts";
 import { buildApp } from "../../src/http/app.ts";
 import { issueKey } from "../../src/public-api/keys/service.ts";
+import { SecretBox } from "../../src/secrets/box.ts";
 import { createAccount, createTenant } from "../../src/tenancy/tenants.ts";
 import { ADMIN_URL, ROOT, withDatabase } from "../support.ts";
-import { ACCOUNTS, type Catalog, makeCatalog, writeBaseline, writeReport } from "./generate.ts";
+import {
+  ACCOUNTS,
+  type Catalog,
+  makeCatalog,
+  writeReport as writeBacklineReport,
+  writeBaseline,
+  writeDsrReport,
+} from "./generate.ts";
+
+// Tenants are made with a signing secret, sealed: a throwaway key for the bench's database.
+const benchSecrets = () => new SecretBox(randomBytes(32));
+
+// BENCH_FORMAT=ddex-dsr: the same catalog and line count as a DDEX DSR flat file.
+const writeReport = process.env.BENCH_FORMAT === "ddex-dsr" ? writeDsrReport : writeBacklineReport;
 
 const ENGINE = (process.argv[2] ?? "postgres") as "postgres" | "pglite";
 const LINES = Number(process.env.BENCH_LINES ?? 10_000_000);
@@ -197,7 +211,7 @@ try {
     await migrate(owner);
     await owner.close();
     target = withDatabase(ADMIN_URL, name, "authenticator");
-    db = new Db(new PostgresEngine({ url: target, poolSize: 4 }));
+    db = new Db(new PostgresEngine({ url: target, poolSize: 4 }), { secrets: benchSecrets() });
     ({ tenantId, catalog } = await seed(db));
     log(`generating ${LINES} lines`);
     await writeReport(catalog, report, LINES);
@@ -226,7 +240,7 @@ try {
     target = path.join(dir, "pglite");
     const engine = await PgliteEngine.open({ dataDir: target });
     await migrate(engine);
-    db = new Db(engine);
+    db = new Db(engine, { secrets: benchSecrets() });
     ({ tenantId, catalog } = await seed(db));
     await db.close();
     log(`generating ${LINES} lines`);
@@ -272,7 +286,7 @@ try {
     await raw.query("analyze internal.royalty_lines");
     await raw.query("analyze internal.royalty_totals");
     await raw.close();
-    db = new Db(await PgliteEngine.open({ dataDir: target }));
+    db = new Db(await PgliteEngine.open({ dataDir: target }), { secrets: benchSecrets() });
   } else {
     const raw = new pg.Client({
       connectionString: withDatabase(ADMIN_URL, new URL(target).pathname.slice(1)),

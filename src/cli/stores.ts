@@ -7,6 +7,8 @@ const STORE_KINDS = ["dsp", "download", "ugc"] as const;
 /** The services behind these commands, loaded when one of them runs (not for --help or another group). */
 const services = async () => ({
   ...(await import("../pipeline/stores.ts")),
+  ...(await import("../pipeline/store-check.ts")),
+  ...(await import("../pipeline/store-inbox.ts")),
 });
 
 /** `backline stores`: the stores releases are delivered to, and how they are reached. */
@@ -67,8 +69,9 @@ export function register(program: Command, cli: Cli): void {
       const s = await services();
       await cli.withDb(async (db) => {
         // Credentials are named (where they are set), never printed.
-        const row = await db.asService((tx) => s.showStore(tx, db, code), { readOnly: true });
-        if (!row) throw notFound("store", code);
+        const found = await db.asService((tx) => s.showStore(tx, db, code), { readOnly: true });
+        if (!found) throw notFound("store", code);
+        const row = { ...found, inbox: await s.inboxStatus(db, code) };
         cli.output(JSON.stringify(row, null, 2), row);
       });
     });
@@ -79,7 +82,11 @@ export function register(program: Command, cli: Cli): void {
     )
     .argument("<code>", "store code")
     .requiredOption("--settings <json>", "the settings as JSON, or @file to read them from a file")
-    .action(async (code: string, opts: { settings: string }) => {
+    .option(
+      "--check",
+      "then connect to the store's destination (SFTP, S3 or directory) and say whether it answers",
+    )
+    .action(async (code: string, opts: { settings: string; check?: boolean }) => {
       const s = await services();
       const text = opts.settings.startsWith("@")
         ? await readFile(cli.path(opts.settings.slice(1)), "utf8").catch(() => {
@@ -110,7 +117,16 @@ export function register(program: Command, cli: Cli): void {
       await cli.withDb(async (db) => {
         const row = await s.configureStore(db, code, settings as Record<string, unknown>);
         if (!row) throw notFound("store", code);
-        cli.output(`Store ${code} delivers through ${String(adapter ?? "no adapter")}`, row);
+        await s.scheduleStorePolls(db);
+        const check = opts.check ? await s.checkStore(db, code) : undefined;
+        cli.output(
+          `Store ${code} delivers through ${String(adapter ?? "no adapter")}${
+            check ? `\nCheck: ${check.ok ? "ok" : "failed"}: ${check.message}` : ""
+          }`,
+          check ? { ...row, check } : row,
+        );
+        if (check && !check.ok)
+          throw new CliError(`store ${code} did not answer: ${check.message}`, "store_unreachable");
       });
     });
   for (const [name, enabled] of [

@@ -177,13 +177,21 @@ export async function extendLease(db: Db, job: Job, workerId: string, leaseMs: n
   return r.rowCount > 0;
 }
 
-export async function complete(db: Db, job: Job, workerId: string): Promise<void> {
+/** Marks a job done; a recurring one (rerunAt) is queued again for then, with fresh attempts. */
+export async function complete(db: Db, job: Job, workerId: string, rerunAt?: Date): Promise<void> {
   await db.asService((tx) =>
-    tx.query(
-      `update internal.jobs set status = 'succeeded', finished_at = now(), locked_by = null, locked_until = null, last_error = null
-       where id = $1 and locked_by = $2`,
-      [job.id, workerId],
-    ),
+    rerunAt
+      ? tx.query(
+          `update internal.jobs set status = 'queued', run_at = $3, attempts = 0, finished_at = null, locked_by = null,
+             locked_until = null, last_error = null
+           where id = $1 and locked_by = $2`,
+          [job.id, workerId, rerunAt],
+        )
+      : tx.query(
+          `update internal.jobs set status = 'succeeded', finished_at = now(), locked_by = null, locked_until = null, last_error = null
+           where id = $1 and locked_by = $2`,
+          [job.id, workerId],
+        ),
   );
 }
 

@@ -8,8 +8,11 @@ export interface JobContext {
   signal: AbortSignal;
 }
 
-/** Handlers by job kind. A handler must be idempotent: a job can run again after a crash. */
-export type Handlers = Record<string, (job: Job, ctx: JobContext) => Promise<void>>;
+/**
+ * Handlers by job kind. A handler must be idempotent: a job can run again after a crash. A
+ * recurring job's handler returns when it runs next: the same job is queued again for then.
+ */
+export type Handlers = Record<string, (job: Job, ctx: JobContext) => Promise<unknown>>;
 
 export interface WorkerOptions {
   db: Db;
@@ -182,8 +185,8 @@ export class Worker {
     renew.unref();
     try {
       if (!handler) throw new Error(`no handler for ${job.kind}`);
-      await handler(job, { signal: controller.signal });
-      await complete(this.opts.db, job, this.id);
+      const next = await handler(job, { signal: controller.signal });
+      await complete(this.opts.db, job, this.id, next instanceof Date ? next : undefined);
     } catch (error) {
       const outcome = await fail(this.opts.db, job, this.id, error).catch(() => "unrecorded");
       this.opts.logger?.warn(

@@ -575,7 +575,7 @@ export async function reportDelivery(
   db: Db,
   deliveryId: string,
   report: DeliveryReport,
-  scope: { tenantId?: string; via?: "cli" | "admin_api" } = {},
+  scope: { tenantId?: string; via?: "cli" | "admin_api" | "store" } = {},
 ): Promise<DeliveryRecord> {
   if (report.status === "error" && report.message.trim() === "") {
     throw new OperatorError("reason_required", "an error report needs a message: the account sees it");
@@ -620,11 +620,15 @@ export async function reportDelivery(
           `delivery ${deliveryId} is an ${found.action}, not a takedown: only a takedown is confirmed taken_down`,
         );
       }
-      const confirmed = await markTakenDown(tx, deliveryId, {
-        by: "operator",
-        via: scope.via ?? "cli",
-        note: report.note.trim().slice(0, 2000),
-      });
+      // Via "store": read from the store's own acknowledgement file (src/pipeline/store-inbox.ts).
+      const note = report.note.trim().slice(0, 2000);
+      const confirmed = await markTakenDown(
+        tx,
+        deliveryId,
+        scope.via === "store"
+          ? { by: "store", via: "store", note }
+          : { by: "operator", via: scope.via ?? "cli", note },
+      );
       if (!confirmed) {
         throw new OperatorError("invalid_state", `delivery ${deliveryId} was confirmed already`);
       }

@@ -14,6 +14,7 @@ import {
 } from "./delivery.ts";
 import { processOacRequest } from "./oac.ts";
 import { reviewRelease } from "./review.ts";
+import { POLL_KIND, runStorePoll } from "./store-inbox.ts";
 
 /** The operator backend's job handlers by kind (docs/operator.md). */
 export function pipelineHandlers(
@@ -43,6 +44,8 @@ export function pipelineHandlers(
     },
     "takedown.process": async (job) => processTakedown(db, id(job.payload.takedown_request_id)),
     "oac.request": async (job) => processOacRequest(db, id(job.payload.oac_request_id)),
+    // A store's recurring poll of its answer and report folders (store-inbox.ts).
+    [POLL_KIND]: async (job) => runStorePoll(db, id(job.payload.store)),
     ...(options.store
       ? {
           "media.validate": async (job, ctx) => {

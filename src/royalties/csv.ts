@@ -30,6 +30,8 @@ export const MAX_RECORD_LINES = 100;
 export async function* readRecords(
   source: AsyncIterable<Buffer | string>,
   delimiter: string,
+  /** false: quotes are plain text, each line one record (tab-separated DSR files). */
+  quoting = true,
 ): AsyncGenerator<CsvRecord[]> {
   if (delimiter.length !== 1 || delimiter === '"' || delimiter === "\n") throw new Error("bad delimiter");
   const decoder = new TextDecoder("utf-8");
@@ -45,7 +47,7 @@ export async function* readRecords(
     buf += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
     let pos = 0;
     for (;;) {
-      const r = nextRecord(buf, pos, delimiter, line, false);
+      const r = nextRecord(buf, pos, delimiter, line, false, quoting);
       if (!r) break;
       pos = r.end;
       if (r.record) batch.push(r.record);
@@ -65,7 +67,7 @@ export async function* readRecords(
     buf += decoder.decode();
     let pos = 0;
     while (pos < buf.length) {
-      const r = nextRecord(buf, pos, delimiter, line, true);
+      const r = nextRecord(buf, pos, delimiter, line, true, quoting);
       if (!r) break;
       pos = r.end;
       if (r.record) batch.push(r.record);
@@ -108,6 +110,7 @@ function nextRecord(
   delimiter: string,
   line: number,
   eof: boolean,
+  quoting = true,
 ): Next | undefined {
   if (pos >= buf.length) return undefined;
   const nl = buf.indexOf("\n", pos);
@@ -116,7 +119,7 @@ function nextRecord(
   if (nl === -1 && !eof) return undefined;
   const end = nl === -1 ? buf.length : nl + 1;
   let text = buf.slice(pos, lineEnd);
-  if (!text.includes('"')) {
+  if (!quoting || !text.includes('"')) {
     // The fast path: no quotes on this line.
     if (text.endsWith("\r")) text = text.slice(0, -1);
     if (text.trim() === "") return { record: undefined, end, newlines: nl === -1 ? 0 : 1 };

@@ -31,7 +31,7 @@ export interface ImportOptions {
   /** YYYY-MM. */
   period?: string | undefined;
   store?: string | undefined;
-  source?: "cli" | "admin_api";
+  source?: "cli" | "admin_api" | "store";
   /** The id the import gets (the admin API's upload lets a client choose it, to poll its progress). */
   importId?: string | undefined;
   onProgress?: (progress: ImportProgress) => void;
@@ -260,6 +260,11 @@ export async function importRoyalties(db: Db, options: ImportOptions): Promise<I
     throw new ImportError(`cannot read ${options.file}`);
   }
   const store = format.storeInFile ? undefined : (options.store ?? format.defaultStore);
+  if (!format.storeInFile && !store) {
+    throw new ImportError(
+      `the ${format.name} format does not name the store in Backline's codes: say --store`,
+    );
+  }
 
   const tenantOk = await db.asService(
     async (tx) => {
@@ -533,7 +538,7 @@ async function load(
 
   /** Batches of matched lines; malformed lines are collected, and reading goes on to list them all. */
   async function* batches(): AsyncGenerator<Matched[]> {
-    for await (const records of readRecords(fileChunks(), format.delimiter)) {
+    for await (const records of readRecords(fileChunks(), format.delimiter, format.quoting ?? true)) {
       const out: Matched[] = [];
       let hashText = "";
       for (const record of records) {

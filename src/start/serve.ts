@@ -9,6 +9,7 @@ import { gracefulClose } from "../http/graceful.ts";
 import { Worker } from "../jobs/worker.ts";
 import { Mailer } from "../mail/mailer.ts";
 import { pipelineHandlers } from "../pipeline/handlers.ts";
+import { scheduleStorePolls } from "../pipeline/store-inbox.ts";
 import { LocalStore } from "../storage/local.ts";
 import { LocalMedia, StoreMedia } from "../storage/media.ts";
 import { openStorage } from "../storage/open.ts";
@@ -182,6 +183,10 @@ function startBackground(
     logger,
   });
   worker.start();
+  // Every store with an enabled inbox has its recurring poll job (docs/ddex.md); one per store.
+  scheduleStorePolls(db).catch((error: unknown) =>
+    logger.warn({ err: error }, "scheduling store polls failed"),
+  );
   dispatcher.start();
   return {
     workerId: worker.id,

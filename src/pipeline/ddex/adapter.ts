@@ -16,6 +16,7 @@ import {
   type ErnRelease,
   type ErnTrack,
 } from "./ern.ts";
+import { SftpSettings } from "./sftp.ts";
 
 /**
  * The `ddex` store adapter (docs/ddex.md): each delivery becomes a DDEX ERN 4.3 package — the
@@ -52,25 +53,50 @@ const DEFAULT_DEALS = [
   { commercial_model: "PayAsYouGoModel", use_types: ["PermanentDownload"] },
 ] as const;
 
+export const DestinationSettings = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("directory"), path: z.string().min(1) }).strict(),
+  z
+    .object({
+      type: z.literal("s3"),
+      bucket: z.string().min(3).max(63),
+      prefix: z.string().max(500).optional(),
+      region: z.string().min(1).optional(),
+      endpoint: z.url().optional(),
+      force_path_style: z.boolean().optional(),
+      access_key_id: z.string().min(1).optional(),
+      secret_access_key: z.string().min(1).optional(),
+    })
+    .strict(),
+  SftpSettings,
+]);
+
+/** Where and how often the store's answers and reports are fetched (src/pipeline/store-inbox.ts). */
+export const InboxSettings = z
+  .object({
+    // Where the folders are: by default the destination's server (the same credentials).
+    source: DestinationSettings.optional(),
+    // The folder of the store's acknowledgement files, relative to the source's path.
+    acknowledgements: z.string().min(1).max(500).optional(),
+    reports: z
+      .object({
+        path: z.string().min(1).max(500),
+        format: z.string().default("ddex-dsr"),
+        // The tenant whose catalog the reports cover (royalty imports are per tenant).
+        tenant: z.uuid(),
+      })
+      .strict()
+      .optional(),
+    every_s: z.number().int().min(10).max(86_400).default(900),
+    enabled: z.boolean().default(true),
+  })
+  .strict();
+export type InboxSettings = z.infer<typeof InboxSettings>;
+
 export const DdexSettings = z
   .object({
     sender: Party,
     recipient: Party,
-    destination: z.discriminatedUnion("type", [
-      z.object({ type: z.literal("directory"), path: z.string().min(1) }).strict(),
-      z
-        .object({
-          type: z.literal("s3"),
-          bucket: z.string().min(3).max(63),
-          prefix: z.string().max(500).optional(),
-          region: z.string().min(1).optional(),
-          endpoint: z.url().optional(),
-          force_path_style: z.boolean().optional(),
-          access_key_id: z.string().min(1).optional(),
-          secret_access_key: z.string().min(1).optional(),
-        })
-        .strict(),
-    ]),
+    destination: DestinationSettings,
     deals: z
       .array(
         z
@@ -91,6 +117,7 @@ export const DdexSettings = z
       )
       .default({}),
     live_after_ms: z.number().int().min(0).nullable().default(null),
+    inbox: InboxSettings.optional(),
   })
   .strict();
 export type DdexSettings = z.infer<typeof DdexSettings>;
@@ -234,6 +261,7 @@ export function ddexStore(media: MediaSource, now: () => Date = () => new Date()
       [...files, manifestFile],
       { path: `BatchComplete_${batchId}.xml`, source: { data: complete }, bytes: complete.length },
       request.signal,
+      request.store.code,
     );
     // A takedown is done when the store confirms it (its report), never assumed (docs/ddex.md).
     return {

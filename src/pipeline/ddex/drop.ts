@@ -1,10 +1,11 @@
 import { createReadStream } from "node:fs";
 import { copyFile, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { openSftp, type SftpSettings } from "./sftp.ts";
 
 /**
  * Where a DDEX package is dropped for a store to pick up (docs/ddex.md, "Destinations"): a
- * directory (a mounted share, or an SFTP server's folder) or an S3 bucket. The files of a batch
+ * directory (a mounted share), an SFTP server's folder, or an S3 bucket. The files of a batch
  * are written first and the BatchComplete file last, so a store that ingests on seeing it never
  * reads half a batch; a directory batch also appears all at once (written aside, then renamed).
  */
@@ -26,7 +27,8 @@ export type Destination =
       force_path_style?: boolean | undefined;
       access_key_id?: string | undefined;
       secret_access_key?: string | undefined;
-    };
+    }
+  | SftpSettings;
 
 export interface DropResult {
   /** Where the batch is: a directory path or an s3:// URL. */
@@ -39,6 +41,8 @@ export async function dropBatch(
   files: PackageFile[],
   complete: PackageFile,
   signal?: AbortSignal,
+  /** The store's code: SFTP's connection limit is counted per store. */
+  store?: string,
 ): Promise<DropResult> {
   if (!/^[A-Za-z0-9_-]+$/.test(batchId)) throw new Error(`bad batch id ${batchId}`);
   for (const f of [...files, complete]) {
@@ -46,9 +50,10 @@ export async function dropBatch(
       throw new Error(`bad package path ${f.path}`);
     }
   }
-  return destination.type === "directory"
-    ? dropToDirectory(destination.path, batchId, files, complete, signal)
-    : dropToS3(destination, batchId, files, complete, signal);
+  if (destination.type === "directory")
+    return dropToDirectory(destination.path, batchId, files, complete, signal);
+  if (destination.type === "sftp") return dropToSftp(destination, batchId, files, complete, signal, store);
+  return dropToS3(destination, batchId, files, complete, signal);
 }
 
 async function dropToDirectory(
@@ -118,4 +123,42 @@ async function dropToS3(
     client.destroy();
   }
   return { location: `s3://${d.bucket}/${prefix}${batchId}/` };
+}
+
+/**
+ * Over SFTP: the batch folder is made, each file is written under a temporary name and renamed
+ * into place when complete, and the BatchComplete file comes last, so the store never reads half
+ * a batch. Sent again (a retry after a cut connection), the marker an earlier attempt may have
+ * left goes first, media files already in place with their full size are kept (their bytes do
+ * not change between attempts: they resume), and the message and manifest are written again.
+ */
+async function dropToSftp(
+  d: SftpSettings,
+  batchId: string,
+  files: PackageFile[],
+  complete: PackageFile,
+  signal?: AbortSignal,
+  store?: string,
+): Promise<DropResult> {
+  const session = await openSftp(d, signal, store && `store:${store}`);
+  try {
+    const dir = session.at(batchId);
+    await session.mkdirp(dir);
+    await session.remove(path.posix.join(dir, complete.path));
+    const made = new Set<string>([dir]);
+    for (const f of [...files, complete]) {
+      signal?.throwIfAborted();
+      const target = path.posix.join(dir, f.path);
+      const parent = path.posix.dirname(target);
+      if (!made.has(parent)) {
+        await session.mkdirp(parent);
+        made.add(parent);
+      }
+      if ("file" in f.source && (await session.size(target)) === f.bytes) continue;
+      await session.put(target, f.source);
+    }
+    return { location: `sftp://${d.username}@${d.host}:${d.port}/${dir.replace(/^\/+/, "")}` };
+  } finally {
+    session.close();
+  }
 }

@@ -47,6 +47,8 @@ export interface RoyaltyFormat {
   name: string;
   title: string;
   delimiter: string;
+  /** false: double quotes are plain text (DDEX DSR flat files do not quote). */
+  quoting?: boolean;
   /** Whether the lines name their store; when not, --store (or defaultStore) does. */
   storeInFile: boolean;
   defaultStore?: string;
