@@ -293,6 +293,8 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
             );
           } catch (error) {
             const r = renderError(error, request);
+            // A busy database (503) says nothing about the key and must not wait for it a second time.
+            if (r.status === 503) return { status: r.status, body: r.body, headers: r.headers };
             return (await verifyAlone()) ?? { status: r.status, body: r.body, headers: r.headers };
           }
         };
