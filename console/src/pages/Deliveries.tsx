@@ -3,7 +3,8 @@ import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { Delivery } from "../api/types.ts";
 import { Link, setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
+import { ErrorState, Page, Status, When } from "../ui/common.tsx";
+import { ACTIONS_COLUMN, PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 export const DELIVERY_STATUSES = [
@@ -100,75 +101,51 @@ export default function Deliveries() {
           {retry.data.retried} deliver{retry.data.retried === 1 ? "y" : "ies"} queued again.
         </p>
       ) : null}
-      {page.isPending ? (
-        <Loading />
-      ) : page.isError ? (
-        <ErrorState error={page.error} onRetry={() => page.refetch()} />
-      ) : page.rows.length === 0 ? (
-        <Empty>No deliveries match.</Empty>
-      ) : (
-        <>
-          <TableWrap label="Deliveries">
-            <table data-testid="deliveries-table">
-              <thead>
-                <tr>
-                  <th scope="col">Release</th>
-                  <th scope="col">Store</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Message</th>
-                  <th scope="col">Updated</th>
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.rows.map((d) => (
-                  <tr
-                    key={d.id}
-                    data-testid="delivery-row"
-                    data-delivery-id={d.id}
-                    data-release-id={d.release?.id}
-                    data-status={d.status}
-                  >
-                    <td>
-                      <Link to={`/deliveries/${d.id}`} data-testid="delivery-open">
-                        {d.release?.title ?? d.release?.id ?? d.id}
-                      </Link>
-                      {d.release?.artist_name ? <div className="muted">{d.release.artist_name}</div> : null}
-                    </td>
-                    <td>{d.store}</td>
-                    <td>{d.action ?? "—"}</td>
-                    <td>
-                      <Status value={d.status} />
-                    </td>
-                    <td>{d.attempts ?? "—"}</td>
-                    <td>{typeof d.message === "string" ? d.message : ""}</td>
-                    <td>
-                      <When at={d.updated_at ?? d.created_at} />
-                    </td>
-                    <td>
-                      {d.status === "error" && d.release ? (
-                        <button
-                          type="button"
-                          onClick={() => retry.mutate((d.release as { id: string }).id)}
-                          disabled={retry.isPending}
-                          data-testid="delivery-retry"
-                        >
-                          Retry
-                        </button>
-                      ) : null}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          <Pager {...page.pager} />
-        </>
-      )}
+      <PagedTable
+        page={page}
+        label="Deliveries"
+        testid="deliveries-table"
+        empty="No deliveries match."
+        columns={["Release", "Store", "Action", "Status", "Attempts", "Message", "Updated", ACTIONS_COLUMN]}
+        row={(d) => (
+          <tr
+            key={d.id}
+            data-testid="delivery-row"
+            data-delivery-id={d.id}
+            data-release-id={d.release?.id}
+            data-status={d.status}
+          >
+            <td>
+              <Link to={`/deliveries/${d.id}`} data-testid="delivery-open">
+                {d.release?.title ?? d.release?.id ?? d.id}
+              </Link>
+              {d.release?.artist_name ? <div className="muted">{d.release.artist_name}</div> : null}
+            </td>
+            <td>{d.store}</td>
+            <td>{d.action ?? "—"}</td>
+            <td>
+              <Status value={d.status} />
+            </td>
+            <td>{d.attempts ?? "—"}</td>
+            <td>{typeof d.message === "string" ? d.message : ""}</td>
+            <td>
+              <When at={d.updated_at ?? d.created_at} />
+            </td>
+            <td>
+              {d.status === "error" && d.release ? (
+                <button
+                  type="button"
+                  onClick={() => retry.mutate((d.release as { id: string }).id)}
+                  disabled={retry.isPending}
+                  data-testid="delivery-retry"
+                >
+                  Retry
+                </button>
+              ) : null}
+            </td>
+          </tr>
+        )}
+      />
     </Page>
   );
 }

@@ -3,7 +3,8 @@ import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { Job } from "../api/types.ts";
 import { setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
+import { ErrorState, Page, Status, When } from "../ui/common.tsx";
+import { ACTIONS_COLUMN, PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 /** Background jobs: the dead ones with their last error (retry them), queued, running. */
@@ -36,76 +37,54 @@ export default function Jobs() {
         </div>
       </div>
       {retry.isError ? <ErrorState error={retry.error} /> : null}
-      {page.isPending ? (
-        <Loading />
-      ) : page.isError ? (
-        <ErrorState error={page.error} onRetry={() => page.refetch()} />
-      ) : page.rows.length === 0 ? (
-        <Empty>No {state} jobs.</Empty>
-      ) : (
-        <>
-          <TableWrap label="Jobs">
-            <table data-testid="jobs-table">
-              <thead>
-                <tr>
-                  <th scope="col">Job</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Last error</th>
-                  <th scope="col">Updated</th>
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.rows.map((j) => (
-                  <tr key={j.id} data-testid="job-row" data-job-id={j.id}>
-                    <td>
-                      <strong>{j.kind ?? "job"}</strong>
-                      <div className="muted">
-                        <code>{j.id}</code>
-                      </div>
-                    </td>
-                    <td>
-                      <Status value={j.status} />
-                    </td>
-                    <td>
-                      {j.attempts ?? "—"}
-                      {j.max_attempts ? ` / ${j.max_attempts}` : ""}
-                    </td>
-                    <td>
-                      <code className="pre-wrap">{j.last_error ?? ""}</code>
-                      {j.payload ? (
-                        <details>
-                          <summary>Payload</summary>
-                          <pre>{JSON.stringify(j.payload, null, 2)}</pre>
-                        </details>
-                      ) : null}
-                    </td>
-                    <td>
-                      <When at={j.updated_at ?? j.created_at} />
-                    </td>
-                    <td>
-                      {j.status === "dead" ? (
-                        <button
-                          type="button"
-                          onClick={() => retry.mutate(j.id)}
-                          disabled={retry.isPending}
-                          data-testid="job-retry"
-                        >
-                          Retry
-                        </button>
-                      ) : null}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          <Pager {...page.pager} />
-        </>
-      )}
+      <PagedTable
+        page={page}
+        label="Jobs"
+        testid="jobs-table"
+        empty={<>No {state} jobs.</>}
+        columns={["Job", "State", "Attempts", "Last error", "Updated", ACTIONS_COLUMN]}
+        row={(j) => (
+          <tr key={j.id} data-testid="job-row" data-job-id={j.id}>
+            <td>
+              <strong>{j.kind ?? "job"}</strong>
+              <div className="muted">
+                <code>{j.id}</code>
+              </div>
+            </td>
+            <td>
+              <Status value={j.status} />
+            </td>
+            <td>
+              {j.attempts ?? "—"}
+              {j.max_attempts ? ` / ${j.max_attempts}` : ""}
+            </td>
+            <td>
+              <code className="pre-wrap">{j.last_error ?? ""}</code>
+              {j.payload ? (
+                <details>
+                  <summary>Payload</summary>
+                  <pre>{JSON.stringify(j.payload, null, 2)}</pre>
+                </details>
+              ) : null}
+            </td>
+            <td>
+              <When at={j.updated_at ?? j.created_at} />
+            </td>
+            <td>
+              {j.status === "dead" ? (
+                <button
+                  type="button"
+                  onClick={() => retry.mutate(j.id)}
+                  disabled={retry.isPending}
+                  data-testid="job-retry"
+                >
+                  Retry
+                </button>
+              ) : null}
+            </td>
+          </tr>
+        )}
+      />
     </Page>
   );
 }

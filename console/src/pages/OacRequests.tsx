@@ -3,7 +3,8 @@ import { useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import type { OacRequest } from "../api/types.ts";
 import { setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
+import { ErrorState, Page, Status, When } from "../ui/common.tsx";
+import { PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 /** Official Artist Channel requests: the open ones to decide, the decided ones by status. */
@@ -32,36 +33,14 @@ export default function OacRequests() {
           </select>
         </div>
       </div>
-      {page.isPending ? (
-        <Loading />
-      ) : page.isError ? (
-        <ErrorState error={page.error} onRetry={() => page.refetch()} />
-      ) : page.rows.length === 0 ? (
-        <Empty>No requests.</Empty>
-      ) : (
-        <>
-          <TableWrap label="OAC requests">
-            <table data-testid="oac-table">
-              <thead>
-                <tr>
-                  <th scope="col">Artist</th>
-                  <th scope="col">Store</th>
-                  <th scope="col">Channel</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Asked</th>
-                  <th scope="col">Decision</th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.rows.map((o) => (
-                  <OacRow key={o.id} request={o} />
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          <Pager {...page.pager} />
-        </>
-      )}
+      <PagedTable
+        page={page}
+        label="OAC requests"
+        testid="oac-table"
+        empty="No requests."
+        columns={["Artist", "Store", "Channel", "Status", "Asked", "Decision"]}
+        row={(o) => <OacRow key={o.id} request={o} />}
+      />
     </Page>
   );
 }
