@@ -1,9 +1,9 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { Job } from "../api/types.ts";
-import { setSearch, useLocation } from "../router.tsx";
+import { useLocation } from "../router.tsx";
 import { ErrorState, Page, Status, When } from "../ui/common.tsx";
+import { SearchSelect } from "../ui/filters.tsx";
 import { ACTIONS_COLUMN, PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
@@ -17,24 +17,16 @@ export default function Jobs() {
     mutationFn: (id: string) => api.retryJob(id),
     onSuccess: () => client.invalidateQueries({ queryKey: ["jobs"] }),
   });
-  const ids = useId();
   return (
     <Page title="Jobs" testid="page-jobs">
       <div className="filters">
-        <div>
-          <label htmlFor={`${ids}-s`}>State</label>
-          <select
-            id={`${ids}-s`}
-            value={state}
-            onChange={(e) => setSearch({ state: e.target.value }, { replace: true })}
-            data-testid="jobs-filter-state"
-          >
-            <option value="dead">dead</option>
-            <option value="queued">queued</option>
-            <option value="running">running</option>
-            <option value="succeeded">succeeded</option>
-          </select>
-        </div>
+        <SearchSelect
+          label="State"
+          param="state"
+          value={state}
+          choices={["dead", "queued", "running", "succeeded"]}
+          testid="jobs-filter-state"
+        />
       </div>
       {retry.isError ? <ErrorState error={retry.error} /> : null}
       <PagedTable

@@ -2,8 +2,9 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import type { OacRequest } from "../api/types.ts";
-import { setSearch, useLocation } from "../router.tsx";
+import { useLocation } from "../router.tsx";
 import { ErrorState, Page, Status, When } from "../ui/common.tsx";
+import { SearchSelect } from "../ui/filters.tsx";
 import { PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
@@ -12,26 +13,23 @@ export default function OacRequests() {
   const { search } = useLocation();
   const status = search.get("status") ?? "";
   const page = useCursorPage<OacRequest>("oac", api.oacRequests, { status: status || undefined }, 50);
-  const ids = useId();
   return (
     <Page title="OAC requests" testid="page-oac">
       <div className="filters">
-        <div>
-          <label htmlFor={`${ids}-s`}>Show</label>
-          <select
-            id={`${ids}-s`}
-            value={status}
-            onChange={(e) => setSearch({ status: e.target.value }, { replace: true })}
-            data-testid="oac-filter-status"
-          >
-            <option value="">waiting for a decision</option>
-            <option value="requested">requested</option>
-            <option value="processing">processing</option>
-            <option value="approved">approved</option>
-            <option value="rejected">rejected</option>
-            <option value="cancelled">cancelled</option>
-          </select>
-        </div>
+        <SearchSelect
+          label="Show"
+          param="status"
+          value={status}
+          choices={[
+            ["", "waiting for a decision"],
+            "requested",
+            "processing",
+            "approved",
+            "rejected",
+            "cancelled",
+          ]}
+          testid="oac-filter-status"
+        />
       </div>
       <PagedTable
         page={page}

@@ -1,8 +1,8 @@
-import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { TakedownRequest } from "../api/types.ts";
-import { Link, setSearch, useLocation } from "../router.tsx";
+import { Link, useLocation } from "../router.tsx";
 import { Page, Status, When } from "../ui/common.tsx";
+import { SearchSelect } from "../ui/filters.tsx";
 import { PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
@@ -16,26 +16,16 @@ export default function Takedowns() {
     { status: status || undefined },
     50,
   );
-  const ids = useId();
   return (
     <Page title="Takedowns" testid="page-takedowns">
       <div className="filters">
-        <div>
-          <label htmlFor={`${ids}-s`}>Status</label>
-          <select
-            id={`${ids}-s`}
-            value={status}
-            onChange={(e) => setSearch({ status: e.target.value }, { replace: true })}
-            data-testid="takedowns-filter-status"
-          >
-            <option value="">any</option>
-            {["pending", "processing", "completed", "rejected", "cancelled"].map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </div>
+        <SearchSelect
+          label="Status"
+          param="status"
+          value={status}
+          choices={[["", "any"], "pending", "processing", "completed", "rejected", "cancelled"]}
+          testid="takedowns-filter-status"
+        />
       </div>
       <PagedTable
         page={page}
