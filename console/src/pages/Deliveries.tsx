@@ -2,8 +2,10 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { Delivery } from "../api/types.ts";
-import { Link, setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
+import { Link, useLocation } from "../router.tsx";
+import { ErrorState, Page, Status, When } from "../ui/common.tsx";
+import { SearchSelect, SearchSelectInput, SearchText } from "../ui/filters.tsx";
+import { ACTIONS_COLUMN, PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 export const DELIVERY_STATUSES = [
@@ -35,62 +37,43 @@ export default function Deliveries() {
   return (
     <Page title="Deliveries" testid="page-deliveries">
       <form className="filters" aria-label="Filter deliveries" onSubmit={(e) => e.preventDefault()}>
-        <div>
-          <label htmlFor={`${ids}-status`}>Status</label>
-          <select
-            id={`${ids}-status`}
-            value={filters.status ?? ""}
-            onChange={(e) => setSearch({ status: e.target.value }, { replace: true })}
-            data-testid="deliveries-filter-status"
-          >
-            <option value="">any (errors first)</option>
-            {DELIVERY_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s.replace(/_/g, " ")}
-              </option>
-            ))}
-          </select>
-        </div>
+        <SearchSelect
+          label="Status"
+          param="status"
+          value={filters.status ?? ""}
+          choices={[
+            ["", "any (errors first)"],
+            ...DELIVERY_STATUSES.map((s) => [s, s.replace(/_/g, " ")] as const),
+          ]}
+          testid="deliveries-filter-status"
+        />
         <div>
           <label htmlFor={`${ids}-store`}>Store</label>
           {stores.data ? (
-            <select
+            <SearchSelectInput
               id={`${ids}-store`}
+              param="store"
               value={filters.store ?? ""}
-              onChange={(e) => setSearch({ store: e.target.value }, { replace: true })}
-              data-testid="deliveries-filter-store"
-            >
-              <option value="">any</option>
-              {stores.data.data.map((st) => (
-                <option key={st.code} value={st.code}>
-                  {st.name ?? st.code}
-                </option>
-              ))}
-            </select>
+              choices={[["", "any"], ...stores.data.data.map((st) => [st.code, st.name ?? st.code] as const)]}
+              testid="deliveries-filter-store"
+            />
           ) : (
-            <input
+            <SearchText
               id={`${ids}-store`}
-              defaultValue={filters.store ?? ""}
+              param="store"
+              value={filters.store ?? ""}
               placeholder="store code"
-              onBlur={(e) => setSearch({ store: e.target.value.trim() }, { replace: true })}
-              onKeyDown={(e) => {
-                if (e.key === "Enter") setSearch({ store: e.currentTarget.value.trim() }, { replace: true });
-              }}
-              data-testid="deliveries-filter-store"
+              testid="deliveries-filter-store"
             />
           )}
         </div>
         <div>
           <label htmlFor={`${ids}-release`}>Release id</label>
-          <input
+          <SearchText
             id={`${ids}-release`}
-            defaultValue={filters.release_id ?? ""}
-            onBlur={(e) => setSearch({ release_id: e.target.value.trim() }, { replace: true })}
-            onKeyDown={(e) => {
-              if (e.key === "Enter")
-                setSearch({ release_id: e.currentTarget.value.trim() }, { replace: true });
-            }}
-            data-testid="deliveries-filter-release"
+            param="release_id"
+            value={filters.release_id ?? ""}
+            testid="deliveries-filter-release"
           />
         </div>
       </form>
@@ -100,75 +83,51 @@ export default function Deliveries() {
           {retry.data.retried} deliver{retry.data.retried === 1 ? "y" : "ies"} queued again.
         </p>
       ) : null}
-      {page.isPending ? (
-        <Loading />
-      ) : page.isError ? (
-        <ErrorState error={page.error} onRetry={() => page.refetch()} />
-      ) : page.rows.length === 0 ? (
-        <Empty>No deliveries match.</Empty>
-      ) : (
-        <>
-          <TableWrap label="Deliveries">
-            <table data-testid="deliveries-table">
-              <thead>
-                <tr>
-                  <th scope="col">Release</th>
-                  <th scope="col">Store</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Message</th>
-                  <th scope="col">Updated</th>
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.rows.map((d) => (
-                  <tr
-                    key={d.id}
-                    data-testid="delivery-row"
-                    data-delivery-id={d.id}
-                    data-release-id={d.release?.id}
-                    data-status={d.status}
-                  >
-                    <td>
-                      <Link to={`/deliveries/${d.id}`} data-testid="delivery-open">
-                        {d.release?.title ?? d.release?.id ?? d.id}
-                      </Link>
-                      {d.release?.artist_name ? <div className="muted">{d.release.artist_name}</div> : null}
-                    </td>
-                    <td>{d.store}</td>
-                    <td>{d.action ?? "—"}</td>
-                    <td>
-                      <Status value={d.status} />
-                    </td>
-                    <td>{d.attempts ?? "—"}</td>
-                    <td>{typeof d.message === "string" ? d.message : ""}</td>
-                    <td>
-                      <When at={d.updated_at ?? d.created_at} />
-                    </td>
-                    <td>
-                      {d.status === "error" && d.release ? (
-                        <button
-                          type="button"
-                          onClick={() => retry.mutate((d.release as { id: string }).id)}
-                          disabled={retry.isPending}
-                          data-testid="delivery-retry"
-                        >
-                          Retry
-                        </button>
-                      ) : null}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          <Pager {...page.pager} />
-        </>
-      )}
+      <PagedTable
+        page={page}
+        label="Deliveries"
+        testid="deliveries-table"
+        empty="No deliveries match."
+        columns={["Release", "Store", "Action", "Status", "Attempts", "Message", "Updated", ACTIONS_COLUMN]}
+        row={(d) => (
+          <tr
+            key={d.id}
+            data-testid="delivery-row"
+            data-delivery-id={d.id}
+            data-release-id={d.release?.id}
+            data-status={d.status}
+          >
+            <td>
+              <Link to={`/deliveries/${d.id}`} data-testid="delivery-open">
+                {d.release?.title ?? d.release?.id ?? d.id}
+              </Link>
+              {d.release?.artist_name ? <div className="muted">{d.release.artist_name}</div> : null}
+            </td>
+            <td>{d.store}</td>
+            <td>{d.action ?? "—"}</td>
+            <td>
+              <Status value={d.status} />
+            </td>
+            <td>{d.attempts ?? "—"}</td>
+            <td>{typeof d.message === "string" ? d.message : ""}</td>
+            <td>
+              <When at={d.updated_at ?? d.created_at} />
+            </td>
+            <td>
+              {d.status === "error" && d.release ? (
+                <button
+                  type="button"
+                  onClick={() => retry.mutate((d.release as { id: string }).id)}
+                  disabled={retry.isPending}
+                  data-testid="delivery-retry"
+                >
+                  Retry
+                </button>
+              ) : null}
+            </td>
+          </tr>
+        )}
+      />
     </Page>
   );
 }

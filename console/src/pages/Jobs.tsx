@@ -1,9 +1,10 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useId } from "react";
 import { api } from "../api/admin.ts";
 import type { Job } from "../api/types.ts";
-import { setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
+import { useLocation } from "../router.tsx";
+import { ErrorState, Page, Status, When } from "../ui/common.tsx";
+import { SearchSelect } from "../ui/filters.tsx";
+import { ACTIONS_COLUMN, PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 /** Background jobs: the dead ones with their last error (retry them), queued, running. */
@@ -16,96 +17,66 @@ export default function Jobs() {
     mutationFn: (id: string) => api.retryJob(id),
     onSuccess: () => client.invalidateQueries({ queryKey: ["jobs"] }),
   });
-  const ids = useId();
   return (
     <Page title="Jobs" testid="page-jobs">
       <div className="filters">
-        <div>
-          <label htmlFor={`${ids}-s`}>State</label>
-          <select
-            id={`${ids}-s`}
-            value={state}
-            onChange={(e) => setSearch({ state: e.target.value }, { replace: true })}
-            data-testid="jobs-filter-state"
-          >
-            <option value="dead">dead</option>
-            <option value="queued">queued</option>
-            <option value="running">running</option>
-            <option value="succeeded">succeeded</option>
-          </select>
-        </div>
+        <SearchSelect
+          label="State"
+          param="state"
+          value={state}
+          choices={["dead", "queued", "running", "succeeded"]}
+          testid="jobs-filter-state"
+        />
       </div>
       {retry.isError ? <ErrorState error={retry.error} /> : null}
-      {page.isPending ? (
-        <Loading />
-      ) : page.isError ? (
-        <ErrorState error={page.error} onRetry={() => page.refetch()} />
-      ) : page.rows.length === 0 ? (
-        <Empty>No {state} jobs.</Empty>
-      ) : (
-        <>
-          <TableWrap label="Jobs">
-            <table data-testid="jobs-table">
-              <thead>
-                <tr>
-                  <th scope="col">Job</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Last error</th>
-                  <th scope="col">Updated</th>
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.rows.map((j) => (
-                  <tr key={j.id} data-testid="job-row" data-job-id={j.id}>
-                    <td>
-                      <strong>{j.kind ?? "job"}</strong>
-                      <div className="muted">
-                        <code>{j.id}</code>
-                      </div>
-                    </td>
-                    <td>
-                      <Status value={j.status} />
-                    </td>
-                    <td>
-                      {j.attempts ?? "—"}
-                      {j.max_attempts ? ` / ${j.max_attempts}` : ""}
-                    </td>
-                    <td>
-                      <code className="pre-wrap">{j.last_error ?? ""}</code>
-                      {j.payload ? (
-                        <details>
-                          <summary>Payload</summary>
-                          <pre>{JSON.stringify(j.payload, null, 2)}</pre>
-                        </details>
-                      ) : null}
-                    </td>
-                    <td>
-                      <When at={j.updated_at ?? j.created_at} />
-                    </td>
-                    <td>
-                      {j.status === "dead" ? (
-                        <button
-                          type="button"
-                          onClick={() => retry.mutate(j.id)}
-                          disabled={retry.isPending}
-                          data-testid="job-retry"
-                        >
-                          Retry
-                        </button>
-                      ) : null}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          <Pager {...page.pager} />
-        </>
-      )}
+      <PagedTable
+        page={page}
+        label="Jobs"
+        testid="jobs-table"
+        empty={<>No {state} jobs.</>}
+        columns={["Job", "State", "Attempts", "Last error", "Updated", ACTIONS_COLUMN]}
+        row={(j) => (
+          <tr key={j.id} data-testid="job-row" data-job-id={j.id}>
+            <td>
+              <strong>{j.kind ?? "job"}</strong>
+              <div className="muted">
+                <code>{j.id}</code>
+              </div>
+            </td>
+            <td>
+              <Status value={j.status} />
+            </td>
+            <td>
+              {j.attempts ?? "—"}
+              {j.max_attempts ? ` / ${j.max_attempts}` : ""}
+            </td>
+            <td>
+              <code className="pre-wrap">{j.last_error ?? ""}</code>
+              {j.payload ? (
+                <details>
+                  <summary>Payload</summary>
+                  <pre>{JSON.stringify(j.payload, null, 2)}</pre>
+                </details>
+              ) : null}
+            </td>
+            <td>
+              <When at={j.updated_at ?? j.created_at} />
+            </td>
+            <td>
+              {j.status === "dead" ? (
+                <button
+                  type="button"
+                  onClick={() => retry.mutate(j.id)}
+                  disabled={retry.isPending}
+                  data-testid="job-retry"
+                >
+                  Retry
+                </button>
+              ) : null}
+            </td>
+          </tr>
+        )}
+      />
     </Page>
   );
 }

@@ -2,8 +2,10 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import type { OacRequest } from "../api/types.ts";
-import { setSearch, useLocation } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
+import { useLocation } from "../router.tsx";
+import { ErrorState, Page, Status, When } from "../ui/common.tsx";
+import { SearchSelect } from "../ui/filters.tsx";
+import { PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 /** Official Artist Channel requests: the open ones to decide, the decided ones by status. */
@@ -11,57 +13,32 @@ export default function OacRequests() {
   const { search } = useLocation();
   const status = search.get("status") ?? "";
   const page = useCursorPage<OacRequest>("oac", api.oacRequests, { status: status || undefined }, 50);
-  const ids = useId();
   return (
     <Page title="OAC requests" testid="page-oac">
       <div className="filters">
-        <div>
-          <label htmlFor={`${ids}-s`}>Show</label>
-          <select
-            id={`${ids}-s`}
-            value={status}
-            onChange={(e) => setSearch({ status: e.target.value }, { replace: true })}
-            data-testid="oac-filter-status"
-          >
-            <option value="">waiting for a decision</option>
-            <option value="requested">requested</option>
-            <option value="processing">processing</option>
-            <option value="approved">approved</option>
-            <option value="rejected">rejected</option>
-            <option value="cancelled">cancelled</option>
-          </select>
-        </div>
+        <SearchSelect
+          label="Show"
+          param="status"
+          value={status}
+          choices={[
+            ["", "waiting for a decision"],
+            "requested",
+            "processing",
+            "approved",
+            "rejected",
+            "cancelled",
+          ]}
+          testid="oac-filter-status"
+        />
       </div>
-      {page.isPending ? (
-        <Loading />
-      ) : page.isError ? (
-        <ErrorState error={page.error} onRetry={() => page.refetch()} />
-      ) : page.rows.length === 0 ? (
-        <Empty>No requests.</Empty>
-      ) : (
-        <>
-          <TableWrap label="OAC requests">
-            <table data-testid="oac-table">
-              <thead>
-                <tr>
-                  <th scope="col">Artist</th>
-                  <th scope="col">Store</th>
-                  <th scope="col">Channel</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Asked</th>
-                  <th scope="col">Decision</th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.rows.map((o) => (
-                  <OacRow key={o.id} request={o} />
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          <Pager {...page.pager} />
-        </>
-      )}
+      <PagedTable
+        page={page}
+        label="OAC requests"
+        testid="oac-table"
+        empty="No requests."
+        columns={["Artist", "Store", "Channel", "Status", "Asked", "Decision"]}
+        row={(o) => <OacRow key={o.id} request={o} />}
+      />
     </Page>
   );
 }

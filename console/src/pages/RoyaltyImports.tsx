@@ -4,7 +4,8 @@ import { api, type UploadProgress, uploadRoyaltyReport } from "../api/admin.ts";
 import { describeError } from "../api/errors.ts";
 import type { RoyaltyImport } from "../api/types.ts";
 import { Link, navigate } from "../router.tsx";
-import { Empty, ErrorState, Loading, Page, Pager, Status, TableWrap, When } from "../ui/common.tsx";
+import { Page, Status, When } from "../ui/common.tsx";
+import { PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
 const FORMATS = ["backline", "streaming-monthly", "video-ugc"];
@@ -32,55 +33,33 @@ export default function RoyaltyImports() {
       <Upload />
       <section aria-labelledby="imports-h">
         <h2 id="imports-h">Imports</h2>
-        {page.isPending ? (
-          <Loading />
-        ) : page.isError ? (
-          <ErrorState error={page.error} onRetry={() => page.refetch()} />
-        ) : page.rows.length === 0 ? (
-          <Empty>No imports yet.</Empty>
-        ) : (
-          <>
-            <TableWrap label="Imports">
-              <table data-testid="imports-table">
-                <thead>
-                  <tr>
-                    <th scope="col">File</th>
-                    <th scope="col">Format</th>
-                    <th scope="col">Period</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Lines</th>
-                    <th scope="col">Matched</th>
-                    <th scope="col">Unmatched</th>
-                    <th scope="col">Started</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {page.rows.map((i) => (
-                    <tr key={i.id} data-testid="import-row" data-import-id={i.id}>
-                      <td>
-                        <Link to={`/royalties/${i.id}`} data-testid="import-open">
-                          {i.file_name ?? i.id}
-                        </Link>
-                      </td>
-                      <td>{i.format}</td>
-                      <td>{i.reporting_period ?? "—"}</td>
-                      <td>
-                        <Status value={i.status} />
-                      </td>
-                      <td>{i.lines_total.toLocaleString()}</td>
-                      <td>{i.lines_matched.toLocaleString()}</td>
-                      <td>{i.lines_unmatched.toLocaleString()}</td>
-                      <td>
-                        <When at={i.started_at} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableWrap>
-            <Pager {...page.pager} />
-          </>
-        )}
+        <PagedTable
+          page={page}
+          label="Imports"
+          testid="imports-table"
+          empty="No imports yet."
+          columns={["File", "Format", "Period", "Status", "Lines", "Matched", "Unmatched", "Started"]}
+          row={(i) => (
+            <tr key={i.id} data-testid="import-row" data-import-id={i.id}>
+              <td>
+                <Link to={`/royalties/${i.id}`} data-testid="import-open">
+                  {i.file_name ?? i.id}
+                </Link>
+              </td>
+              <td>{i.format}</td>
+              <td>{i.reporting_period ?? "—"}</td>
+              <td>
+                <Status value={i.status} />
+              </td>
+              <td>{i.lines_total.toLocaleString()}</td>
+              <td>{i.lines_matched.toLocaleString()}</td>
+              <td>{i.lines_unmatched.toLocaleString()}</td>
+              <td>
+                <When at={i.started_at} />
+              </td>
+            </tr>
+          )}
+        />
       </section>
     </Page>
   );

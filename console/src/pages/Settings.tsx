@@ -3,7 +3,7 @@ import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import { ApiError } from "../api/errors.ts";
 import type { SettingsPatch, TenantSettings } from "../api/types.ts";
-import { ErrorState, Loading, Page, When } from "../ui/common.tsx";
+import { Checkbox, ErrorState, Loading, Page, When } from "../ui/common.tsx";
 
 interface Form {
   release_lead_days: string;
@@ -100,24 +100,16 @@ export default function Settings() {
           <p id={errorId("release_lead_days")} className="error-text">
             {fieldError("release_lead_days") ?? ""}
           </p>
-          <label>
-            <input
-              type="checkbox"
-              checked={form.auto_review}
-              onChange={(e) => set("auto_review")(e.target.checked)}
-              data-testid="settings-auto-review"
-            />{" "}
+          <Checkbox checked={form.auto_review} onChange={set("auto_review")} testid="settings-auto-review">
             Approve submitted releases automatically (no review queue)
-          </label>
-          <label>
-            <input
-              type="checkbox"
-              checked={form.require_media}
-              onChange={(e) => set("require_media")(e.target.checked)}
-              data-testid="settings-require-media"
-            />{" "}
+          </Checkbox>
+          <Checkbox
+            checked={form.require_media}
+            onChange={set("require_media")}
+            testid="settings-require-media"
+          >
             Require the cover and audio before a release can be submitted
-          </label>
+          </Checkbox>
           <h2>Branding</h2>
           {BRANDING.map(([key, label, type]) => (
             <div key={key}>

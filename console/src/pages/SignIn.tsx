@@ -107,16 +107,7 @@ export function SignIn() {
 
             {mode === "password" ? (
               <form onSubmit={onPassword} aria-label="Sign in with a password">
-                <label htmlFor={`${ids}-email`}>E-mail</label>
-                <input
-                  id={`${ids}-email`}
-                  type="email"
-                  required
-                  value={email}
-                  onChange={(e) => setEmail(e.target.value)}
-                  autoComplete="username"
-                  data-testid="signin-email"
-                />
+                <EmailField id={`${ids}-email`} value={email} onChange={setEmail} />
                 <label htmlFor={`${ids}-password`}>Password</label>
                 <input
                   id={`${ids}-password`}
@@ -133,16 +124,7 @@ export function SignIn() {
               </form>
             ) : codeType === null ? (
               <form onSubmit={onSend} aria-label="E-mail me a sign-in code">
-                <label htmlFor={`${ids}-email2`}>E-mail</label>
-                <input
-                  id={`${ids}-email2`}
-                  type="email"
-                  required
-                  value={email}
-                  onChange={(e) => setEmail(e.target.value)}
-                  autoComplete="username"
-                  data-testid="signin-email"
-                />
+                <EmailField id={`${ids}-email2`} value={email} onChange={setEmail} />
                 <button type="submit" className="primary" disabled={busy} data-testid="signin-send-code">
                   {busy ? "Sending…" : "Send me a code"}
                 </button>
@@ -185,5 +167,23 @@ export function SignIn() {
         </Page>
       </main>
     </div>
+  );
+}
+
+/** The address field of both ways to sign in (the code form keeps what the password form had). */
+function EmailField({ id, value, onChange }: { id: string; value: string; onChange: (v: string) => void }) {
+  return (
+    <>
+      <label htmlFor={id}>E-mail</label>
+      <input
+        id={id}
+        type="email"
+        required
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+        autoComplete="username"
+        data-testid="signin-email"
+      />
+    </>
   );
 }

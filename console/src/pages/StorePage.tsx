@@ -4,7 +4,7 @@ import { api } from "../api/admin.ts";
 import type { AdminMe } from "../api/types.ts";
 import { isPlatformAdmin } from "../roles.ts";
 import { Link } from "../router.tsx";
-import { ErrorState, Fields, Loading, Page } from "../ui/common.tsx";
+import { Checkbox, ErrorState, Fields, Loading, Page } from "../ui/common.tsx";
 
 /**
  * A store and its adapter's settings. Platform admins edit them (PATCH /stores/{code}).
@@ -96,24 +96,12 @@ export default function StorePage({ id: code }: { id: string }) {
                   onChange={(e) => setName(e.target.value)}
                   data-testid="store-name"
                 />
-                <label>
-                  <input
-                    type="checkbox"
-                    checked={enabled}
-                    onChange={(e) => setEnabled(e.target.checked)}
-                    data-testid="store-enabled"
-                  />{" "}
+                <Checkbox checked={enabled} onChange={setEnabled} testid="store-enabled">
                   Enabled
-                </label>
-                <label>
-                  <input
-                    type="checkbox"
-                    checked={offersOac}
-                    onChange={(e) => setOffersOac(e.target.checked)}
-                    data-testid="store-offers-oac"
-                  />{" "}
+                </Checkbox>
+                <Checkbox checked={offersOac} onChange={setOffersOac} testid="store-offers-oac">
                   Offers Official Artist Channels
-                </label>
+                </Checkbox>
                 <label htmlFor={`${ids}-json`}>Settings (JSON)</label>
                 <p className="help" id={`${ids}-json-help`}>
                   {'{"adapter": "sandbox" | "ddex", "sandbox": {…}, "ddex": {…}}'}. Credentials are

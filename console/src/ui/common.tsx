@@ -160,3 +160,28 @@ export function TableWrap({ label, children }: { label: string; children: ReactN
     </section>
   );
 }
+
+/** A checkbox with its text as its label. */
+export function Checkbox({
+  checked,
+  onChange,
+  testid,
+  children,
+}: {
+  checked: boolean;
+  onChange: (checked: boolean) => void;
+  testid: string;
+  children: ReactNode;
+}) {
+  return (
+    <label>
+      <input
+        type="checkbox"
+        checked={checked}
+        onChange={(e) => onChange(e.target.checked)}
+        data-testid={testid}
+      />{" "}
+      {children}
+    </label>
+  );
+}
