@@ -25,7 +25,6 @@ import {
   type SeedUser,
   seedAccount,
   seedStaffUser,
-  seedUser,
   userClaims,
   userToken,
 } from "./support/seed.ts";
