@@ -4,13 +4,12 @@ import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
-import { signAccessToken } from "../src/auth/tokens.ts";
 import { asDbError } from "../src/db/errors.ts";
 import { Worker } from "../src/jobs/worker.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import { openStorage } from "../src/storage/open.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
-import { getTenantSigningSecret, type Tenant } from "../src/tenancy/tenants.ts";
+import type { Tenant } from "../src/tenancy/tenants.ts";
 import { loadSecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
@@ -24,7 +23,14 @@ import {
   keyedAccount,
   publicApi,
 } from "./support/public-api.ts";
-import { seedAccount, seedUser, tenantServiceClaims, userClaims } from "./support/seed.ts";
+import {
+  seedAccount,
+  seedStaffUser,
+  seedUser,
+  tenantServiceClaims,
+  userClaims,
+  userToken,
+} from "./support/seed.ts";
 import { artworkUrl, audioUrl, judged } from "./support/uploads.ts";
 
 /**
@@ -200,34 +206,8 @@ describeEachEngine("admin API: the operator's desk", (t) => {
       keys?: TenantKeys,
       aal: "aal1" | "aal2" = "aal1",
     ): Promise<Who> {
-      const user = await seedUser(db(), tenant);
-      await db().asService(async (tx) => {
-        await tx.query("update internal.users set email_proven_at = now() where id = $1", [user.id]);
-        for (const r of roles) {
-          await tx.query("insert into internal.staff (user_id, tenant_id, role) values ($1, $2, $3)", [
-            user.id,
-            r.of === "platform" ? null : r.of.id,
-            r.role,
-          ]);
-        }
-      });
-      const { token } = await signAccessToken({
-        secret: (await getTenantSigningSecret(db(), tenant.id)) as string,
-        issuer: `${app.url}/auth/v1`,
-        expiresIn: 3600,
-        tenantId: tenant.id,
-        user: {
-          id: user.id,
-          email: user.email,
-          phone: null,
-          app_metadata: {},
-          user_metadata: {},
-          is_anonymous: false,
-        },
-        sessionId: randomUUID(),
-        aal,
-        amr: [],
-      });
+      const user = await seedStaffUser(db(), tenant, roles);
+      const token = await userToken(db(), tenant, user, `${app.url}/auth/v1`, aal);
       return { token, anonKey: (keys ?? (tenant.id === a.tenant.id ? a.keys : b.keys)).anon_key };
     }
 

@@ -5,12 +5,9 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import ssh2 from "ssh2";
 import type { Db } from "../src/db/db.ts";
-import { Worker } from "../src/jobs/worker.ts";
 import { fingerprintOf } from "../src/pipeline/ddex/sftp.ts";
-import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import { checkStore } from "../src/pipeline/store-check.ts";
-import { LocalMedia } from "../src/storage/media.ts";
-import { createAccount, createTenant } from "../src/tenancy/tenants.ts";
+import type { LocalMedia } from "../src/storage/media.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
   configureDdexStore,
@@ -23,9 +20,8 @@ import {
   seedRelease,
   wavBytes,
 } from "./support/ddex.ts";
-import { tempDir } from "./support/process.ts";
 import { FUTURE_DATE } from "./support/public-api.ts";
-import { startSftpServer, type TestSftpServer } from "./support/sftp-server.ts";
+import { type SftpStoreFixture, startSftpStoreFixture, type TestSftpServer } from "./support/sftp-server.ts";
 
 /**
  * The ddex adapter over SFTP (docs/ddex.md, "SFTP"), against a real SFTP server started here with
@@ -36,8 +32,8 @@ import { startSftpServer, type TestSftpServer } from "./support/sftp-server.ts";
  */
 describeEachEngine("ddex over SFTP (ssh2 server)", (t) => {
   const db = (): Db => t().db;
+  let fixture: SftpStoreFixture;
   let server: TestSftpServer;
-  let worker: Worker;
   let media: LocalMedia;
   let accountId: string;
   let seq = 0;
@@ -47,14 +43,13 @@ describeEachEngine("ddex over SFTP (ssh2 server)", (t) => {
   const nextIsrc = () => `QZSFT26${String(++seq).padStart(5, "0")}`;
 
   before(async () => {
-    server = await startSftpServer(tempDir("backline-sftp-root-"));
-    media = new LocalMedia(tempDir("backline-sftp-media-"));
-    const { tenant } = await createTenant(db(), {
-      name: "SFTP Label",
-      slug: `sftp-${randomUUID().slice(0, 8)}`,
-      settings: { auto_review: true, require_media: false, gs1_company_prefix: "2000000" },
+    fixture = await startSftpStoreFixture(db(), {
+      prefix: "sftp",
+      tenant: "SFTP Label",
+      account: "Night Owl Records",
     });
-    accountId = (await createAccount(db(), { tenantId: tenant.id, name: "Night Owl Records" })).id;
+    ({ server, media } = fixture);
+    accountId = fixture.account.id;
     await configureDdexStore(db(), STORE, {
       sender: SENDER,
       recipient: RECIPIENT,
@@ -72,14 +67,10 @@ describeEachEngine("ddex over SFTP (ssh2 server)", (t) => {
       recipient: RECIPIENT,
       destination: server.settings({ path: "one", max_connections: 1 }),
     });
-    worker = new Worker({ db: db(), handlers: pipelineHandlers(db(), { media }), pollMs: 20 });
-    worker.start();
+    fixture.startWorker();
   });
   after(async () => {
-    await worker?.stop();
-    await server?.stop();
-    fs.rmSync(server.root, { recursive: true, force: true });
-    fs.rmSync(media.root, { recursive: true, force: true });
+    await fixture?.close();
   });
 
   const rows = async <T extends Record<string, unknown>>(sql: string, params: unknown[] = []) =>
@@ -130,7 +121,7 @@ describeEachEngine("ddex over SFTP (ssh2 server)", (t) => {
   }
   const submit = async (id: string) => {
     await rows("update public.releases set status = 'submitted' where id = $1", [id]);
-    worker.wake();
+    fixture.wake();
   };
 
   test("a whole batch is delivered: every file under its real name, no temporary names, BatchComplete; credentials sealed", async () => {

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import { signAccessToken } from "../src/auth/tokens.ts";
 import { asDbError } from "../src/db/errors.ts";
 import { operatorScope } from "../src/db/operator-scope.ts";
 import type { Claims } from "../src/db/types.ts";
@@ -9,7 +8,7 @@ import { Mailer } from "../src/mail/mailer.ts";
 import { decideReview } from "../src/pipeline/review.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import { addStaff, listStaff, removeStaff, StaffError } from "../src/tenancy/staff.ts";
-import { getTenantSigningSecret, type Tenant } from "../src/tenancy/tenants.ts";
+import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
@@ -21,7 +20,14 @@ import {
   keyedAccount,
   publicApi,
 } from "./support/public-api.ts";
-import { forceReleaseStatus, type SeedUser, seedAccount, seedUser, userClaims } from "./support/seed.ts";
+import {
+  forceReleaseStatus,
+  type SeedUser,
+  seedAccount,
+  seedStaffUser,
+  userClaims,
+  userToken,
+} from "./support/seed.ts";
 
 /**
  * Staff roles (migration 0019, src/admin/auth.ts, docs/console.md "Staff roles"): /admin/v1 with a
@@ -64,35 +70,8 @@ describeEachEngine("staff roles", (t) => {
       roles: { of: Tenant | "platform"; role: Role }[] = [],
       options: { proven?: boolean } = {},
     ): Promise<{ user: SeedUser; token: string; claims: Claims }> {
-      const user = await seedUser(db(), tenant);
-      await db().asService(async (tx) => {
-        if (options.proven !== false)
-          await tx.query("update internal.users set email_proven_at = now() where id = $1", [user.id]);
-        for (const r of roles) {
-          await tx.query("insert into internal.staff (user_id, tenant_id, role) values ($1, $2, $3)", [
-            user.id,
-            r.of === "platform" ? null : r.of.id,
-            r.role,
-          ]);
-        }
-      });
-      const { token } = await signAccessToken({
-        secret: (await getTenantSigningSecret(db(), tenant.id)) as string,
-        issuer: `${app.url}/auth/v1`,
-        expiresIn: 3600,
-        tenantId: tenant.id,
-        user: {
-          id: user.id,
-          email: user.email,
-          phone: null,
-          app_metadata: {},
-          user_metadata: {},
-          is_anonymous: false,
-        },
-        sessionId: randomUUID(),
-        aal: "aal1",
-        amr: [],
-      });
+      const user = await seedStaffUser(db(), tenant, roles, options);
+      const token = await userToken(db(), tenant, user, `${app.url}/auth/v1`);
       return { user, token, claims: userClaims(user) };
     }
 

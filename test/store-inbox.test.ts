@@ -21,7 +21,7 @@ import { ROOT, tempDir } from "./support/process.ts";
 import { FUTURE_DATE } from "./support/public-api.ts";
 import { seedSampleCatalog } from "./support/royalties.ts";
 import { startS3rver } from "./support/s3rver.ts";
-import { startSftpServer, type TestSftpServer } from "./support/sftp-server.ts";
+import { type SftpStoreFixture, startSftpStoreFixture, type TestSftpServer } from "./support/sftp-server.ts";
 
 /**
  * A store's answers and reports fetched on a schedule (docs/ddex.md, "Acknowledgements and
@@ -33,9 +33,8 @@ import { startSftpServer, type TestSftpServer } from "./support/sftp-server.ts";
  */
 describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t) => {
   const db = (): Db => t().db;
+  let fixture: SftpStoreFixture;
   let server: TestSftpServer;
-  let worker: Worker;
-  let media: LocalMedia;
   let account: Account;
   let tenantId: string;
   let local: string;
@@ -44,16 +43,15 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
   const LOCAL = `${STORE}_dir`;
 
   before(async () => {
-    server = await startSftpServer(tempDir("backline-inbox-sftp-"));
-    local = tempDir("backline-inbox-dir-");
-    media = new LocalMedia(tempDir("backline-inbox-media-"));
-    const { tenant } = await createTenant(db(), {
-      name: "Inbox Label",
-      slug: `inbox-${randomUUID().slice(0, 8)}`,
-      settings: { auto_review: true, require_media: false, gs1_company_prefix: "2000000" },
+    fixture = await startSftpStoreFixture(db(), {
+      prefix: "inbox",
+      tenant: "Inbox Label",
+      account: "Night Owl",
     });
+    ({ server, account } = fixture);
+    const { tenant } = fixture;
+    local = tempDir("backline-inbox-dir-");
     tenantId = tenant.id;
-    account = await createAccount(db(), { tenantId: tenant.id, name: "Night Owl" });
     await seedSampleCatalog(db(), account);
     await configureDdexStore(db(), STORE, {
       sender: SENDER,
@@ -67,13 +65,10 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
       destination: { type: "directory", path: path.join(local, "drops") },
       inbox: { source: { type: "directory", path: local }, acknowledgements: "acks", enabled: false },
     });
-    worker = new Worker({ db: db(), handlers: pipelineHandlers(db(), { media }), pollMs: 20 });
-    worker.start();
+    fixture.startWorker();
   });
   after(async () => {
-    await worker?.stop();
-    await server?.stop();
-    for (const d of [server.root, local, media.root]) fs.rmSync(d, { recursive: true, force: true });
+    await fixture?.close([local]);
   });
 
   const rows = async <T extends Record<string, unknown>>(sql: string, params: unknown[] = []) =>
@@ -125,7 +120,7 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
       ],
     );
     await rows("update public.releases set status = 'submitted' where id = $1", [r.id]);
-    worker.wake();
+    fixture.wake();
     const d = await poll(
       "delivered",
       () => deliveryOf(r.id),
@@ -157,7 +152,7 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
     // The schedule: one recurring job per store, run by the worker, queued again after each run.
     assert.ok((await scheduleStorePolls(db())).includes(STORE));
     assert.ok((await scheduleStorePolls(db())).includes(STORE));
-    worker.wake();
+    fixture.wake();
     await poll(
       "the release to go live",
       () => releaseStatus(releaseId),
@@ -289,7 +284,7 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
       "insert into public.takedown_requests (release_id, account_id, reason) values ($1, $2, 'rights')",
       [releaseId, account.id],
     );
-    worker.wake();
+    fixture.wake();
     const takedown = await poll(
       "the takedown to be sent",
       () => deliveryOf(releaseId),

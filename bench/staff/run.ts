@@ -13,16 +13,13 @@
 //
 // Options (environment): BENCH_DURATION (s per measurement, default 10), BENCH_CONNECTIONS
 // (default 10), BENCH_ROUNDS (default 2), BENCH_TX (default 2000).
-import { randomUUID } from "node:crypto";
-import { signAccessToken } from "../../src/auth/tokens.ts";
 import type { Db } from "../../src/db/db.ts";
 import { operatorScope } from "../../src/db/operator-scope.ts";
 import type { Claims } from "../../src/db/types.ts";
-import { getTenantSigningSecret } from "../../src/tenancy/tenants.ts";
 import { startApp, tenantWithKeys } from "../../test/support/app.ts";
 import { createTestDb, ENGINES } from "../../test/support/db.ts";
 import { keyedAccount } from "../../test/support/public-api.ts";
-import { seedUser } from "../../test/support/seed.ts";
+import { seedStaffUser, userToken } from "../../test/support/seed.ts";
 import { average, load, type Measure, ROUNDS } from "../support.ts";
 
 const TX = Number(process.env.BENCH_TX ?? 2000);
@@ -65,14 +62,7 @@ for (const kind of ENGINES) {
         );
       }
     });
-    const user = await seedUser(t.db, tenant);
-    await t.db.asService(async (tx) => {
-      await tx.query("update internal.users set email_proven_at = now() where id = $1", [user.id]);
-      await tx.query("insert into internal.staff (user_id, tenant_id, role) values ($1, $2, 'reviewer')", [
-        user.id,
-        tenant.id,
-      ]);
-    });
+    const user = await seedStaffUser(t.db, tenant, [{ of: tenant, role: "reviewer" }]);
     const staffClaims: Claims = { role: "authenticated", sub: user.id, tenant_id: tenant.id };
     const keyClaims: Claims = { role: "tenant_service", tenant_id: tenant.id };
 
@@ -90,23 +80,7 @@ for (const kind of ENGINES) {
 
     const app = await startApp(t);
     try {
-      const { token } = await signAccessToken({
-        secret: (await getTenantSigningSecret(t.db, tenant.id)) as string,
-        issuer: `${app.url}/auth/v1`,
-        expiresIn: 3600,
-        tenantId: tenant.id,
-        user: {
-          id: user.id,
-          email: user.email,
-          phone: null,
-          app_metadata: {},
-          user_metadata: {},
-          is_anonymous: false,
-        },
-        sessionId: randomUUID(),
-        aal: "aal1",
-        amr: [],
-      });
+      const token = await userToken(t.db, tenant, user, `${app.url}/auth/v1`);
       const url = `${app.url}/admin/v1/reviews`;
       const service = { apikey: keys.service_role_key };
       const staff = { apikey: keys.anon_key, authorization: `Bearer ${token}` };

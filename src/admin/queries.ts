@@ -44,6 +44,23 @@ function releaseRef(r: ReleaseRefRow) {
   };
 }
 
+/**
+ * The sort key of a list's cursor row (`starting_after`, an item's id), read with `sql` ($1 the id,
+ * $2 the tenant or account the list is of), with the id beside it: undefined without a cursor, 400
+ * bad cursor when the row is not found there.
+ */
+async function cursorKey<K extends Record<string, unknown>>(
+  tx: Tx,
+  startingAfter: string | undefined,
+  sql: string,
+  scope: string,
+): Promise<(K & { id: string }) | undefined> {
+  if (!startingAfter) return undefined;
+  const c = (await tx.query<K>(sql, [startingAfter, scope])).rows[0];
+  if (!c) throw badCursor(startingAfter);
+  return { ...c, id: startingAfter };
+}
+
 const JOB_COLUMNS = `j.id::text as id, j.kind, j.status, j.payload, j.attempts, j.max_attempts, j.run_at, j.last_error,
   j.created_at, j.updated_at, j.finished_at`;
 
@@ -119,18 +136,13 @@ const read = <T>(db: Db, fn: (tx: Tx) => Promise<T>) => db.asService(fn, { readO
 
 export async function reviewPage(db: Db, tenantId: string, q: { limit: number; starting_after?: string }) {
   return read(db, async (tx) => {
-    let after: { at: string | Date | null; id: string } | undefined;
-    if (q.starting_after) {
-      const c = (
-        await tx.query<{ submitted_at: Date | string | null }>(
-          `select r.submitted_at::text as submitted_at from public.releases r join internal.accounts a on a.id = r.account_id
+    const after = await cursorKey<{ submitted_at: Date | string | null }>(
+      tx,
+      q.starting_after,
+      `select r.submitted_at::text as submitted_at from public.releases r join internal.accounts a on a.id = r.account_id
            where r.id = $1 and a.tenant_id = $2`,
-          [q.starting_after, tenantId],
-        )
-      ).rows[0];
-      if (!c) throw badCursor(q.starting_after);
-      after = { at: c.submitted_at, id: q.starting_after };
-    }
+      tenantId,
+    );
     // The checks run for the page's rows only (after the limit).
     const rows = (
       await tx.query<{
@@ -141,7 +153,13 @@ export async function reviewPage(db: Db, tenantId: string, q: { limit: number; s
         status: "submitted" | "in_review";
         submitted_at: Date | null;
         problems: { param: string; code: string; message: string }[];
-      }>(REVIEW_PAGE_SQL, [tenantId, after !== undefined, after?.at ?? null, after?.id ?? null, q.limit + 1])
+      }>(REVIEW_PAGE_SQL, [
+        tenantId,
+        after !== undefined,
+        after?.submitted_at ?? null,
+        after?.id ?? null,
+        q.limit + 1,
+      ])
     ).rows;
     const counts = (await tx.query<{ submitted: string; in_review: string }>(REVIEW_COUNTS_SQL, [tenantId]))
       .rows[0];
@@ -368,18 +386,13 @@ export async function listDeliveries(
   },
 ) {
   return read(db, async (tx) => {
-    let after: { error: boolean; at: Date | string; id: string } | undefined;
-    if (q.starting_after) {
-      const c = (
-        await tx.query<{ error: boolean; created_at: Date | string }>(
-          `select d.status = 'error' as error, d.created_at::text as created_at from internal.release_deliveries d
+    const after = await cursorKey<{ error: boolean; created_at: Date | string }>(
+      tx,
+      q.starting_after,
+      `select d.status = 'error' as error, d.created_at::text as created_at from internal.release_deliveries d
            where d.id = $1 and d.tenant_id = $2`,
-          [q.starting_after, tenantId],
-        )
-      ).rows[0];
-      if (!c) throw badCursor(q.starting_after);
-      after = { error: c.error, at: c.created_at, id: q.starting_after };
-    }
+      tenantId,
+    );
     // Walks release_deliveries_desk (tenant_id, (status = 'error'), created_at, id) backwards.
     const rows = (
       await tx.query<DeliveryRow>(DELIVERIES_PAGE_SQL, [
@@ -389,7 +402,7 @@ export async function listDeliveries(
         q.release_id ?? null,
         q.action ?? null,
         after?.error ?? null,
-        after?.at ?? null,
+        after?.created_at ?? null,
         after?.id ?? null,
         q.limit + 1,
       ])
@@ -448,18 +461,13 @@ export async function listTakedowns(
   q: { limit: number; starting_after?: string; status?: string },
 ) {
   return read(db, async (tx) => {
-    let after: { at: Date | string; id: string } | undefined;
-    if (q.starting_after) {
-      const c = (
-        await tx.query<{ created_at: Date | string }>(
-          `select t.created_at::text as created_at from public.takedown_requests t join internal.accounts a on a.id = t.account_id
+    const after = await cursorKey<{ created_at: Date | string }>(
+      tx,
+      q.starting_after,
+      `select t.created_at::text as created_at from public.takedown_requests t join internal.accounts a on a.id = t.account_id
            where t.id = $1 and a.tenant_id = $2`,
-          [q.starting_after, tenantId],
-        )
-      ).rows[0];
-      if (!c) throw badCursor(q.starting_after);
-      after = { at: c.created_at, id: q.starting_after };
-    }
+      tenantId,
+    );
     const rows = (
       await tx.query<
         ReleaseRefRow & {
@@ -478,7 +486,13 @@ export async function listTakedowns(
           updated_at: Date;
           completed_at: Date | null;
         }
-      >(TAKEDOWNS_PAGE_SQL, [tenantId, q.status ?? null, after?.at ?? null, after?.id ?? null, q.limit + 1])
+      >(TAKEDOWNS_PAGE_SQL, [
+        tenantId,
+        q.status ?? null,
+        after?.created_at ?? null,
+        after?.id ?? null,
+        q.limit + 1,
+      ])
     ).rows;
     return page(
       rows.map((t) => ({
@@ -513,18 +527,13 @@ export async function listOac(
   // Without a status: the queue (waiting ones, oldest first); with one: newest first.
   const queue = q.status === undefined;
   return read(db, async (tx) => {
-    let after: { at: Date | string; id: string } | undefined;
-    if (q.starting_after) {
-      const c = (
-        await tx.query<{ created_at: Date | string }>(
-          `select o.created_at::text as created_at from internal.oac_requests o join internal.accounts a on a.id = o.account_id
+    const after = await cursorKey<{ created_at: Date | string }>(
+      tx,
+      q.starting_after,
+      `select o.created_at::text as created_at from internal.oac_requests o join internal.accounts a on a.id = o.account_id
            where o.id = $1 and a.tenant_id = $2`,
-          [q.starting_after, tenantId],
-        )
-      ).rows[0];
-      if (!c) throw badCursor(q.starting_after);
-      after = { at: c.created_at, id: q.starting_after };
-    }
+      tenantId,
+    );
     const rows = (
       await tx.query<Record<string, unknown>>(
         `select o.id, o.artist_id, ar.name as artist_name, o.store, o.channel_url, o.status, o.created_at,
@@ -536,7 +545,7 @@ export async function listOac(
            and (case when $2::text is null then o.status in ('requested', 'processing') else o.status = $2 end)
            and ($3::timestamptz is null or ${queue ? "(o.created_at, o.id) > ($3::timestamptz, $4::uuid)" : "(o.created_at, o.id) < ($3::timestamptz, $4::uuid)"})
          order by o.created_at ${queue ? "asc" : "desc"}, o.id ${queue ? "asc" : "desc"} limit $5`,
-        [tenantId, q.status ?? null, after?.at ?? null, after?.id ?? null, q.limit + 1],
+        [tenantId, q.status ?? null, after?.created_at ?? null, after?.id ?? null, q.limit + 1],
       )
     ).rows;
     return page(
@@ -655,22 +664,17 @@ export async function listAccounts(
   q: { limit: number; starting_after?: string; kind?: string },
 ) {
   return read(db, async (tx) => {
-    let after: { at: Date | string; id: string } | undefined;
-    if (q.starting_after) {
-      const c = (
-        await tx.query<{ created_at: Date | string }>(
-          "select created_at::text as created_at from internal.accounts where id = $1 and tenant_id = $2",
-          [q.starting_after, tenantId],
-        )
-      ).rows[0];
-      if (!c) throw badCursor(q.starting_after);
-      after = { at: c.created_at, id: q.starting_after };
-    }
+    const after = await cursorKey<{ created_at: Date | string }>(
+      tx,
+      q.starting_after,
+      "select created_at::text as created_at from internal.accounts where id = $1 and tenant_id = $2",
+      tenantId,
+    );
     const rows = (
       await tx.query<AccountRow>(ACCOUNTS_PAGE_SQL, [
         tenantId,
         q.kind ?? null,
-        after?.at ?? null,
+        after?.created_at ?? null,
         after?.id ?? null,
         q.limit + 1,
       ])
@@ -750,17 +754,12 @@ export async function apiKeysOf(
       tenantId,
     ]);
     if (found.rows.length === 0) return undefined;
-    let after: { at: Date | string; id: string } | undefined;
-    if (q.starting_after) {
-      const c = (
-        await tx.query<{ created_at: Date | string }>(
-          "select created_at::text as created_at from internal.api_keys where id = $1 and account_id = $2",
-          [q.starting_after, accountId],
-        )
-      ).rows[0];
-      if (!c) throw badCursor(q.starting_after);
-      after = { at: c.created_at, id: q.starting_after };
-    }
+    const after = await cursorKey<{ created_at: Date | string }>(
+      tx,
+      q.starting_after,
+      "select created_at::text as created_at from internal.api_keys where id = $1 and account_id = $2",
+      accountId,
+    );
     // Never the hash, never a secret: the visible prefix names a key.
     const rows = (
       await tx.query<Record<string, unknown>>(
@@ -768,7 +767,7 @@ export async function apiKeysOf(
          from internal.api_keys where account_id = $1
            and ($2::timestamptz is null or (created_at, id) < ($2::timestamptz, $3::uuid))
          order by created_at desc, id desc limit $4`,
-        [accountId, after?.at ?? null, after?.id ?? null, q.limit + 1],
+        [accountId, after?.created_at ?? null, after?.id ?? null, q.limit + 1],
       )
     ).rows;
     return page(

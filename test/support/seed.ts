@@ -103,6 +103,20 @@ export async function memberToken(
     tenant,
     accounts.map((account) => ({ account, role: "member" as const })),
   );
+  return userToken(db, tenant, user, issuer);
+}
+
+/**
+ * An access token for `user` of `tenant`, signed as /auth/v1 signs it (`issuer`: the app's
+ * /auth/v1 URL), valid an hour, with a fresh session id.
+ */
+export async function userToken(
+  db: Db,
+  tenant: Tenant,
+  user: SeedUser,
+  issuer: string,
+  aal: "aal1" | "aal2" = "aal1",
+): Promise<string> {
   const secret = await getTenantSigningSecret(db, tenant.id);
   if (!secret) throw new Error(`tenant ${tenant.id} has no signing secret`);
   const { token } = await signAccessToken({
@@ -119,10 +133,38 @@ export async function memberToken(
       is_anonymous: false,
     },
     sessionId: randomUUID(),
-    aal: "aal1",
+    aal,
     amr: [],
   });
   return token;
+}
+
+/** A staff role of a tenant (internal.staff, migration 0019). */
+export type StaffRole = "reviewer" | "operator" | "admin";
+
+/**
+ * A user of `tenant` (address proven unless `proven: false`) who is staff where `roles` say:
+ * of a tenant, or platform staff (`of: "platform"`).
+ */
+export async function seedStaffUser(
+  db: Db,
+  tenant: Tenant,
+  roles: { of: Tenant | "platform"; role: StaffRole }[],
+  options: { proven?: boolean } = {},
+): Promise<SeedUser> {
+  const user = await seedUser(db, tenant);
+  await db.asService(async (tx) => {
+    if (options.proven !== false)
+      await tx.query("update internal.users set email_proven_at = now() where id = $1", [user.id]);
+    for (const r of roles) {
+      await tx.query("insert into internal.staff (user_id, tenant_id, role) values ($1, $2, $3)", [
+        user.id,
+        r.of === "platform" ? null : r.of.id,
+        r.role,
+      ]);
+    }
+  });
+  return user;
 }
 
 /** The claims of a logged-in user's access token. */

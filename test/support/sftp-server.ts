@@ -1,9 +1,15 @@
-import { timingSafeEqual } from "node:crypto";
+import { randomUUID, timingSafeEqual } from "node:crypto";
 import fs from "node:fs";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import ssh2, { type ParsedKey } from "ssh2";
+import type { Db } from "../../src/db/db.ts";
+import { Worker } from "../../src/jobs/worker.ts";
 import { fingerprintOf } from "../../src/pipeline/ddex/sftp.ts";
+import { pipelineHandlers } from "../../src/pipeline/handlers.ts";
+import { LocalMedia } from "../../src/storage/media.ts";
+import { type Account, createAccount, createTenant, type Tenant } from "../../src/tenancy/tenants.ts";
+import { tempDir } from "./process.ts";
 
 const { Server, utils } = ssh2;
 const STATUS = utils.sftp.STATUS_CODE;
@@ -260,4 +266,56 @@ export async function startSftpServer(
 
   await me.start();
   return me;
+}
+
+/**
+ * What the SFTP store tests share: a real SFTP server over a temporary folder, a temporary media
+ * folder, a tenant that approves by itself without media checks (GS1 prefix 2000000) with one
+ * account, and a pipeline worker started once the test has configured its stores.
+ */
+export interface SftpStoreFixture {
+  server: TestSftpServer;
+  media: LocalMedia;
+  tenant: Tenant;
+  account: Account;
+  /** Starts the pipeline worker (call it after configuring the stores). */
+  startWorker(): void;
+  /** Wakes the worker (work was queued). */
+  wake(): void;
+  /** Stops the worker and the server, and removes the temporary folders (and `alsoRemove`). */
+  close(alsoRemove?: string[]): Promise<void>;
+}
+
+export async function startSftpStoreFixture(
+  db: Db,
+  names: { prefix: string; tenant: string; account: string },
+): Promise<SftpStoreFixture> {
+  const server = await startSftpServer(tempDir(`backline-${names.prefix}-sftp-`));
+  const media = new LocalMedia(tempDir(`backline-${names.prefix}-media-`));
+  const { tenant } = await createTenant(db, {
+    name: names.tenant,
+    slug: `${names.prefix}-${randomUUID().slice(0, 8)}`,
+    settings: { auto_review: true, require_media: false, gs1_company_prefix: "2000000" },
+  });
+  const account = await createAccount(db, { tenantId: tenant.id, name: names.account });
+  let worker: Worker | undefined;
+  return {
+    server,
+    media,
+    tenant,
+    account,
+    startWorker() {
+      worker = new Worker({ db, handlers: pipelineHandlers(db, { media }), pollMs: 20 });
+      worker.start();
+    },
+    wake() {
+      worker?.wake();
+    },
+    async close(alsoRemove = []) {
+      await worker?.stop();
+      await server.stop();
+      for (const d of [server.root, media.root, ...alsoRemove])
+        fs.rmSync(d, { recursive: true, force: true });
+    },
+  };
 }
