@@ -3,7 +3,7 @@ import { writeFile } from "node:fs/promises";
 import type { Command } from "commander";
 import type { Db } from "../db/db.ts";
 import type { SampleRelease, SampleReport } from "../royalties/sample.ts";
-import { FORMAT_NAMES } from "./choices.ts";
+import { FORMAT_NAMES, SAMPLE_FORMATS } from "./choices.ts";
 import { type Cli, choice, integer, notFound, refusal, table, UsageError, UUID } from "./context.ts";
 
 /** The services behind these commands, loaded when one of them runs (not for --help or another group). */
@@ -65,11 +65,11 @@ export function register(program: Command, cli: Cli): void {
   royalties
     .command("sample")
     .description(
-      "write a sample store report for one of your releases, in any supported format: plausible stores, countries, " +
+      "write a sample store report for one of your releases (backline, streaming-monthly or video-ugc): plausible stores, countries, " +
         "units and exact amounts, matching the release on import (once it is delivered)",
     )
     .requiredOption("--release <id>", "release id")
-    .requiredOption("--format <name>", `one of ${FORMAT_NAMES.join(", ")}`, choice(FORMAT_NAMES))
+    .requiredOption("--format <name>", `one of ${SAMPLE_FORMATS.join(", ")}`, choice(SAMPLE_FORMATS))
     .option("--out <file>", "write the report to this file (default: print it on stdout)")
     .option("--period <YYYY-MM>", "the month of sale or use (default: last month); reported the month after")
     .option("--store <code>", "streaming-monthly and video-ugc: the store the report is from")

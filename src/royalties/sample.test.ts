@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { test } from "node:test";
 import { readRecords } from "./csv.ts";
-import { FORMAT_NAMES, formatNamed } from "./formats/index.ts";
+import { formatNamed } from "./formats/index.ts";
 import { formatAmount, type NormalLine, normalise } from "./normalise.ts";
-import { SampleError, type SampleRelease, sampleReport } from "./sample.ts";
+import { SAMPLE_FORMATS, SampleError, type SampleRelease, sampleReport } from "./sample.ts";
 
 const release: SampleRelease = {
   id: "6f1d2c3b-4a59-4e7d-8c21-0b9a8f7e6d5c",
@@ -45,7 +45,7 @@ async function parse(format: string, text: string, store?: string): Promise<Norm
   return lines;
 }
 
-for (const format of FORMAT_NAMES) {
+for (const format of SAMPLE_FORMATS) {
   test(`a ${format} sample reads back line for line: the release's codes, exact amounts, the totals it says`, async () => {
     const report = sampleReport(release, { format, salePeriod: "2026-02", seed: 7 });
     const lines = await parse(format, report.text, report.importStore);

@@ -1,9 +1,13 @@
-import { FORMAT_NAMES } from "./formats/index.ts";
+/**
+ * The formats a sample is written in. `ddex-dsr` is not one yet: its amounts are shares of a
+ * summary's revenue, which a line-by-line sample does not model (docs/royalties.md).
+ */
+export const SAMPLE_FORMATS = ["backline", "streaming-monthly", "video-ugc"] as const;
 
 /**
  * Sample store reports for one release of your own catalog (`backline royalties sample`,
- * docs/royalties.md): plausible stores, countries, units and amounts, written in any supported
- * format so that importing it matches every line to the release.
+ * docs/royalties.md): plausible stores, countries, units and amounts, written in one of
+ * SAMPLE_FORMATS so that importing it matches every line to the release.
  *
  * Amounts are exact: computed in millionths of the currency with integers, written as decimals
  * (never floats), so gross = fees + net on every line and the totals printed are the totals the
@@ -130,8 +134,8 @@ interface Line {
 
 /** The sample report of `release` in `options.format`. */
 export function sampleReport(release: SampleRelease, options: SampleOptions): SampleReport {
-  if (!FORMAT_NAMES.includes(options.format)) {
-    throw new SampleError(`unknown format ${options.format}: one of ${FORMAT_NAMES.join(", ")}`);
+  if (!(SAMPLE_FORMATS as readonly string[]).includes(options.format)) {
+    throw new SampleError(`no sample writer for ${options.format}: one of ${SAMPLE_FORMATS.join(", ")}`);
   }
   const tracks = release.tracks.filter((t): t is { title: string; isrc: string } => Boolean(t.isrc));
   if (tracks.length === 0 && !release.upc) {
