@@ -1,4 +1,4 @@
-import { useQuery } from "@tanstack/react-query";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { lazy, type ReactNode, Suspense, useEffect, useState, useSyncExternalStore } from "react";
 import { api } from "./api/admin.ts";
 import { signOut } from "./api/auth.ts";
@@ -6,7 +6,7 @@ import { ApiError } from "./api/errors.ts";
 import { getSession, setActingTenant, subscribe } from "./api/session.ts";
 import type { AdminMe } from "./api/types.ts";
 import { AuthCallback } from "./pages/AuthCallback.tsx";
-import { ReviewQueue } from "./pages/ReviewQueue.tsx";
+import { prefetchReviewQueue, ReviewQueue } from "./pages/ReviewQueue.tsx";
 import { SetPassword } from "./pages/SetPassword.tsx";
 import { SignIn } from "./pages/SignIn.tsx";
 import { TenantChooser } from "./pages/TenantChooser.tsx";
@@ -80,6 +80,14 @@ function SignedIn() {
   const { path } = useLocation();
   const me = useQuery({ queryKey: ["me"], queryFn: api.me, staleTime: 60_000 });
   const acting = session?.actingTenantId;
+  const client = useQueryClient();
+
+  // The review queue is where most visits start: when a tenant is already chosen, its first page
+  // is asked for beside /me rather than after it (one round trip instead of two before it shows).
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only on the first draw after sign-in
+  useEffect(() => {
+    if (acting && (path === "/" || path === "" || path === "/reviews")) prefetchReviewQueue(client);
+  }, []);
 
   // One tenant and no platform role: nothing to choose.
   useEffect(() => {

@@ -1,13 +1,22 @@
+import type { QueryClient } from "@tanstack/react-query";
 import { api } from "../api/admin.ts";
 import type { QueuedRelease, ReviewPage } from "../api/types.ts";
 import { Link } from "../router.tsx";
 import { Page, Status, When } from "../ui/common.tsx";
 import { PagedTable } from "../ui/PagedTable.tsx";
-import { useCursorPage } from "../ui/paging.ts";
+import { prefetchFirstPage, useCursorPage } from "../ui/paging.ts";
+
+const KEY = "reviews";
+const LIMIT = 50;
+
+/** The queue's first page, asked for while the console still learns who is signed in. */
+export function prefetchReviewQueue(client: QueryClient): void {
+  prefetchFirstPage(client, KEY, api.reviews, LIMIT);
+}
 
 /** The releases waiting for review, oldest first, with the queue's counts. */
 export function ReviewQueue() {
-  const page = useCursorPage<QueuedRelease, ReviewPage>("reviews", api.reviews, {}, 50, 30_000);
+  const page = useCursorPage<QueuedRelease, ReviewPage>(KEY, api.reviews, {}, LIMIT, 30_000);
   const counts = page.data?.counts;
   return (
     <Page title="Review queue" testid="page-review-queue">
