@@ -2,6 +2,7 @@ import { pipeline } from "node:stream/promises";
 import pg from "pg";
 import { from as copyFromStdin } from "pg-copy-streams";
 import { Admission, DEFAULT_QUEUE_LIMITS, type QueueLimits } from "./admission.ts";
+import { NoticeConnection } from "./notices.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
 // Return int8 and numeric as strings (never lossy floats), and dates as 'YYYY-MM-DD' text, as PGlite does.
@@ -30,11 +31,15 @@ export interface PostgresOptions {
 export class PostgresEngine implements Engine {
   readonly kind = "postgres";
   private readonly pool: pg.Pool;
-  private readonly options: PostgresOptions;
   private readonly admission: Admission;
+  private readonly notices: NoticeConnection;
 
   constructor(options: PostgresOptions) {
-    this.options = options;
+    this.notices = new NoticeConnection({
+      url: options.url,
+      connectTimeoutMs: options.connectTimeoutMs,
+      applicationName: options.applicationName,
+    });
     this.admission = new Admission(options.poolSize ?? 10, options.queue ?? DEFAULT_QUEUE_LIMITS);
     this.pool = new pg.Pool({
       connectionString: options.url,
@@ -90,52 +95,13 @@ export class PostgresEngine implements Engine {
     }
   }
 
-  /** LISTEN on a connection of its own (outside the pool), reopened after a second if it drops. */
-  async listen(channel: string, onNotice: () => void): Promise<() => Promise<void>> {
-    if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`bad channel name ${channel}`);
-    let client: pg.Client | undefined;
-    let stopped = false;
-    let retry: NodeJS.Timeout | undefined;
-    const connect = async (): Promise<void> => {
-      const c = new pg.Client({
-        connectionString: this.options.url,
-        connectionTimeoutMillis: this.options.connectTimeoutMs ?? 5000,
-        application_name: `${this.options.applicationName ?? "backline"}-listen`,
-      });
-      const reconnect = () => {
-        if (stopped || client !== c) return;
-        client = undefined;
-        c.end().catch(() => {});
-        retry = setTimeout(() => connect().catch(() => {}), 1000);
-        retry.unref();
-        // Whatever was notified while the connection was down is found by looking now.
-        onNotice();
-      };
-      c.on("error", reconnect);
-      c.on("end", reconnect);
-      c.on("notification", (n) => {
-        if (n.channel === channel) onNotice();
-      });
-      client = c;
-      try {
-        await c.connect();
-        await c.query(`listen ${channel}`);
-      } catch (error) {
-        reconnect();
-        throw error;
-      }
-    };
-    await connect();
-    return async () => {
-      stopped = true;
-      if (retry) clearTimeout(retry);
-      const c = client;
-      client = undefined;
-      await c?.end().catch(() => {});
-    };
+  /** LISTEN on the process's one notice connection (outside the pool; src/db/notices.ts). */
+  listen(channel: string, onNotice: () => void): Promise<() => Promise<void>> {
+    return this.notices.listen(channel, onNotice);
   }
 
-  close(): Promise<void> {
-    return this.pool.end();
+  async close(): Promise<void> {
+    await this.notices.close();
+    await this.pool.end();
   }
 }
