@@ -145,8 +145,46 @@ export async function assertAccessible(page: Page, name: string): Promise<void> 
   assert.deepEqual(violations, [], `axe on ${name} (${page.url()}):\n${violations.join("\n")}`);
 }
 
+/**
+ * Fails when the page itself scrolls sideways (a wide table must scroll inside its own region),
+ * naming the outermost elements that stick out of the viewport.
+ */
+export async function assertNoSidewaysScroll(page: Page, name: string): Promise<void> {
+  const found = await page.evaluate(() => {
+    // Runs in the page; the tests are compiled without the DOM's types, so the little used is typed here.
+    type Box = { right: number; width: number };
+    type El = { getBoundingClientRect(): Box; parentElement: El | null; tagName: string; className: unknown };
+    const document = (
+      globalThis as unknown as {
+        document: {
+          documentElement: { clientWidth: number; scrollWidth: number };
+          body: { querySelectorAll(s: string): Iterable<El> };
+        };
+      }
+    ).document;
+    const width = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth <= width + 1) return [];
+    const out: string[] = [];
+    for (const el of document.body.querySelectorAll("*")) {
+      const box = el.getBoundingClientRect();
+      if (box.right <= width + 1 || box.width === 0) continue;
+      const parent = el.parentElement?.getBoundingClientRect();
+      if (parent && parent.right > width + 1) continue;
+      out.push(
+        `${el.tagName.toLowerCase()}${el.className ? `.${String(el.className).split(" ").join(".")}` : ""} (right ${Math.round(box.right)} px)`,
+      );
+    }
+    return [
+      `page ${document.documentElement.scrollWidth} px wide in a ${width} px viewport`,
+      ...out.slice(0, 5),
+    ];
+  });
+  assert.deepEqual(found, [], `${name} scrolls sideways: ${found.join("; ")}`);
+}
+
 /** A full-page screenshot into artifacts/console/<name>-<device>.png; returns its path. */
 export async function screenshot(page: Page, name: string, device: Device): Promise<string> {
+  await assertNoSidewaysScroll(page, `${name} (${device})`);
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const file = path.join(ARTIFACTS, `${name}-${device}.png`);
   await page.screenshot({ path: file, fullPage: true, animations: "disabled", caret: "hide" });
