@@ -311,7 +311,17 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
       assert.match(await row.innerText(), /Night Drive \(Clean\)/);
       await row.locator(tid("review-open")).click();
       await page.locator(tid("page-review")).waitFor();
-      await page.locator(tid("review-approve")).click();
+      // `a` asks first: Escape leaves the release undecided, Enter approves it.
+      await page.locator("body").press("a");
+      const confirm = page.locator(tid("approve-dialog"));
+      await confirm.waitFor();
+      await assertAccessible(page, "approve dialog");
+      await page.keyboard.press("Escape");
+      await confirm.waitFor({ state: "hidden" });
+      assert.equal((await releaseStatus()).status, "in_review", "Escape approved nothing");
+      await page.locator("body").press("a");
+      await page.locator(tid("approve-confirm")).waitFor();
+      await page.keyboard.press("Enter");
       await page.locator(tid("review-done")).waitFor();
       assert.match(await page.locator(tid("review-done")).innerText(), /Approved/);
 

@@ -50,6 +50,9 @@ export default function ReviewPage({ id }: { id: string }) {
   const next = index >= 0 ? ids[index + 1] : ids.find((other) => other !== id);
   const previous = index > 0 ? ids[index - 1] : undefined;
   const [rejecting, setRejecting] = useState(false);
+  // The `a` key asks before approving (a stray key must not send a release to the stores);
+  // the Approve button, a deliberate click, does not.
+  const [confirming, setConfirming] = useState(false);
   const [help, setHelp] = useState(false);
   const [done, setDone] = useState<string | null>(null);
 
@@ -60,7 +63,10 @@ export default function ReviewPage({ id }: { id: string }) {
   };
   const approve = useMutation({
     mutationFn: () => api.approve(id),
-    onSuccess: (d) => afterDecision(d.status),
+    onSuccess: (d) => {
+      setConfirming(false);
+      afterDecision(d.status);
+    },
   });
   const reject = useMutation({
     mutationFn: (reason: string) => api.reject(id, reason),
@@ -75,10 +81,10 @@ export default function ReviewPage({ id }: { id: string }) {
       if (event.defaultPrevented || event.metaKey || event.ctrlKey || event.altKey) return;
       const target = event.target as HTMLElement | null;
       if (target?.closest("input, textarea, select, [contenteditable=true], dialog")) return;
-      if (rejecting || help) return;
+      if (rejecting || help || confirming) return;
       if (event.key === "j" && next) navigate(`/reviews/${next}`);
       else if (event.key === "k" && previous) navigate(`/reviews/${previous}`);
-      else if (event.key === "a" && !approve.isPending && !done) approve.mutate();
+      else if (event.key === "a" && !approve.isPending && !done) setConfirming(true);
       else if (event.key === "r" && !done) setRejecting(true);
       else if (event.key === "?") setHelp(true);
       else return;
@@ -86,7 +92,7 @@ export default function ReviewPage({ id }: { id: string }) {
     }
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [next, previous, rejecting, help, approve, done]);
+  }, [next, previous, rejecting, help, confirming, approve, done]);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new release starts undecided
   useEffect(() => setDone(null), [id]);
@@ -176,6 +182,34 @@ export default function ReviewPage({ id }: { id: string }) {
         busy={reject.isPending}
         error={reject.error}
       />
+      <Dialog
+        open={confirming}
+        onClose={() => setConfirming(false)}
+        title="Approve this release?"
+        testid="approve-dialog"
+      >
+        <p>
+          {title ? <strong>{title}</strong> : "The release"} is scheduled for delivery to its stores once
+          approved.
+        </p>
+        {approve.isError ? <ErrorState error={approve.error} /> : null}
+        <div className="page-actions">
+          <button
+            type="button"
+            className="approve"
+            // biome-ignore lint/a11y/noAutofocus: Enter confirms the `a` shortcut
+            autoFocus
+            onClick={() => approve.mutate()}
+            disabled={approve.isPending}
+            data-testid="approve-confirm"
+          >
+            Approve
+          </button>
+          <button type="button" onClick={() => setConfirming(false)} data-testid="approve-cancel">
+            Cancel
+          </button>
+        </div>
+      </Dialog>
       <Dialog open={help} onClose={() => setHelp(false)} title="Keyboard shortcuts" testid="shortcuts-dialog">
         <dl className="fields">
           <dt>
@@ -189,7 +223,7 @@ export default function ReviewPage({ id }: { id: string }) {
           <dt>
             <kbd>a</kbd>
           </dt>
-          <dd>approve</dd>
+          <dd>approve (asks first; Enter confirms)</dd>
           <dt>
             <kbd>r</kbd>
           </dt>
