@@ -366,6 +366,9 @@ describeEachEngine("admin API: the operator's desk", (t) => {
       assert.equal(r.tracks[0].isrc, track.isrc);
       assert.equal(r.tracks[0].audio.status, "valid");
       assert.ok(r.history.some((h: Any) => h.to_status === "in_review"));
+      // Who moved it, in words: the account's API key submitted it (the public API), by its name.
+      const submitted = r.history.find((h: Any) => h.to_status === "submitted");
+      assert.match(submitted.actor, /^API key \S/, JSON.stringify(submitted));
       // The signed URLs serve the files themselves, with their types, to anyone holding them (an <img>, an <audio>).
       const expires = Date.parse(r.cover.url_expires_at);
       assert.ok(expires > Date.now() + 10 * 60_000 && expires <= Date.now() + 16 * 60_000);

@@ -268,8 +268,14 @@ export async function releaseDetail(services: DeskServices, tenantId: string, id
       ).rows[0],
       (
         await tx.query<Record<string, unknown>>(
-          `select from_status, to_status, reason, actor_role, created_at from internal.release_history
-           where release_id = $1 order by id desc limit 50`,
+          // Who, in words: the person's e-mail, the API key's name, or the operator's backend.
+          `select h.from_status, h.to_status, h.reason, h.actor_role, h.created_at,
+             coalesce(u.email, case when k.id is not null then 'API key ' || coalesce(nullif(k.name, ''), k.prefix) end,
+               case when h.actor_role in ('service_role', 'system', 'tenant_service') then 'operator' else h.actor_role end) as actor
+           from internal.release_history h
+           left join internal.users u on u.id = h.actor_user_id
+           left join internal.api_keys k on k.id = h.actor_api_key_id
+           where h.release_id = $1 order by h.id desc limit 50`,
           [id],
         )
       ).rows,

@@ -141,6 +141,10 @@ export const HistoryEntry = z
     to_status: z.string(),
     reason: nullable(z.string()),
     actor_role: z.string(),
+    actor: z.string().meta({
+      description:
+        "Who made the change, in words: the person's e-mail, `API key <name>`, or `operator` (the operator's backend or the service-role key).",
+    }),
     created_at: Ts,
   })
   .meta({ id: "HistoryEntry" });

@@ -99,6 +99,7 @@ export interface ReleaseForReview {
     to_status?: string;
     reason?: string | null;
     actor_role?: string;
+    actor: string;
     created_at?: string;
   }[];
   [field: string]: unknown;

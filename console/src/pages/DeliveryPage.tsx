@@ -57,7 +57,12 @@ export default function DeliveryPage({ id }: { id: string }) {
               <Fields record={d} omit={["history", "jobs", "release"]} />
               {d.release ? (
                 <p>
-                  Release: <code>{d.release.id}</code> <Status value={d.release.status} />{" "}
+                  Release:{" "}
+                  <Link to={`/reviews/${encodeURIComponent(d.release.id)}`} data-testid="delivery-release">
+                    {d.release.title || "(untitled)"}
+                  </Link>
+                  {d.release.artist_name ? ` by ${d.release.artist_name}` : null}{" "}
+                  <Status value={d.release.status} /> ·{" "}
                   <Link to={`/deliveries?release_id=${encodeURIComponent(d.release.id)}`}>
                     its deliveries
                   </Link>
@@ -161,7 +166,7 @@ export default function DeliveryPage({ id }: { id: string }) {
             )}
             {d.jobs && d.jobs.length > 0 ? (
               <>
-                <h2>Jobs</h2>
+                <h2 className="spaced">Jobs</h2>
                 <ul>
                   {d.jobs.map((j) => (
                     <li key={j.id}>

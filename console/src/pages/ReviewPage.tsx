@@ -372,7 +372,7 @@ function ReleaseBody({ release }: { release: ReleaseForReview }) {
             {release.history.map((h) => (
               <li key={`${h.created_at}-${h.to_status}`}>
                 <When at={h.created_at} /> {h.from_status ?? "—"} → <Status value={h.to_status} />{" "}
-                <span className="muted">{h.actor_role}</span>
+                <span className="muted">by {h.actor}</span>
                 {h.reason ? <div>“{h.reason}”</div> : null}
               </li>
             ))}

@@ -131,16 +131,30 @@ export function Value({ value }: { value: unknown }): ReactNode {
   return <Fields record={value as Record<string, unknown>} />;
 }
 
+/** An identifier (`id`, `…_id`): shown last and as code, since people read names first. */
+const isIdKey = (key: string) => key === "id" || key.endsWith("_id");
+/** A timestamp (`…_at` holding an ISO date): shown in the reader's time, the exact value on hover. */
+const isTimeKey = (key: string, v: unknown) =>
+  key.endsWith("_at") && typeof v === "string" && /^\d{4}-\d{2}-\d{2}T/.test(v);
+
 export function Fields({ record, omit = [] }: { record: Record<string, unknown>; omit?: string[] }) {
   const entries = Object.entries(record).filter(([k]) => !omit.includes(k));
   if (entries.length === 0) return <span className="muted">none</span>;
+  // A stable sort: the record's own order, identifiers moved after everything else.
+  const ordered = [...entries.filter(([k]) => !isIdKey(k)), ...entries.filter(([k]) => isIdKey(k))];
   return (
     <dl className="fields">
-      {entries.map(([key, v]) => (
+      {ordered.map(([key, v]) => (
         <div key={key} className="field" data-field={key}>
           <dt>{key.replace(/_/g, " ")}</dt>
           <dd>
-            <Value value={v} />
+            {isTimeKey(key, v) ? (
+              <When at={v as string} />
+            ) : isIdKey(key) && typeof v === "string" ? (
+              <code className="id">{v}</code>
+            ) : (
+              <Value value={v} />
+            )}
           </dd>
         </div>
       ))}
