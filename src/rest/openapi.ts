@@ -97,7 +97,7 @@ const RETRY_AFTER = { "Retry-After": { description: "Seconds to wait.", schema: 
 
 const RESPONSES: Obj = {
   BadRequest: error(
-    "A request the grammar or the database refuses: a query that does not parse (PGRST100), a body that is not JSON (PGRST102) or names no column (PGRST204), an unknown column (42703), a malformed value (22P02), a missing required column (23502), a failed check (23514), a request limit (BL400).",
+    "A request the grammar or the database refuses: a query that does not parse (PGRST100), a body that is not JSON, or not sent as `application/json` (PGRST102) or names no column (PGRST204), an unknown column (42703), a malformed value (22P02), a missing required column (23502), a failed check (23514), a request limit (BL400).",
   ),
   Unauthorized: {
     description:
@@ -121,7 +121,6 @@ const RESPONSES: Obj = {
     "A duplicate (23505), a reference to a row the caller cannot see or a row still referenced (23503), a lifecycle rule (BL001, BL002, BL003).",
   ),
   PayloadTooLarge: error("A body over 1 MiB (PGRST413)."),
-  UnsupportedMediaType: error("A body that is not `application/json` (PGRST102)."),
   RangeNotSatisfiable: error("A range that starts past the last row, or ends before it starts (PGRST103).", {
     "Content-Range": CONTENT_RANGE,
   }),
@@ -232,7 +231,7 @@ function tablePath(table: Table): Obj {
         content: rowsContent(name),
       },
       204: none("An upsert that changed existing rows only, without a representation."),
-      ...errors({ 409: "Conflict", 413: "PayloadTooLarge", 415: "UnsupportedMediaType" }),
+      ...errors({ 409: "Conflict", 413: "PayloadTooLarge" }),
     },
   };
   path.patch = {
@@ -249,7 +248,7 @@ function tablePath(table: Table): Obj {
     responses: {
       200: rows("The changed rows, with `Prefer: return=representation`.", written),
       204: none("Changed, without a representation."),
-      ...errors({ 409: "Conflict", 413: "PayloadTooLarge", 415: "UnsupportedMediaType" }),
+      ...errors({ 409: "Conflict", 413: "PayloadTooLarge" }),
     },
   };
   path.delete = {
@@ -307,7 +306,7 @@ export function openApiDocument(cache: SchemaCache, publicUrl: string): Obj {
   if (!tables.some((t) => t.insertable)) {
     for (const p of ["columns", "on_conflict", "preferPost", "preferWrite", "contentProfile"])
       delete parameters[p];
-    for (const r of ["Conflict", "PayloadTooLarge", "UnsupportedMediaType"]) delete responses[r];
+    for (const r of ["Conflict", "PayloadTooLarge"]) delete responses[r];
   }
   return {
     openapi: "3.0.3",

@@ -39,7 +39,7 @@ export interface Column {
  * sets, and the description (GET /rest/v1/, docs/rest.md) must not require a column the database
  * supplies, so every such function is named here, with the columns it fills (none for a rule that
  * only checks). test/rest-openapi.test.ts fails on a BEFORE INSERT trigger function of an exposed
- * table missing from this list: a new trigger is decided here, next to nothing else.
+ * table missing here, so whoever adds one decides here what it fills.
  */
 export const FILLING_TRIGGERS: Record<string, string[]> = {
   // 0005: the owning account from the parent row or the caller's default account; the creator.
@@ -48,12 +48,14 @@ export const FILLING_TRIGGERS: Record<string, string[]> = {
   "internal.notification_rules": ["tenant_id"],
   // 0010: the storage key, from the ids.
   "internal.media_asset_rules": ["object_key"],
-  // 0005, 0007, 0017: the release's artist name, its submission time and identifiers: nullable.
+  // The others fill or rewrite only nullable columns or ones with defaults, or only check.
+  "internal.artist_store_ids": [],
+  "internal.release_assign_identifiers": [],
   "internal.release_rules": [],
-  "internal.release_rules_identifiers": [],
-  "internal.track_rules": [],
-  "internal.track_rules_isrc": [],
+  "internal.release_status_value": [],
   "internal.takedown_rules": [],
+  "internal.track_isrc_rules": [],
+  "internal.track_rules": [],
 };
 
 export interface Table {
