@@ -57,6 +57,7 @@ describeEachEngine("rest: the OpenAPI description", (t) => {
   let app: RunningApp;
   let tenant: Tenant;
   let anonKey = "";
+  let serviceKey = "";
   let token = "";
   let doc: Doc;
   let compile: (schema: unknown) => ValidateFunction;
@@ -66,18 +67,23 @@ describeEachEngine("rest: the OpenAPI description", (t) => {
     const created = await tenantWithKeys(t());
     tenant = created.tenant;
     anonKey = created.keys.anon_key;
+    serviceKey = created.keys.service_role_key;
     token = await memberToken(t().db, tenant, [await seedAccount(t().db, tenant)], `${app.url}/auth/v1`);
-    const res = await fetch(`${app.url}/rest/v1/`, {
-      headers: { apikey: anonKey, authorization: `Bearer ${anonKey}` },
-    });
-    assert.equal(res.status, 200);
-    assert.match(res.headers.get("content-type") ?? "", /^application\/openapi\+json/);
-    doc = (await res.json()) as Doc;
+    doc = await description(token);
     compile = validator(doc);
   });
   after(async () => {
     await app?.close();
   });
+
+  async function description(bearer: string, apikey = anonKey): Promise<Doc> {
+    const res = await fetch(`${app.url}/rest/v1/`, {
+      headers: { apikey, authorization: `Bearer ${bearer}` },
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^application\/openapi\+json/);
+    return (await res.json()) as Doc;
+  }
 
   interface Answer {
     status: number;
@@ -267,6 +273,34 @@ describeEachEngine("rest: the OpenAPI description", (t) => {
     );
   });
 
+  test("each caller is described what its role may do (PostgREST's follow-privileges)", async () => {
+    const schema = (d: Doc, name: string) =>
+      d.components.schemas[name] as { properties: Record<string, unknown>; required?: string[] } | undefined;
+    // The anon key's apps sign users in: they read a signed-in user's description.
+    assert.deepEqual(await description(anonKey), doc);
+    // A user marks a notification read, and changes nothing else of it.
+    assert.deepEqual(Object.keys(schema(doc, "notifications.update")?.properties ?? {}), ["read"]);
+    assert.deepEqual(Object.keys(doc.paths["/notifications"] ?? {}), ["get", "patch"]);
+    // Reads analytics, writes none; inserts a release without naming its creator.
+    assert.deepEqual(Object.keys(doc.paths["/release_analytics"] ?? {}), ["get"]);
+    assert.equal(schema(doc, "releases.insert")?.properties.created_by, undefined);
+    assert.ok(
+      schema(doc, "releases.insert")?.properties.account_id,
+      "a user with several accounts may name one",
+    );
+    assert.equal(schema(doc, "releases.update")?.properties.status_reason, undefined, "the operator's");
+    // A tenant's service-role key writes analytics (account_id required: no trigger fills it there).
+    const service = await description(serviceKey, serviceKey);
+    assert.deepEqual(Object.keys(service.paths["/release_analytics"] ?? {}), [
+      "get",
+      "post",
+      "patch",
+      "delete",
+    ]);
+    assert.ok(schema(service, "release_analytics.insert")?.required?.includes("account_id"));
+    assert.ok(schema(service, "releases.insert")?.properties.created_by);
+  });
+
   test("every BEFORE INSERT trigger of an exposed table is in FILLING_TRIGGERS", async () => {
     const triggers = await t().db.asService((tx) => insertTriggers(tx, "public"), { readOnly: true });
     assert.ok(triggers.length > 0);
@@ -292,8 +326,10 @@ export const release: S["releases.insert"] = { title: "Night Drive", artist_id: 
 export const batch: InsertBody = [release, { title: "Coastline", artist_id: "9b2c…", release_date: null }];
 // @ts-expect-error title is required
 export const untitled: S["releases.insert"] = { artist_id: "9b2c…" };
-// An update requires nothing.
+// An update requires nothing, and takes only what a user may change.
 export const update: paths["/releases"]["patch"]["requestBody"]["content"]["application/json"] = {};
+// @ts-expect-error status_reason is the operator's
+export const reason: S["releases.update"] = { status_reason: "x" };
 // Money is a number, as the server answers it.
 export const revenue: S["release_analytics"]["revenue"] = 4.25;
 // @ts-expect-error not a string

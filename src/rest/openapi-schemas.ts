@@ -94,32 +94,62 @@ export function columnSchema(table: Table, column: Column, cache: SchemaCache): 
 export const requiredOnInsert = (c: Column): boolean => !c.nullable && !c.hasDefault && !c.filledByDatabase;
 
 /**
- * A table's three schemas: the row as read (`select=*`: every column present, null where
- * nullable), the body of an insert (only what the database requires), and the body of an update
- * (nothing required).
+ * A table as one role sees it (PostgREST's follow-privileges): the columns it may read, insert and
+ * update, and whether it may delete. Empty `read`: the table is left out of that role's description.
  */
-export function tableSchemas(table: Table, cache: SchemaCache): Record<string, Schema> {
-  const properties = Object.fromEntries(table.columns.map((c) => [c.name, columnSchema(table, c, cache)]));
+export interface TableView {
+  table: Table;
+  read: Column[];
+  insert: Column[];
+  update: Column[];
+  delete: boolean;
+}
+
+export function tableView(table: Table, role: string): TableView {
+  const grants = table.privileges.get(role);
+  const writable = table.insertable;
+  const pick = (names: Set<string> | undefined, allowed: boolean) =>
+    allowed && names ? table.columns.filter((c) => names.has(c.name)) : [];
+  return {
+    table,
+    read: pick(grants?.select, true),
+    insert: pick(grants?.insert, writable),
+    update: pick(grants?.update, writable),
+    delete: writable && (grants?.delete ?? false),
+  };
+}
+
+/**
+ * A table's schemas for one role: the row as read (`select=*`: every column it may read, null where
+ * nullable), and, where it may write, the body of an insert (only what the database requires) and
+ * of an update (nothing required).
+ */
+export function tableSchemas(view: TableView, cache: SchemaCache): Record<string, Schema> {
+  const { table } = view;
+  const properties = (columns: Column[]) =>
+    Object.fromEntries(columns.map((c) => [c.name, columnSchema(table, c, cache)]));
   const out: Record<string, Schema> = {
     [table.name]: {
       type: "object",
       ...(table.description ? { description: table.description } : {}),
-      required: table.columns.map((c) => c.name),
-      properties,
+      required: view.read.map((c) => c.name),
+      properties: properties(view.read),
     },
   };
-  if (table.insertable) {
-    const required = table.columns.filter(requiredOnInsert).map((c) => c.name);
+  if (view.insert.length) {
+    const required = view.insert.filter(requiredOnInsert).map((c) => c.name);
     out[`${table.name}.insert`] = {
       type: "object",
       description: `A new row of ${table.name}: the columns an insert leaves out take their defaults.`,
       ...(required.length ? { required } : {}),
-      properties,
+      properties: properties(view.insert),
     };
+  }
+  if (view.update.length) {
     out[`${table.name}.update`] = {
       type: "object",
       description: `The columns of ${table.name} an update changes; the others keep their values.`,
-      properties,
+      properties: properties(view.update),
     };
   }
   return out;

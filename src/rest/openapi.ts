@@ -1,5 +1,5 @@
-import { ERROR_SCHEMAS, tableSchemas } from "./openapi-schemas.ts";
-import type { SchemaCache, Table } from "./schema-cache.ts";
+import { ERROR_SCHEMAS, type TableView, tableSchemas, tableView } from "./openapi-schemas.ts";
+import type { SchemaCache } from "./schema-cache.ts";
 
 /**
  * The description PostgREST serves at the root (GET /rest/v1/): every exposed table with its
@@ -166,9 +166,9 @@ function rowsContent(table: string): Obj {
   };
 }
 
-function tablePath(table: Table): Obj {
-  const name = table.name;
-  const filters = table.columns.map((c) => ref("parameters", `rowFilter.${name}.${c.name}`));
+function tablePath(view: TableView): Obj {
+  const name = view.table.name;
+  const filters = view.read.map((c) => ref("parameters", `rowFilter.${name}.${c.name}`));
   const tags = [name];
   const rows = (description: string, headers: Obj = { "Content-Range": CONTENT_RANGE }) => ({
     description,
@@ -196,7 +196,6 @@ function tablePath(table: Table): Obj {
       },
     },
   };
-  if (!table.insertable) return path;
   const body = (schema: string, description: string, array: boolean) => ({
     required: true,
     description,
@@ -209,68 +208,100 @@ function tablePath(table: Table): Obj {
     },
   });
   const none = (description: string) => ({ description, headers: written });
-  path.post = {
-    tags,
-    operationId: `${name}.insert`,
-    summary: `Create rows of ${name}`,
-    description:
-      "One row, or an array of rows in one statement. With `Prefer: resolution=…` an upsert on `on_conflict`.",
-    parameters: ["select", "columns", "on_conflict", "preferPost", "contentProfile"].map((p) =>
-      ref("parameters", p),
-    ),
-    requestBody: body(`${name}.insert`, "The row, or rows, to insert.", true),
-    responses: {
-      200: rows("An upsert that changed existing rows only, with `Prefer: return=representation`.", written),
-      201: {
-        description:
-          "Created. The rows with `Prefer: return=representation`; none otherwise (`Location` with `return=headers-only`).",
-        headers: {
-          ...written,
-          Location: { description: "The new row, `/table?pk=eq.…`.", schema: { type: "string" } },
+  if (view.insert.length) {
+    path.post = {
+      tags,
+      operationId: `${name}.insert`,
+      summary: `Create rows of ${name}`,
+      description:
+        "One row, or an array of rows in one statement. With `Prefer: resolution=…` an upsert on `on_conflict`.",
+      parameters: ["select", "columns", "on_conflict", "preferPost", "contentProfile"].map((p) =>
+        ref("parameters", p),
+      ),
+      requestBody: body(`${name}.insert`, "The row, or rows, to insert.", true),
+      responses: {
+        200: rows(
+          "An upsert that changed existing rows only, with `Prefer: return=representation`.",
+          written,
+        ),
+        201: {
+          description:
+            "Created. The rows with `Prefer: return=representation`; none otherwise (`Location` with `return=headers-only`).",
+          headers: {
+            ...written,
+            Location: { description: "The new row, `/table?pk=eq.…`.", schema: { type: "string" } },
+          },
+          content: rowsContent(name),
         },
-        content: rowsContent(name),
+        204: none("An upsert that changed existing rows only, without a representation."),
+        ...errors({ 409: "Conflict", 413: "PayloadTooLarge" }),
       },
-      204: none("An upsert that changed existing rows only, without a representation."),
-      ...errors({ 409: "Conflict", 413: "PayloadTooLarge" }),
-    },
-  };
-  path.patch = {
-    tags,
-    operationId: `${name}.update`,
-    summary: `Change rows of ${name}`,
-    description:
-      "Every row the filters match (and row-level security lets the caller change) takes the body's columns.",
-    parameters: [
-      ...["select", "or", "preferWrite", "contentProfile"].map((p) => ref("parameters", p)),
-      ...filters,
-    ],
-    requestBody: body(`${name}.update`, "The columns to change.", false),
-    responses: {
-      200: rows("The changed rows, with `Prefer: return=representation`.", written),
-      204: none("Changed, without a representation."),
-      ...errors({ 409: "Conflict", 413: "PayloadTooLarge" }),
-    },
-  };
-  path.delete = {
-    tags,
-    operationId: `${name}.delete`,
-    summary: `Delete rows of ${name}`,
-    description: "Every row the filters match (and row-level security lets the caller delete).",
-    parameters: [
-      ...["select", "or", "preferWrite", "contentProfile"].map((p) => ref("parameters", p)),
-      ...filters,
-    ],
-    responses: {
-      200: rows("The deleted rows, with `Prefer: return=representation`.", written),
-      204: none("Deleted, without a representation."),
-      ...errors({ 409: "Conflict" }),
-    },
-  };
+    };
+  }
+  if (view.update.length) {
+    path.patch = {
+      tags,
+      operationId: `${name}.update`,
+      summary: `Change rows of ${name}`,
+      description:
+        "Every row the filters match (and row-level security lets the caller change) takes the body's columns.",
+      parameters: [
+        ...["select", "or", "preferWrite", "contentProfile"].map((p) => ref("parameters", p)),
+        ...filters,
+      ],
+      requestBody: body(`${name}.update`, "The columns to change.", false),
+      responses: {
+        200: rows("The changed rows, with `Prefer: return=representation`.", written),
+        204: none("Changed, without a representation."),
+        ...errors({ 409: "Conflict", 413: "PayloadTooLarge" }),
+      },
+    };
+  }
+  if (view.delete) {
+    path.delete = {
+      tags,
+      operationId: `${name}.delete`,
+      summary: `Delete rows of ${name}`,
+      description: "Every row the filters match (and row-level security lets the caller delete).",
+      parameters: [
+        ...["select", "or", "preferWrite", "contentProfile"].map((p) => ref("parameters", p)),
+        ...filters,
+      ],
+      responses: {
+        200: rows("The deleted rows, with `Prefer: return=representation`.", written),
+        204: none("Deleted, without a representation."),
+        ...errors({ 409: "Conflict" }),
+      },
+    };
+  }
   return path;
 }
 
-export function openApiDocument(cache: SchemaCache, publicUrl: string): Obj {
-  const tables = [...cache.tables.values()].sort((a, b) => a.name.localeCompare(b.name));
+/**
+ * The role a caller's description is written for. The anon key's callers are the apps that sign
+ * users in (anon itself may read no table): they are shown a signed-in user's interface.
+ */
+export function describedRole(role: string): string {
+  return role === "anon" ? "authenticated" : role;
+}
+
+/** The components no operation refers to, left out (a role that writes nothing needs no Prefer for writes). */
+function pruneUnused(paths: Obj, components: Record<string, Obj>): void {
+  const text = JSON.stringify({ paths, responses: components.responses });
+  for (const kind of ["parameters", "responses"]) {
+    const group = components[kind] as Obj;
+    for (const name of Object.keys(group)) {
+      if (!text.includes(`"#/components/${kind}/${name}"`)) delete group[name];
+    }
+  }
+}
+
+/** The description of the tables `role` (a database role: describedRole()) may read, and what it may do with them. */
+export function openApiDocument(cache: SchemaCache, publicUrl: string, role = "authenticated"): Obj {
+  const views = [...cache.tables.values()]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((t) => tableView(t, role))
+    .filter((v) => v.read.length > 0);
   const paths: Obj = {
     "/": {
       get: {
@@ -293,21 +324,18 @@ export function openApiDocument(cache: SchemaCache, publicUrl: string): Obj {
   const schemas: Obj = { ...ERROR_SCHEMAS };
   const parameters: Obj = { ...PARAMETERS };
   const responses: Obj = { ...RESPONSES };
-  for (const table of tables) {
-    paths[`/${table.name}`] = tablePath(table);
-    Object.assign(schemas, tableSchemas(table, cache));
-    for (const c of table.columns) {
-      parameters[`rowFilter.${table.name}.${c.name}`] = {
+  for (const view of views) {
+    const name = view.table.name;
+    paths[`/${name}`] = tablePath(view);
+    Object.assign(schemas, tableSchemas(view, cache));
+    for (const c of view.read) {
+      parameters[`rowFilter.${name}.${c.name}`] = {
         ...query(c.name, c.description ? `${c.description}\n\n${FILTER_HELP}` : FILTER_HELP),
         example: "eq.…",
       };
     }
   }
-  if (!tables.some((t) => t.insertable)) {
-    for (const p of ["columns", "on_conflict", "preferPost", "preferWrite", "contentProfile"])
-      delete parameters[p];
-    for (const r of ["Conflict", "PayloadTooLarge"]) delete responses[r];
-  }
+  pruneUnused(paths, { parameters, responses });
   return {
     openapi: "3.0.3",
     info: {
@@ -320,7 +348,10 @@ export function openApiDocument(cache: SchemaCache, publicUrl: string): Obj {
     servers: [{ url: `${publicUrl}/rest/v1` }],
     tags: [
       { name: "introspection", description: "The description of the interface." },
-      ...tables.map((t) => ({ name: t.name, description: t.description ?? `The rows of ${t.name}.` })),
+      ...views.map(({ table: t }) => ({
+        name: t.name,
+        description: t.description ?? `The rows of ${t.name}.`,
+      })),
     ],
     paths,
     components: {

@@ -7,7 +7,7 @@ import type { TenantDirectory } from "../tenancy/directory.ts";
 import { ParseError } from "./ast.ts";
 import { execute, type Method, type Representation } from "./execute.ts";
 import { checkQueryLength, checkQueryLimits } from "./limits.ts";
-import { openApiDocument } from "./openapi.ts";
+import { describedRole, openApiDocument } from "./openapi.ts";
 import { parseQuery } from "./parse-query.ts";
 import { parsePrefer } from "./prefer.ts";
 import type { SchemaCache } from "./schema-cache.ts";
@@ -226,9 +226,12 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     }
   });
 
-  app.get("/", async (_request, reply) => {
+  app.get("/", async (request, reply) => {
     const cache = await opts.schemaCache();
-    return reply.type("application/openapi+json; charset=utf-8").send(openApiDocument(cache, opts.publicUrl));
+    const role = describedRole(String(request.caller?.claims.role ?? "anon"));
+    return reply
+      .type("application/openapi+json; charset=utf-8")
+      .send(openApiDocument(cache, opts.publicUrl, role));
   });
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {

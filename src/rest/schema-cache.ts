@@ -72,6 +72,19 @@ export interface Table {
   description: string | null;
   /** Computed columns: functions of the exposed schema taking this table's row type, by name. */
   computed: Map<string, ComputedColumn>;
+  /** What each request role may do with the table, for the description (PostgREST's follow-privileges). */
+  privileges: Map<string, TablePrivileges>;
+}
+
+/** The request roles whose privileges the schema cache reads. */
+export const REQUEST_ROLES = ["anon", "authenticated", "tenant_service", "service_role"] as const;
+
+/** One role's grants on a table: the columns it may read, insert and update, and whether it may delete. */
+export interface TablePrivileges {
+  select: Set<string>;
+  insert: Set<string>;
+  update: Set<string>;
+  delete: boolean;
 }
 
 /** `f(t table) returns scalar`: selectable and filterable as if it were a column of `t`. */
@@ -136,6 +149,16 @@ interface CheckRow {
   table_name: string;
   column_name: string;
   definition: string;
+}
+
+interface PrivilegeRow {
+  table_name: string;
+  column_name: string;
+  role: string;
+  can_select: boolean;
+  can_insert: boolean;
+  can_update: boolean;
+  can_delete: boolean;
 }
 
 /** A BEFORE INSERT row trigger of an exposed table and its function. */
@@ -263,9 +286,36 @@ export async function loadSchemaCache(db: Db, schema = "public"): Promise<Schema
           [schema],
         )
       ).rows;
+      const privileges = (
+        await tx.query<PrivilegeRow>(
+          `select c.relname as table_name, a.attname as column_name, r.rolname as role,
+                  has_column_privilege(r.oid, c.oid, a.attnum, 'SELECT') as can_select,
+                  has_column_privilege(r.oid, c.oid, a.attnum, 'INSERT') as can_insert,
+                  has_column_privilege(r.oid, c.oid, a.attnum, 'UPDATE') as can_update,
+                  has_table_privilege(r.oid, c.oid, 'DELETE') as can_delete
+           from pg_class c
+           join pg_namespace n on n.oid = c.relnamespace
+           join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+           cross join pg_roles r
+           where n.nspname = $1 and c.relkind in ('r', 'v', 'm', 'p', 'f') and r.rolname = any ($2::text[])`,
+          [schema, [...REQUEST_ROLES]],
+        )
+      ).rows;
       const triggers = await insertTriggers(tx, schema);
       const cache = buildCache(schema, columns, constraints, functions, viewColumnSources(views, tableOids));
       describeColumns(cache, checks, triggers);
+      for (const p of privileges) {
+        const table = cache.tables.get(p.table_name);
+        if (!table) continue;
+        let grants = table.privileges.get(p.role);
+        if (!grants) {
+          grants = { select: new Set(), insert: new Set(), update: new Set(), delete: p.can_delete };
+          table.privileges.set(p.role, grants);
+        }
+        if (p.can_select) grants.select.add(p.column_name);
+        if (p.can_insert) grants.insert.add(p.column_name);
+        if (p.can_update) grants.update.add(p.column_name);
+      }
       return cache;
     },
     { readOnly: true },
@@ -409,6 +459,7 @@ function buildCache(
         isView: row.table_kind === "v" || row.table_kind === "m",
         description: row.table_description,
         computed: new Map(),
+        privileges: new Map(),
       };
       tables.set(row.table_name, table);
     }
