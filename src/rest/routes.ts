@@ -226,12 +226,23 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     }
   });
 
+  // The description of one schema cache for one role is written once (~150 KB, a few ms), and
+  // forgotten with the cache when the schema is read again.
+  const descriptions = new WeakMap<SchemaCache, Map<string, string>>();
   app.get("/", async (request, reply) => {
     const cache = await opts.schemaCache();
     const role = describedRole(String(request.caller?.claims.role ?? "anon"));
-    return reply
-      .type("application/openapi+json; charset=utf-8")
-      .send(openApiDocument(cache, opts.publicUrl, role));
+    let byRole = descriptions.get(cache);
+    if (!byRole) {
+      byRole = new Map();
+      descriptions.set(cache, byRole);
+    }
+    let text = byRole.get(role);
+    if (text === undefined) {
+      text = JSON.stringify(openApiDocument(cache, opts.publicUrl, role));
+      byRole.set(role, text);
+    }
+    return reply.type("application/openapi+json; charset=utf-8").send(text);
   });
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {
