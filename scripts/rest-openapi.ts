@@ -2,7 +2,7 @@
  * Writes the descriptions GET /rest/v1/ serves (src/rest/openapi.ts) without a server: the
  * migrations applied to an embedded database in memory, its schema cache read as the app reads it.
  *
- *   node scripts/rest-openapi.ts [user.json] [service.json]     (default: the first to stdout)
+ *   node scripts/rest-openapi.ts user.json [service.json]
  *
  * The first is what a user's token or the anon key reads; the second what a tenant's service-role
  * key reads (it may write the analytics tables too). `npm run openapi:lint` writes both to .backline/
@@ -17,22 +17,24 @@ import { PgliteEngine } from "../src/db/pglite.ts";
 import { describedRole, openApiDocument } from "../src/rest/openapi.ts";
 import { loadSchemaCache } from "../src/rest/schema-cache.ts";
 
+const outputs = [
+  ["authenticated", process.argv[2]],
+  ["tenant_service", process.argv[3]],
+].filter((o): o is [string, string] => Boolean(o[1]));
+if (outputs.length === 0) {
+  process.stderr.write("usage: node scripts/rest-openapi.ts user.json [service.json]\n");
+  process.exit(2);
+}
 const engine = await PgliteEngine.open();
 try {
   await migrate(engine);
   const cache = await loadSchemaCache(new Db(engine));
-  const write = (role: string, out: string | undefined) => {
-    const text = `${JSON.stringify(openApiDocument(cache, "https://api.backline.local", role), null, 2)}\n`;
-    if (out && out !== "-") {
-      fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
-      fs.writeFileSync(out, text);
-      process.stderr.write(`wrote ${out}\n`);
-    } else {
-      process.stdout.write(text);
-    }
-  };
-  write(describedRole("authenticated"), process.argv[2]);
-  if (process.argv[3]) write(describedRole("tenant_service"), process.argv[3]);
+  for (const [role, out] of outputs) {
+    const doc = openApiDocument(cache, "https://api.backline.local", describedRole(role));
+    fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
+    fs.writeFileSync(out, `${JSON.stringify(doc, null, 2)}\n`);
+    process.stderr.write(`wrote ${out} (${role})\n`);
+  }
 } finally {
   await engine.close();
 }

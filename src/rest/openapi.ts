@@ -166,36 +166,26 @@ function rowsContent(table: string): Obj {
   };
 }
 
+/** A table's path: `get`, and the writes the view's role may make. */
 function tablePath(view: TableView): Obj {
   const name = view.table.name;
+  const params = (...names: string[]) => names.map((p) => ref("parameters", p));
   const filters = view.read.map((c) => ref("parameters", `rowFilter.${name}.${c.name}`));
-  const tags = [name];
+  const op = (verb: string, summary: string, description: string, parameters: unknown[], rest: Obj) => ({
+    tags: [name],
+    operationId: `${name}.${verb}`,
+    summary: `${summary} ${name}`,
+    description,
+    parameters,
+    ...rest,
+  });
   const rows = (description: string, headers: Obj = { "Content-Range": CONTENT_RANGE }) => ({
     description,
     headers,
     content: rowsContent(name),
   });
   const written = { "Content-Range": CONTENT_RANGE, "Preference-Applied": PREFERENCE_APPLIED };
-  const path: Obj = {
-    get: {
-      tags,
-      operationId: `${name}.select`,
-      summary: `Read rows of ${name}`,
-      description:
-        "Rows row-level security lets the caller see, filtered, ordered and paged. `select` narrows or widens each row (the schema is the row of `select=*`).",
-      parameters: [
-        ...["select", "order", "limit", "offset", "or", "range", "preferGet", "acceptProfile"].map((p) =>
-          ref("parameters", p),
-        ),
-        ...filters,
-      ],
-      responses: {
-        200: rows("The rows."),
-        206: rows("A part of the rows: `Content-Range` says which, of how many."),
-        ...errors({ 300: "Ambiguous", 416: "RangeNotSatisfiable" }),
-      },
-    },
-  };
+  const none = (description: string) => ({ description, headers: written });
   const body = (schema: string, description: string, array: boolean) => ({
     required: true,
     description,
@@ -207,72 +197,83 @@ function tablePath(view: TableView): Obj {
       },
     },
   });
-  const none = (description: string) => ({ description, headers: written });
-  if (view.insert.length) {
-    path.post = {
-      tags,
-      operationId: `${name}.insert`,
-      summary: `Create rows of ${name}`,
-      description:
-        "One row, or an array of rows in one statement. With `Prefer: resolution=…` an upsert on `on_conflict`.",
-      parameters: ["select", "columns", "on_conflict", "preferPost", "contentProfile"].map((p) =>
-        ref("parameters", p),
-      ),
-      requestBody: body(`${name}.insert`, "The row, or rows, to insert.", true),
-      responses: {
-        200: rows(
-          "An upsert that changed existing rows only, with `Prefer: return=representation`.",
-          written,
-        ),
-        201: {
-          description:
-            "Created. The rows with `Prefer: return=representation`; none otherwise (`Location` with `return=headers-only`).",
-          headers: {
-            ...written,
-            Location: { description: "The new row, `/table?pk=eq.…`.", schema: { type: "string" } },
-          },
-          content: rowsContent(name),
+  const writeErrors = errors({ 409: "Conflict", 413: "PayloadTooLarge" });
+  const path: Obj = {
+    get: op(
+      "select",
+      "Read rows of",
+      "Rows row-level security lets the caller see, filtered, ordered and paged. `select` narrows or widens each row (the schema is the row of `select=*`).",
+      [
+        ...params("select", "order", "limit", "offset", "or", "range", "preferGet", "acceptProfile"),
+        ...filters,
+      ],
+      {
+        responses: {
+          200: rows("The rows."),
+          206: rows("A part of the rows: `Content-Range` says which, of how many."),
+          ...errors({ 300: "Ambiguous", 416: "RangeNotSatisfiable" }),
         },
-        204: none("An upsert that changed existing rows only, without a representation."),
-        ...errors({ 409: "Conflict", 413: "PayloadTooLarge" }),
       },
-    };
+    ),
+  };
+  if (view.insert.length) {
+    path.post = op(
+      "insert",
+      "Create rows of",
+      "One row, or an array of rows in one statement. With `Prefer: resolution=…` an upsert on `on_conflict`.",
+      params("select", "columns", "on_conflict", "preferPost", "contentProfile"),
+      {
+        requestBody: body(`${name}.insert`, "The row, or rows, to insert.", true),
+        responses: {
+          200: rows(
+            "An upsert that changed existing rows only, with `Prefer: return=representation`.",
+            written,
+          ),
+          201: {
+            description:
+              "Created. The rows with `Prefer: return=representation`; none otherwise (`Location` with `return=headers-only`).",
+            headers: {
+              ...written,
+              Location: { description: "The new row, `/table?pk=eq.…`.", schema: { type: "string" } },
+            },
+            content: rowsContent(name),
+          },
+          204: none("An upsert that changed existing rows only, without a representation."),
+          ...writeErrors,
+        },
+      },
+    );
   }
   if (view.update.length) {
-    path.patch = {
-      tags,
-      operationId: `${name}.update`,
-      summary: `Change rows of ${name}`,
-      description:
-        "Every row the filters match (and row-level security lets the caller change) takes the body's columns.",
-      parameters: [
-        ...["select", "or", "preferWrite", "contentProfile"].map((p) => ref("parameters", p)),
-        ...filters,
-      ],
-      requestBody: body(`${name}.update`, "The columns to change.", false),
-      responses: {
-        200: rows("The changed rows, with `Prefer: return=representation`.", written),
-        204: none("Changed, without a representation."),
-        ...errors({ 409: "Conflict", 413: "PayloadTooLarge" }),
+    path.patch = op(
+      "update",
+      "Change rows of",
+      "Every row the filters match (and row-level security lets the caller change) takes the body's columns.",
+      [...params("select", "or", "preferWrite", "contentProfile"), ...filters],
+      {
+        requestBody: body(`${name}.update`, "The columns to change.", false),
+        responses: {
+          200: rows("The changed rows, with `Prefer: return=representation`.", written),
+          204: none("Changed, without a representation."),
+          ...writeErrors,
+        },
       },
-    };
+    );
   }
   if (view.delete) {
-    path.delete = {
-      tags,
-      operationId: `${name}.delete`,
-      summary: `Delete rows of ${name}`,
-      description: "Every row the filters match (and row-level security lets the caller delete).",
-      parameters: [
-        ...["select", "or", "preferWrite", "contentProfile"].map((p) => ref("parameters", p)),
-        ...filters,
-      ],
-      responses: {
-        200: rows("The deleted rows, with `Prefer: return=representation`.", written),
-        204: none("Deleted, without a representation."),
-        ...errors({ 409: "Conflict" }),
+    path.delete = op(
+      "delete",
+      "Delete rows of",
+      "Every row the filters match (and row-level security lets the caller delete).",
+      [...params("select", "or", "preferWrite", "contentProfile"), ...filters],
+      {
+        responses: {
+          200: rows("The deleted rows, with `Prefer: return=representation`.", written),
+          204: none("Deleted, without a representation."),
+          ...errors({ 409: "Conflict" }),
+        },
       },
-    };
+    );
   }
   return path;
 }
