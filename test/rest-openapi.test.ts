@@ -271,6 +271,16 @@ describeEachEngine("rest: the OpenAPI description", (t) => {
       416,
       "PGRST103",
     );
+    // Over the caller's rate limit: a tenant whose users may send one request per minute.
+    const limited = await tenantWithKeys(t(), {
+      settings: { rest_rate_limits: { caller: { max: 1, windowSeconds: 60 } } },
+    });
+    const headers = {
+      apikey: limited.keys.anon_key,
+      authorization: `Bearer ${await memberToken(t().db, limited.tenant, [await seedAccount(t().db, limited.tenant)], `${app.url}/auth/v1`)}`,
+    };
+    await expect(call("GET", "releases", "", { headers }), 200);
+    await expect(call("GET", "releases", "", { headers }), 429, "BL429");
   });
 
   test("each caller is described what its role may do (PostgREST's follow-privileges)", async () => {
