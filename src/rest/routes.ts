@@ -7,7 +7,7 @@ import type { TenantDirectory } from "../tenancy/directory.ts";
 import { ParseError } from "./ast.ts";
 import { execute, type Method, type Representation } from "./execute.ts";
 import { checkQueryLength, checkQueryLimits } from "./limits.ts";
-import { openApiDocument } from "./openapi.ts";
+import { describedRole, openApiDocument } from "./openapi.ts";
 import { parseQuery } from "./parse-query.ts";
 import { parsePrefer } from "./prefer.ts";
 import type { SchemaCache } from "./schema-cache.ts";
@@ -226,9 +226,23 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     }
   });
 
-  app.get("/", async (_request, reply) => {
+  // The description of one schema cache for one role is written once (~150 KB, a few ms), and
+  // forgotten with the cache when the schema is read again.
+  const descriptions = new WeakMap<SchemaCache, Map<string, string>>();
+  app.get("/", async (request, reply) => {
     const cache = await opts.schemaCache();
-    return reply.type("application/openapi+json; charset=utf-8").send(openApiDocument(cache, opts.publicUrl));
+    const role = describedRole(String(request.caller?.claims.role ?? "anon"));
+    let byRole = descriptions.get(cache);
+    if (!byRole) {
+      byRole = new Map();
+      descriptions.set(cache, byRole);
+    }
+    let text = byRole.get(role);
+    if (text === undefined) {
+      text = JSON.stringify(openApiDocument(cache, opts.publicUrl, role));
+      byRole.set(role, text);
+    }
+    return reply.type("application/openapi+json; charset=utf-8").send(text);
   });
 
   const handler = async (request: FastifyRequest, reply: FastifyReply) => {

@@ -23,7 +23,40 @@ export interface Column {
   hasDefault: boolean;
   position: number;
   description: string | null;
+  /** The default's expression as pg_get_expr() prints it (`'draft'::text`, `now()`), if any. */
+  defaultExpr?: string | null;
+  /** The only values a check constraint allows (`col = any (array[...])`, `col in (...)`). */
+  enumValues?: string[];
+  /** A jsonb column's check `jsonb_typeof(col) = 'object'` (or 'array'). */
+  jsonType?: "object" | "array";
+  /** A BEFORE INSERT trigger fills it when an insert leaves it out (FILLING_TRIGGERS). */
+  filledByDatabase?: boolean;
 }
+
+/**
+ * The columns a BEFORE INSERT trigger on an exposed table fills when an insert leaves them out,
+ * by the trigger's function (src/db/migrations). PostgreSQL cannot tell which columns a trigger
+ * sets, and the description (GET /rest/v1/, docs/rest.md) must not require a column the database
+ * supplies, so every such function is named here, with the columns it fills (none for a rule that
+ * only checks). test/rest-openapi.test.ts fails on a BEFORE INSERT trigger function of an exposed
+ * table missing here, so whoever adds one decides here what it fills.
+ */
+export const FILLING_TRIGGERS: Record<string, string[]> = {
+  // 0005: the owning account from the parent row or the caller's default account; the creator.
+  "internal.assign_owner": ["account_id", "created_by"],
+  // 0005: the recipient's tenant.
+  "internal.notification_rules": ["tenant_id"],
+  // 0010: the storage key, from the ids.
+  "internal.media_asset_rules": ["object_key"],
+  // The others fill or rewrite only nullable columns or ones with defaults, or only check.
+  "internal.artist_store_ids": [],
+  "internal.release_assign_identifiers": [],
+  "internal.release_rules": [],
+  "internal.release_status_value": [],
+  "internal.takedown_rules": [],
+  "internal.track_isrc_rules": [],
+  "internal.track_rules": [],
+};
 
 export interface Table {
   schema: string;
@@ -39,6 +72,19 @@ export interface Table {
   description: string | null;
   /** Computed columns: functions of the exposed schema taking this table's row type, by name. */
   computed: Map<string, ComputedColumn>;
+  /** What each request role may do with the table, for the description (PostgREST's follow-privileges). */
+  privileges: Map<string, TablePrivileges>;
+}
+
+/** The request roles whose privileges the schema cache reads. */
+export const REQUEST_ROLES = ["anon", "authenticated", "tenant_service", "service_role"] as const;
+
+/** One role's grants on a table: the columns it may read, insert and update, and whether it may delete. */
+export interface TablePrivileges {
+  select: Set<string>;
+  insert: Set<string>;
+  update: Set<string>;
+  delete: boolean;
 }
 
 /** `f(t table) returns scalar`: selectable and filterable as if it were a column of `t`. */
@@ -95,6 +141,30 @@ interface ColumnRow {
   has_default: boolean;
   position: number;
   description: string | null;
+  default_expr: string | null;
+}
+
+/** A check constraint on one column, as pg_get_constraintdef() prints it. */
+interface CheckRow {
+  table_name: string;
+  column_name: string;
+  definition: string;
+}
+
+interface PrivilegeRow {
+  table_name: string;
+  column_name: string;
+  role: string;
+  can_select: boolean;
+  can_insert: boolean;
+  can_update: boolean;
+  can_delete: boolean;
+}
+
+/** A BEFORE INSERT row trigger of an exposed table and its function. */
+export interface InsertTriggerRow {
+  table_name: string;
+  function_name: string;
 }
 
 interface FunctionRow {
@@ -128,11 +198,13 @@ export async function loadSchemaCache(db: Db, schema = "public"): Promise<Schema
                   a.attname as column_name, format_type(a.atttypid, a.atttypmod) as type,
                   case when t.typcategory = 'A' then format_type(t.typelem, null) end as element_type,
                   a.attnotnull as not_null, a.atthasdef as has_default, a.attnum as position,
-                  col_description(c.oid, a.attnum) as description
+                  col_description(c.oid, a.attnum) as description,
+                  pg_get_expr(d.adbin, d.adrelid) as default_expr
            from pg_class c
            join pg_namespace n on n.oid = c.relnamespace
            join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
            join pg_type t on t.oid = a.atttypid
+           left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
            where n.nspname = $1 and c.relkind in ('r', 'v', 'm', 'p', 'f')
            order by c.relname, a.attnum`,
           [schema],
@@ -203,10 +275,111 @@ export async function loadSchemaCache(db: Db, schema = "public"): Promise<Schema
           [schema],
         )
       ).rows;
-      return buildCache(schema, columns, constraints, functions, viewColumnSources(views, tableOids));
+      const checks = (
+        await tx.query<CheckRow>(
+          `select c.relname as table_name, a.attname as column_name, pg_get_constraintdef(con.oid) as definition
+           from pg_constraint con
+           join pg_class c on c.oid = con.conrelid
+           join pg_namespace n on n.oid = c.relnamespace
+           join pg_attribute a on a.attrelid = c.oid and a.attnum = con.conkey[1]
+           where n.nspname = $1 and con.contype = 'c' and cardinality(con.conkey) = 1`,
+          [schema],
+        )
+      ).rows;
+      const privileges = (
+        await tx.query<PrivilegeRow>(
+          `select c.relname as table_name, a.attname as column_name, r.rolname as role,
+                  has_column_privilege(r.oid, c.oid, a.attnum, 'SELECT') as can_select,
+                  has_column_privilege(r.oid, c.oid, a.attnum, 'INSERT') as can_insert,
+                  has_column_privilege(r.oid, c.oid, a.attnum, 'UPDATE') as can_update,
+                  has_table_privilege(r.oid, c.oid, 'DELETE') as can_delete
+           from pg_class c
+           join pg_namespace n on n.oid = c.relnamespace
+           join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+           cross join pg_roles r
+           where n.nspname = $1 and c.relkind in ('r', 'v', 'm', 'p', 'f') and r.rolname = any ($2::text[])`,
+          [schema, [...REQUEST_ROLES]],
+        )
+      ).rows;
+      const triggers = await insertTriggers(tx, schema);
+      const cache = buildCache(schema, columns, constraints, functions, viewColumnSources(views, tableOids));
+      describeColumns(cache, checks, triggers);
+      for (const p of privileges) {
+        const table = cache.tables.get(p.table_name);
+        if (!table) continue;
+        let grants = table.privileges.get(p.role);
+        if (!grants) {
+          grants = { select: new Set(), insert: new Set(), update: new Set(), delete: p.can_delete };
+          table.privileges.set(p.role, grants);
+        }
+        if (p.can_select) grants.select.add(p.column_name);
+        if (p.can_insert) grants.insert.add(p.column_name);
+        if (p.can_update) grants.update.add(p.column_name);
+      }
+      return cache;
     },
     { readOnly: true },
   );
+}
+
+/** The BEFORE INSERT row triggers of the schema's tables, with their functions' qualified names. */
+export async function insertTriggers(
+  tx: { query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }> },
+  schema: string,
+): Promise<InsertTriggerRow[]> {
+  // tgtype bits: 1 row, 2 before, 4 insert.
+  return (
+    await tx.query<InsertTriggerRow>(
+      `select c.relname as table_name, pn.nspname || '.' || p.proname as function_name
+       from pg_trigger tg
+       join pg_class c on c.oid = tg.tgrelid
+       join pg_namespace n on n.oid = c.relnamespace
+       join pg_proc p on p.oid = tg.tgfoid
+       join pg_namespace pn on pn.oid = p.pronamespace
+       where n.nspname = $1 and not tg.tgisinternal and tg.tgtype & 7 = 7
+       order by 1, 2`,
+      [schema],
+    )
+  ).rows;
+}
+
+/**
+ * What the description says of a column beyond its type: the values a check allows, the shape a
+ * jsonb check demands, and whether a trigger fills it. Only the simple checks PostgreSQL prints as
+ * `CHECK ((col = ANY (ARRAY['a'::text, ...])))` or `CHECK ((jsonb_typeof(col) = 'object'::text))`
+ * are read; anything else is left to the database to enforce.
+ */
+function describeColumns(cache: SchemaCache, checks: CheckRow[], triggers: InsertTriggerRow[]): void {
+  for (const check of checks) {
+    const column = cache.tables.get(check.table_name)?.columnsByName.get(check.column_name);
+    if (!column) continue;
+    const col = columnPattern(check.column_name);
+    const anyOf = new RegExp(`^CHECK \\(\\(${col} = ANY \\(ARRAY\\[(.*)\\]\\)\\)\\)$`).exec(check.definition);
+    if (anyOf?.[1] !== undefined) {
+      const items = [...anyOf[1].matchAll(/'((?:[^']|'')*)'::[a-z ]+(?:, |$)/g)].map((m) =>
+        (m[1] as string).replace(/''/g, "'"),
+      );
+      if (items.length > 0) column.enumValues = items;
+      continue;
+    }
+    const json = new RegExp(`^CHECK \\(\\(jsonb_typeof\\(${col}\\) = '(object|array)'::text\\)\\)$`).exec(
+      check.definition,
+    );
+    if (json?.[1]) column.jsonType = json[1] as "object" | "array";
+  }
+  for (const trigger of triggers) {
+    const table = cache.tables.get(trigger.table_name);
+    for (const name of FILLING_TRIGGERS[trigger.function_name] ?? []) {
+      const column = table?.columnsByName.get(name);
+      if (column) column.filledByDatabase = true;
+    }
+  }
+}
+
+/** A column's name as pg_get_constraintdef() may print it (bare, or double-quoted), as a pattern. */
+function columnPattern(name: string): string {
+  const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return `(?:${literal(name)}|${literal(`"${name.replace(/"/g, '""')}"`)})`;
 }
 
 /** The text of the top-level query's `:targetList (...)` in a rule's node tree (depth 1 of braces). */
@@ -286,6 +459,7 @@ function buildCache(
         isView: row.table_kind === "v" || row.table_kind === "m",
         description: row.table_description,
         computed: new Map(),
+        privileges: new Map(),
       };
       tables.set(row.table_name, table);
     }
@@ -297,6 +471,7 @@ function buildCache(
       hasDefault: row.has_default,
       position: row.position,
       description: row.description,
+      defaultExpr: row.default_expr,
     };
     table.columns.push(column);
     table.columnsByName.set(column.name, column);
