@@ -3,7 +3,8 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ROOT, type RunningServer, runCli, startServer, tempDir } from "./support/process.ts";
+import { createTestDb, ENGINES, type TestDb } from "./support/db.ts";
+import { childEnv, ROOT, type RunningServer, runCli, startServer, tempDir } from "./support/process.ts";
 
 /**
  * Every shell and JavaScript snippet in README.md and docs/ runs as printed, or says it is not
@@ -11,7 +12,8 @@ import { ROOT, type RunningServer, runCli, startServer, tempDir } from "./suppor
  *
  * - ```bash runnable (or sh, js, ts …): run by this test, as printed, in order — README.md,
  *   docs/public-api.md (the quickstart), then the other pages alphabetically — in one bash, in a
- *   fresh folder whose .backline/ is a fresh server's DATA_DIR, as a newcomer runs them. Only the
+ *   fresh folder whose .backline/ is a fresh server's DATA_DIR, as a newcomer runs them (on each
+ *   engine of the run: the embedded one, and PostgreSQL with TEST_DATABASE_URL). Only the
  *   port is changed (the docs say 54321), and `npx backline` runs this checkout's CLI. A JavaScript
  *   block is saved in that folder (where `@supabase/supabase-js` resolves, as in the project
  *   folder) and run with the project's Node.js, as the docs say (`npx node file.mjs`), in its
@@ -182,79 +184,98 @@ test("no shell block in README.md and docs/ uses a GNU-only form", () => {
   );
 });
 
-describe("docs: runnable snippets", () => {
-  let server: RunningServer | undefined;
-  let dir: string;
+// On each engine of the run (test/support/db.ts): the embedded database, as `npm start` makes it,
+// and PostgreSQL when TEST_DATABASE_URL is set, where the server and the CLI log in as the
+// non-superuser `authenticator` to a migrated database, with the development tenant asked for.
+for (const kind of ENGINES)
+  describe(`docs: runnable snippets [${kind}]`, () => {
+    let server: RunningServer | undefined;
+    let dir: string;
+    let pg: TestDb | undefined;
+    /** Backline's settings for the server, the snippets and the CLI (only DATA_DIR on the embedded engine). */
+    let settings: Record<string, string>;
 
-  before(async () => {
-    dir = tempDir("backline-docs-");
-    // A first start migrates a new database: slow on a busy machine.
-    server = await startServer({ DATA_DIR: path.join(dir, ".backline") }, 300_000);
-  });
-
-  after(async () => {
-    await server?.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  test("every runnable snippet in README.md and docs/ runs as printed against a fresh server", async () => {
-    assert.ok(server);
-    const port = new URL(server.url).port;
-    const cli = `"${process.execPath}" "${path.join(ROOT, "bin/backline.js")}"`;
-    // The folder stands for the project folder: its packages resolve there (the link is removed
-    // with the folder, not what it points to).
-    fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
-    fs.mkdirSync(path.join(dir, "snippets"));
-    const asPrinted = (text: string) => text.replaceAll("54321", port).replaceAll("npx backline", cli);
-    const steps: string[] = [];
-    let scripts = 0;
-    for (const p of pages) {
-      p.blocks.forEach((b, i) => {
-        if (!b.marks.includes("runnable")) return;
-        const label = `${p.file}:${b.line} (block ${i + 1})`;
-        if (SHELL.has(b.lang)) {
-          steps.push(`echo "--- ${label}" >&2\n${asPrinted(b.body)}`);
-        } else if (b.lang in SCRIPT) {
-          const file = `snippets/${path.basename(p.file, ".md")}-${b.line}.${SCRIPT[b.lang]}`;
-          fs.writeFileSync(path.join(dir, file), asPrinted(b.body));
-          steps.push(`echo "--- ${label}: node ${file}" >&2\n"${process.execPath}" ${file}`);
-          scripts++;
-        }
-      });
-    }
-    assert.ok(steps.length >= 8, `found ${steps.length} runnable blocks`);
-    assert.ok(scripts >= 3, `found ${scripts} runnable JavaScript blocks`);
-    const script = ["set -euo pipefail", ...steps].join("\n");
-    let output: string;
-    try {
-      output = execFileSync("bash", ["-c", script], {
-        cwd: dir,
-        encoding: "utf8",
-        timeout: 600_000,
-        stdio: "pipe",
-      });
-    } catch (error) {
-      const e = error as { stdout?: string; stderr?: string };
-      assert.fail(`a snippet failed:\n${e.stderr?.slice(-3000)}\n${e.stdout?.slice(-2000)}`);
-    }
-    assert.ok(output.length > 0);
-    // docs/royalties.md's samples of the quickstart's release imported with every line matched.
-    const imports = await runCli(["--json", "royalties", "imports", "--tenant", "dev"], {
-      DATA_DIR: path.join(dir, ".backline"),
+    before(async () => {
+      dir = tempDir("backline-docs-");
+      settings = { DATA_DIR: path.join(dir, ".backline") };
+      if (kind === "postgres") {
+        pg = await createTestDb("postgres");
+        settings = {
+          ...settings,
+          DATABASE_URL: String(pg.url),
+          MIGRATE_ON_START: "false",
+          DEV_TENANT: "true",
+        };
+      }
+      // A first start migrates a new database: slow on a busy machine.
+      server = await startServer(settings, 300_000);
     });
-    assert.equal(imports.code, 0, imports.stderr);
-    const all = JSON.parse(imports.stdout) as {
-      format: string;
-      status: string;
-      lines_total: number;
-      lines_matched: number;
-      lines_unmatched: number;
-    }[];
-    assert.deepEqual(all.map((i) => i.format).sort(), ["backline", "ddex-dsr"]);
-    for (const i of all) {
-      assert.equal(i.status, "completed", i.format);
-      assert.ok(i.lines_total > 0, i.format);
-      assert.deepEqual([i.lines_matched, i.lines_unmatched], [i.lines_total, 0], i.format);
-    }
+
+    after(async () => {
+      await server?.stop();
+      await pg?.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    test("every runnable snippet in README.md and docs/ runs as printed against a fresh server", async () => {
+      assert.ok(server);
+      const port = new URL(server.url).port;
+      const cli = `"${process.execPath}" "${path.join(ROOT, "bin/backline.js")}"`;
+      // The folder stands for the project folder: its packages resolve there (the link is removed
+      // with the folder, not what it points to).
+      fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
+      fs.mkdirSync(path.join(dir, "snippets"));
+      const asPrinted = (text: string) => text.replaceAll("54321", port).replaceAll("npx backline", cli);
+      const steps: string[] = [];
+      let scripts = 0;
+      for (const p of pages) {
+        p.blocks.forEach((b, i) => {
+          if (!b.marks.includes("runnable")) return;
+          const label = `${p.file}:${b.line} (block ${i + 1})`;
+          if (SHELL.has(b.lang)) {
+            steps.push(`echo "--- ${label} at \${SECONDS}s" >&2\n${asPrinted(b.body)}`);
+          } else if (b.lang in SCRIPT) {
+            const file = `snippets/${path.basename(p.file, ".md")}-${b.line}.${SCRIPT[b.lang]}`;
+            fs.writeFileSync(path.join(dir, file), asPrinted(b.body));
+            steps.push(
+              `echo "--- ${label} at \${SECONDS}s: node ${file}" >&2\n"${process.execPath}" ${file}`,
+            );
+            scripts++;
+          }
+        });
+      }
+      assert.ok(steps.length >= 8, `found ${steps.length} runnable blocks`);
+      assert.ok(scripts >= 3, `found ${scripts} runnable JavaScript blocks`);
+      const script = ["set -euo pipefail", ...steps].join("\n");
+      let output: string;
+      try {
+        output = execFileSync("bash", ["-c", script], {
+          cwd: dir,
+          env: childEnv(kind === "postgres" ? settings : {}),
+          encoding: "utf8",
+          timeout: 600_000,
+          stdio: "pipe",
+        });
+      } catch (error) {
+        const e = error as { stdout?: string; stderr?: string };
+        assert.fail(`a snippet failed:\n${e.stderr?.slice(-3000)}\n${e.stdout?.slice(-2000)}`);
+      }
+      assert.ok(output.length > 0);
+      // docs/royalties.md's samples of the quickstart's release imported with every line matched.
+      const imports = await runCli(["--json", "royalties", "imports", "--tenant", "dev"], settings);
+      assert.equal(imports.code, 0, imports.stderr);
+      const all = JSON.parse(imports.stdout) as {
+        format: string;
+        status: string;
+        lines_total: number;
+        lines_matched: number;
+        lines_unmatched: number;
+      }[];
+      assert.deepEqual(all.map((i) => i.format).sort(), ["backline", "ddex-dsr"]);
+      for (const i of all) {
+        assert.equal(i.status, "completed", i.format);
+        assert.ok(i.lines_total > 0, i.format);
+        assert.deepEqual([i.lines_matched, i.lines_unmatched], [i.lines_total, 0], i.format);
+      }
+    });
   });
-});

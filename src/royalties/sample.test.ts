@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { Readable } from "node:stream";
 import { readFileSync } from "node:fs";
+import { Readable } from "node:stream";
 import { describe, test } from "node:test";
 import { dsrMissingFails, dsrPath, dsrSkip } from "../../test/support/dsr.ts";
 import { readRecords } from "./csv.ts";
