@@ -1,3 +1,4 @@
+import { LAYOUTS } from "./formats/ddex-dsr.ts";
 /** The formats a sample is written in: every format the import reads. */
 export const SAMPLE_FORMATS = ["backline", "streaming-monthly", "video-ugc", "ddex-dsr"] as const;
 
@@ -162,6 +163,25 @@ export function sampleReport(release: SampleRelease, options: SampleOptions): Sa
   const upc = release.upc ?? "";
   const lines: Line[] = [];
   let importStore: string | undefined;
+  const streamed = (
+    store: string,
+    country: (typeof COUNTRIES)[number],
+    t: { title: string; isrc: string },
+    product: string,
+    units: number,
+    money: { gross: bigint; fees: bigint; net: bigint },
+  ) =>
+    lines.push({
+      store,
+      country,
+      upc,
+      isrc: t.isrc,
+      title: t.title,
+      usage: "stream",
+      product,
+      units,
+      ...money,
+    });
 
   if (options.format === "video-ugc") {
     // One platform, one currency (the preamble's), territories sometimes unknown.
@@ -197,19 +217,7 @@ export function sampleReport(release: SampleRelease, options: SampleOptions): Sa
       for (const t of tracks) {
         const units = between(50, 25_000);
         const gross = BigInt(units) * rate;
-        lines.push({
-          store,
-          country: c,
-          upc,
-          isrc: t.isrc,
-          title: t.title,
-          usage: "stream",
-          product: "OnDemandStream",
-          units,
-          gross,
-          fees: 0n,
-          net: gross,
-        });
+        streamed(store, c, t, "OnDemandStream", units, { gross, fees: 0n, net: gross });
       }
     }
     const c = pick(COUNTRIES.slice(0, 4));
@@ -245,17 +253,14 @@ export function sampleReport(release: SampleRelease, options: SampleOptions): Sa
       for (const t of tracks) {
         for (const c of someCountries(between(2, 5))) {
           const units = between(50, 25_000);
-          lines.push({
+          streamed(
             store,
-            country: c,
-            upc,
-            isrc: t.isrc,
-            title: t.title,
-            usage: "stream",
-            product: pick(["Premium Stream", "Ad-Supported Stream"]),
+            c,
+            t,
+            pick(["Premium Stream", "Ad-Supported Stream"]),
             units,
-            ...amounts(units, c.stream),
-          });
+            amounts(units, c.stream),
+          );
         }
       }
     }
@@ -482,15 +487,7 @@ function ddexDsrText(
     ],
     [
       "#HEAD",
-      "MessageVersion",
-      "Profile",
-      "ProfileVersion",
-      "MessageId",
-      "MessageCreatedDateTime",
-      "FileNumber",
-      "NumberOfFiles",
-      "UsageStartDate",
-      "UsageEndDate",
+      ...LAYOUTS.HEAD,
       "SenderPartyId",
       "SenderName",
       "ServiceDescription",
@@ -500,17 +497,8 @@ function ddexDsrText(
     ],
     [
       "#SY01.02",
-      "SummaryRecordId",
-      "DistributionChannel",
-      "DistributionChannelDPID",
-      "CommercialModel",
-      "UseType",
-      "Territory",
-      "ServiceDescription",
-      "TotalUsages",
-      "Subscribers",
-      "CurrencyOfReporting",
-      "NetRevenue",
+      // The parser's SY01 layout, as the real files name its columns (TotalUsages for Usages).
+      ...LAYOUTS.SY01.map((c) => (c === "Usages" ? "TotalUsages" : c)),
       "IndirectValue",
       "CurrencyOfTransaction",
       "ExchangeRate",
@@ -555,12 +543,7 @@ function ddexDsrText(
   out.push(
     [
       "#RE01.02",
-      "BlockId",
-      "ReleaseReference",
-      "DspReleaseId",
-      "ProprietaryReleaseId",
-      "CatalogNumber",
-      "ICPN",
+      ...LAYOUTS.RE01,
       "DisplayArtistName",
       "DisplayArtistPartyId",
       "Title",
@@ -591,10 +574,7 @@ function ddexDsrText(
     ],
     [
       "#AS02.03",
-      "BlockId",
-      "ResourceReference",
-      "DspResourceId",
-      "ISRC",
+      ...LAYOUTS.AS02,
       "Title",
       "SubTitle",
       "DisplayArtistName",
@@ -628,19 +608,7 @@ function ddexDsrText(
     const tx = `${1000000 + (seed % 1000000)}${String(i + 1).padStart(7, "0")}`;
     if (l.usage === "stream") {
       if (!streamsHeaded) {
-        out.push([
-          "#SU02.02",
-          "BlockId",
-          "SummaryRecordId",
-          "SalesTransactionId",
-          "TransactedRelease",
-          "TransactedResource",
-          "IsRoyaltyBearing",
-          "NumberOfStreams",
-          "PriceConsumerPaidExcSalesTax",
-          "PromotionalActivity",
-          "UseType",
-        ]);
+        out.push(["#SU02.02", ...LAYOUTS.SU02, "PromotionalActivity", "UseType"]);
         streamsHeaded = true;
       }
       out.push([
@@ -658,20 +626,7 @@ function ddexDsrText(
       ]);
     } else {
       if (!downloadsHeaded) {
-        out.push([
-          "#SU01.02",
-          "BlockId",
-          "SummaryRecordId",
-          "SalesTransactionId",
-          "TransactedRelease",
-          "TransactedResource",
-          "IsRoyaltyBearing",
-          "SalesUpgrade",
-          "Usages",
-          "Returns",
-          "PriceConsumerPaidExcSalesTax",
-          "PromotionalActivity",
-        ]);
+        out.push(["#SU01.02", ...LAYOUTS.SU01, "PromotionalActivity"]);
         downloadsHeaded = true;
       }
       const returns = l.returns ?? 0;
