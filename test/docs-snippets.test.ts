@@ -15,7 +15,7 @@ import { childEnv, ROOT, type RunningServer, runCli, startServer, tempDir } from
  *   fresh folder whose .backline/ is a fresh server's DATA_DIR, as a newcomer runs them (on each
  *   engine of the run: the embedded one, and PostgreSQL with TEST_DATABASE_URL). Only the
  *   port is changed (the docs say 54321), and `npx backline` runs this checkout's CLI. A JavaScript
- *   block is saved in that folder (where `@supabase/supabase-js` resolves, as in the project
+ *   block is saved under that folder (where `@supabase/supabase-js` resolves, as in the project
  *   folder) and run with the project's Node.js, as the docs say (`npx node file.mjs`), in its
  *   place in the order: it sees what the shell blocks before it exported.
  * - ```sh template: not run — a template with placeholders to fill in (`<release-id>`,
@@ -194,8 +194,11 @@ for (const kind of ENGINES)
     let pg: TestDb | undefined;
     /** Backline's settings for the server, the snippets and the CLI (only DATA_DIR on the embedded engine). */
     let settings: Record<string, string>;
+    /** How long the server took to start, in ms (reported beside the snippets' time). */
+    let started = 0;
 
     before(async () => {
+      started = performance.now();
       dir = tempDir("backline-docs-");
       settings = { DATA_DIR: path.join(dir, ".backline") };
       if (kind === "postgres") {
@@ -209,6 +212,7 @@ for (const kind of ENGINES)
       }
       // A first start migrates a new database: slow on a busy machine.
       server = await startServer(settings, 300_000);
+      started = performance.now() - started;
     });
 
     after(async () => {
@@ -217,7 +221,7 @@ for (const kind of ENGINES)
       fs.rmSync(dir, { recursive: true, force: true });
     });
 
-    test("every runnable snippet in README.md and docs/ runs as printed against a fresh server", async () => {
+    test("every runnable snippet in README.md and docs/ runs as printed against a fresh server", async (t) => {
       assert.ok(server);
       const port = new URL(server.url).port;
       const cli = `"${process.execPath}" "${path.join(ROOT, "bin/backline.js")}"`;
@@ -248,6 +252,7 @@ for (const kind of ENGINES)
       assert.ok(scripts >= 3, `found ${scripts} runnable JavaScript blocks`);
       const script = ["set -euo pipefail", ...steps].join("\n");
       let output: string;
+      const running = performance.now();
       try {
         output = execFileSync("bash", ["-c", script], {
           cwd: dir,
@@ -261,6 +266,9 @@ for (const kind of ENGINES)
         assert.fail(`a snippet failed:\n${e.stderr?.slice(-3000)}\n${e.stdout?.slice(-2000)}`);
       }
       assert.ok(output.length > 0);
+      t.diagnostic(
+        `server started in ${(started / 1000).toFixed(1)} s, the snippets ran in ${((performance.now() - running) / 1000).toFixed(1)} s`,
+      );
       // docs/royalties.md's samples of the quickstart's release imported with every line matched.
       const imports = await runCli(["--json", "royalties", "imports", "--tenant", "dev"], settings);
       assert.equal(imports.code, 0, imports.stderr);
