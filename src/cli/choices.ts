@@ -17,5 +17,5 @@ export const SCOPES = [
 export const DEFAULT_SCOPES = ["catalog:read", "catalog:write", "royalties:read", "webhooks:manage"] as const;
 export const FORMAT_NAMES = ["backline", "streaming-monthly", "video-ugc", "ddex-dsr"] as const;
 /** The formats `royalties sample` writes (src/royalties/sample.ts). */
-export const SAMPLE_FORMATS = ["backline", "streaming-monthly", "video-ugc"] as const;
+export const SAMPLE_FORMATS = ["backline", "streaming-monthly", "video-ugc", "ddex-dsr"] as const;
 export const STAFF_ROLES = ["reviewer", "operator", "admin"] as const;

@@ -65,14 +65,14 @@ export function register(program: Command, cli: Cli): void {
   royalties
     .command("sample")
     .description(
-      "write a sample store report for one of your releases (backline, streaming-monthly or video-ugc): plausible stores, countries, " +
+      "write a sample store report for one of your releases (backline, streaming-monthly, video-ugc or ddex-dsr): plausible stores, countries, " +
         "units and exact amounts, matching the release on import (once it is delivered)",
     )
     .requiredOption("--release <id>", "release id")
     .requiredOption("--format <name>", `one of ${SAMPLE_FORMATS.join(", ")}`, choice(SAMPLE_FORMATS))
     .option("--out <file>", "write the report to this file (default: print it on stdout)")
     .option("--period <YYYY-MM>", "the month of sale or use (default: last month); reported the month after")
-    .option("--store <code>", "streaming-monthly and video-ugc: the store the report is from")
+    .option("--store <code>", "streaming-monthly, video-ugc and ddex-dsr: the store the report is from")
     .option(
       "--seed <n>",
       "the same seed writes the same report (default: a new report each time)",

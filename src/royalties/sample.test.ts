@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { Readable } from "node:stream";
-import { test } from "node:test";
+import { describe, test } from "node:test";
+import { dsrMissingFails, dsrPath, dsrSkip } from "../../test/support/dsr.ts";
 import { readRecords } from "./csv.ts";
 import { formatNamed } from "./formats/index.ts";
-import { formatAmount, type NormalLine, normalise } from "./normalise.ts";
+import { formatAmount, type NormalLine, normalise, parseAmount } from "./normalise.ts";
 import { SAMPLE_FORMATS, SampleError, type SampleRelease, sampleReport } from "./sample.ts";
 
 const release: SampleRelease = {
@@ -34,7 +36,7 @@ async function parse(format: string, text: string, store?: string): Promise<Norm
   assert.ok(f);
   const parser = f.create({ store });
   const lines: NormalLine[] = [];
-  for await (const batch of readRecords(Readable.from([Buffer.from(text)]), f.delimiter)) {
+  for await (const batch of readRecords(Readable.from([Buffer.from(text)]), f.delimiter, f.quoting ?? true)) {
     for (const r of batch) {
       assert.equal(r.error, undefined);
       const raw = parser.record(r.fields, r.line);
@@ -123,4 +125,90 @@ test("a release with neither a UPC nor an ISRC has nothing a store could report 
       ),
     SampleError,
   );
+});
+
+test("a ddex-dsr sample is one store's DSR: a summary per territory and use, each sharing its revenue by streams", async () => {
+  const report = sampleReport(release, {
+    format: "ddex-dsr",
+    salePeriod: "2026-02",
+    seed: 3,
+    store: "deezer",
+  });
+  assert.deepEqual([report.stores, report.importStore], [["deezer"], "deezer"]);
+  assert.deepEqual(
+    report.totals.flatMap((t) => [t.fees]),
+    report.totals.map(() => "0"),
+    "a DSR has no fees",
+  );
+  const rows = report.text
+    .split("\r\n")
+    .filter(Boolean)
+    .map((l) => l.split("\t"));
+  assert.ok(report.text.endsWith("\r\n") && !/[^\r]\n/.test(report.text), "CRLF throughout");
+  assert.deepEqual(rows[0]?.slice(0, 4), ["HEAD", "dsrf/1.1/1.4.1/1.3", "BasicAudioProfile", "1.3"]);
+  assert.deepEqual(rows[0]?.slice(8, 10), ["2026-02-01", "2026-02-28"]);
+  assert.equal(rows[0]?.[11], "Deezer");
+  // Every summary's revenue is its lines' sum: stream lines share it exactly by streams.
+  const lines = await parse("ddex-dsr", report.text, "deezer");
+  for (const sy of rows.filter((r) => r[0] === "SY01.02")) {
+    const [, , , , , , territory, , usages, , currency, net] = sy;
+    const of = lines.filter(
+      (l) => l.territory === territory && (l.usageType === "stream") === (sy[5] === "OnDemandStream"),
+    );
+    assert.ok(of.length > 0, `summary ${sy[1]} has lines`);
+    assert.ok(of.every((l) => l.currency === currency));
+    assert.equal(String(of.reduce((n, l) => n + l.units, 0)), usages);
+    assert.equal(
+      of.reduce((n, l) => n + l.netScaled, 0n),
+      parseAmount(net ?? ""),
+    );
+  }
+  // The album's download names the release (TransactedRelease), its tracks' the resources.
+  assert.ok(lines.some((l) => l.usageType === "download" && l.isrc === null && l.upc === "012345000010"));
+  const foot = rows.at(-1);
+  assert.deepEqual(foot?.slice(0, 2), ["FOOT", String(rows.length)]);
+  // Tabs in a title would shift every column after it: they are written as spaces.
+  const tabbed = sampleReport(
+    { ...release, title: "Tab\there" },
+    { format: "ddex-dsr", salePeriod: "2026-02", seed: 3 },
+  );
+  assert.ok(tabbed.text.includes("\tTab here\t"));
+});
+
+describe("ddex-dsr sample: written the way DDEX's published Basic Audio file is (../shared/ddex/dsr)", {
+  skip: dsrMissingFails ? false : dsrSkip,
+}, () => {
+  if (dsrMissingFails) {
+    test("the samples are there under CI", () => assert.fail(String(dsrSkip)));
+    return;
+  }
+  test("the same record types, each with the real file's column row (the sample's columns its first ones)", () => {
+    const real = readFileSync(dsrPath("unlimited"), "utf8")
+      .split(/\r?\n/)
+      .map((l) => l.split("\t"));
+    const sample = sampleReport(release, { format: "ddex-dsr", salePeriod: "2026-02", seed: 5 })
+      .text.split("\r\n")
+      .map((l) => l.split("\t"));
+    const heads = (rows: string[][]) =>
+      new Map(
+        rows
+          .filter((r) => r[0]?.startsWith("#"))
+          .map((r) => [r[0] as string, r.map((c) => c.trim()).filter((c, i) => i === 0 || c !== "")]),
+      );
+    const realHeads = heads(real);
+    const sampleHeads = heads(sample);
+    for (const [type, cols] of sampleHeads) {
+      // SU01.02 (downloads) is not in the streaming-only real file: its columns are the parser's.
+      if (type === "#SU01.02") continue;
+      assert.deepEqual(cols, realHeads.get(type)?.slice(0, cols.length), type);
+    }
+    assert.equal(sample[0]?.[1], real[0]?.[1], "MessageVersion");
+    const types = (rows: string[][]) => [
+      ...new Set(rows.map((r) => r[0]).filter((t) => t && !t.startsWith("#"))),
+    ];
+    assert.deepEqual(
+      types(real),
+      types(sample).filter((t) => t !== "SU01.02"),
+    );
+  });
 });

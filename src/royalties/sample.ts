@@ -1,8 +1,6 @@
-/**
- * The formats a sample is written in. `ddex-dsr` is not one yet: its amounts are shares of a
- * summary's revenue, which a line-by-line sample does not model (docs/royalties.md).
- */
-export const SAMPLE_FORMATS = ["backline", "streaming-monthly", "video-ugc"] as const;
+import { LAYOUTS } from "./formats/ddex-dsr.ts";
+/** The formats a sample is written in: every format the import reads. */
+export const SAMPLE_FORMATS = ["backline", "streaming-monthly", "video-ugc", "ddex-dsr"] as const;
 
 /**
  * Sample store reports for one release of your own catalog (`backline royalties sample`,
@@ -121,6 +119,8 @@ interface Line {
   store: string;
   country: (typeof COUNTRIES)[number];
   upc: string;
+  /** ddex-dsr: units returned (a download's Returns); the line's units are net of them. */
+  returns?: number;
   isrc: string;
   title: string;
   usage: "stream" | "download" | "ugc";
@@ -163,6 +163,25 @@ export function sampleReport(release: SampleRelease, options: SampleOptions): Sa
   const upc = release.upc ?? "";
   const lines: Line[] = [];
   let importStore: string | undefined;
+  const streamed = (
+    store: string,
+    country: (typeof COUNTRIES)[number],
+    t: { title: string; isrc: string },
+    product: string,
+    units: number,
+    money: { gross: bigint; fees: bigint; net: bigint },
+  ) =>
+    lines.push({
+      store,
+      country,
+      upc,
+      isrc: t.isrc,
+      title: t.title,
+      usage: "stream",
+      product,
+      units,
+      ...money,
+    });
 
   if (options.format === "video-ugc") {
     // One platform, one currency (the preamble's), territories sometimes unknown.
@@ -187,6 +206,42 @@ export function sampleReport(release: SampleRelease, options: SampleOptions): Sa
         });
       }
     }
+  } else if (options.format === "ddex-dsr") {
+    // One store's DSR: streams per territory, each territory one summary whose NetRevenue is
+    // shared over its streams (so every stream of a territory earns the same rate, and each line's
+    // share is exact), and downloads priced per unit. A DSR carries no store fees: gross = net.
+    const store = options.store ?? ofKind("dsp")[0] ?? "spotify";
+    importStore = store;
+    for (const c of someCountries(between(2, 4))) {
+      const rate = (c.stream * BigInt(between(85, 115))) / 100n;
+      for (const t of tracks) {
+        const units = between(50, 25_000);
+        const gross = BigInt(units) * rate;
+        streamed(store, c, t, "OnDemandStream", units, { gross, fees: 0n, net: gross });
+      }
+    }
+    const c = pick(COUNTRIES.slice(0, 4));
+    const sold = (price: bigint, title: string, isrc: string, product: string) => {
+      const units = between(1, 12);
+      const gross = BigInt(units) * price;
+      const returns = rand() < 0.3 ? 1 : 0;
+      lines.push({
+        store,
+        country: c,
+        upc,
+        isrc,
+        title,
+        usage: "download",
+        product,
+        units,
+        returns,
+        gross,
+        fees: 0n,
+        net: gross,
+      });
+    };
+    for (const t of tracks.slice(0, 2)) sold(c.download, t.title, t.isrc, "PermanentDownload");
+    if (upc) sold(c.album, release.title, "", "PermanentDownload");
   } else {
     const dsps = ofKind("dsp");
     const streaming =
@@ -198,17 +253,14 @@ export function sampleReport(release: SampleRelease, options: SampleOptions): Sa
       for (const t of tracks) {
         for (const c of someCountries(between(2, 5))) {
           const units = between(50, 25_000);
-          lines.push({
+          streamed(
             store,
-            country: c,
-            upc,
-            isrc: t.isrc,
-            title: t.title,
-            usage: "stream",
-            product: pick(["Premium Stream", "Ad-Supported Stream"]),
+            c,
+            t,
+            pick(["Premium Stream", "Ad-Supported Stream"]),
             units,
-            ...amounts(units, c.stream),
-          });
+            amounts(units, c.stream),
+          );
         }
       }
     }
@@ -253,7 +305,9 @@ export function sampleReport(release: SampleRelease, options: SampleOptions): Sa
       ? backlineText(lines, reportingPeriod, options.salePeriod)
       : options.format === "streaming-monthly"
         ? streamingMonthlyText(lines, release, reportingPeriod, options.salePeriod)
-        : videoUgcText(lines, release, options.salePeriod);
+        : options.format === "ddex-dsr"
+          ? ddexDsrText(lines, release, reportingPeriod, options.salePeriod, options.seed)
+          : videoUgcText(lines, release, options.salePeriod);
 
   const byCurrency = new Map<
     string,
@@ -376,4 +430,232 @@ function videoUgcText(lines: Line[], release: SampleRelease, salePeriod: string)
     "Adjustment Type,Country,Asset ID,Asset Title,Asset Labels,ISRC,UPC,Content Type,Owned Views,Partner Revenue",
     ...rows,
   ].join("\n")}\n`;
+}
+
+/** "apple_music" → "Apple Music": a store's name where a DSR spells out its sender. */
+function storeName(code: string): string {
+  return code
+    .split("_")
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join(" ");
+}
+
+/** A DDEX party id (PADPIDA + 11 characters) made up from a name, the same for the same name. */
+function dpid(name: string): string {
+  let h = 2166136261;
+  for (const ch of name) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
+  return `PADPIDA${String(h).padStart(10, "0").slice(0, 10)}X`;
+}
+
+/**
+ * A store's DDEX DSR in the flat-file Basic Audio Profile 1.3, as the real ones are written
+ * (../shared/ddex/dsr): CRLF, a HEAD record, the SY01.02 summaries, one block for the release
+ * (RE01.02, an AS02.03 per track, SU02.02 streams and SU01.02 downloads), each record type's
+ * `#` column row before its first use, and a FOOT that counts the file. No field is quoted: tabs
+ * and line breaks in titles become spaces.
+ */
+function ddexDsrText(
+  lines: Line[],
+  release: SampleRelease,
+  reportingPeriod: string,
+  salePeriod: string,
+  seed: number,
+): string {
+  const text = (v: string) => v.replace(/[\t\r\n]+/g, " ");
+  const store = lines[0]?.store ?? "spotify";
+  const name = storeName(store);
+  const out: string[][] = [];
+  const created = `${reportingPeriod}-03T07:59:30Z`;
+  out.push(
+    [
+      "HEAD",
+      "dsrf/1.1/1.4.1/1.3",
+      "BasicAudioProfile",
+      "1.3",
+      String(1_000_000_000 + seed),
+      created,
+      "1",
+      "1",
+      `${salePeriod}-01`,
+      `${salePeriod}-${lastDay(salePeriod)}`,
+      dpid(store),
+      name,
+      `${name} Premium`,
+      dpid("Backline Distribution"),
+      "Backline Distribution",
+      "",
+    ],
+    [
+      "#HEAD",
+      ...LAYOUTS.HEAD,
+      "SenderPartyId",
+      "SenderName",
+      "ServiceDescription",
+      "RecipientPartyId",
+      "RecipientName",
+      "RepresentedRepertoire",
+    ],
+    [
+      "#SY01.02",
+      // The parser's SY01 layout, as the real files name its columns (TotalUsages for Usages).
+      ...LAYOUTS.SY01.map((c) => (c === "Usages" ? "TotalUsages" : c)),
+      "IndirectValue",
+      "CurrencyOfTransaction",
+      "ExchangeRate",
+    ],
+  );
+  // One summary per territory and use: its usages and revenue are the sums of its lines.
+  const summaries = new Map<string, { id: string; usages: number; net: bigint; line: Line }>();
+  const summaryOf = (l: Line) => {
+    const key = `${l.country.code} ${l.usage}`;
+    let s = summaries.get(key);
+    if (!s) {
+      s = { id: `S${summaries.size + 1}`, usages: 0, net: 0n, line: l };
+      summaries.set(key, s);
+    }
+    s.usages += l.units;
+    s.net += l.net;
+    return s.id;
+  };
+  const ids = lines.map(summaryOf);
+  for (const s of summaries.values()) {
+    const stream = s.line.usage === "stream";
+    const currency = s.line.country.currency;
+    out.push([
+      "SY01.02",
+      s.id,
+      name,
+      "",
+      stream ? "SubscriptionModel" : "PayAsYouGoModel",
+      stream ? "OnDemandStream" : "PermanentDownload",
+      s.line.country.code,
+      stream ? `${name} Premium` : `${name} Downloads`,
+      String(s.usages),
+      stream ? String(s.usages * 7 + 1000) : "",
+      currency,
+      micros(s.net),
+      "0.00",
+      currency,
+      "1.00",
+    ]);
+  }
+  const dspId = (prefix: string, v: string) => `${prefix}${v.replace(/-/g, "").slice(0, 10).toUpperCase()}`;
+  out.push(
+    [
+      "#RE01.02",
+      ...LAYOUTS.RE01,
+      "DisplayArtistName",
+      "DisplayArtistPartyId",
+      "Title",
+      "SubTitle",
+      "ReleaseType",
+      "LabelName",
+      "PLine",
+      "DataProviderName",
+      "ReleaseDate",
+    ],
+    [
+      "RE01.02",
+      "1",
+      "R1",
+      dspId("B0", release.id),
+      "",
+      "",
+      lines[0]?.upc ?? "",
+      text(release.artistName),
+      "",
+      text(release.title),
+      "",
+      release.tracks.length > 3 ? "Album" : "Single",
+      "",
+      "",
+      "Backline Distribution",
+      "",
+    ],
+    [
+      "#AS02.03",
+      ...LAYOUTS.AS02,
+      "Title",
+      "SubTitle",
+      "DisplayArtistName",
+      "DisplayArtistPartyID",
+      "Duration",
+      "ResourceType",
+    ],
+  );
+  const resources = new Map<string, string>();
+  for (const l of lines) {
+    if (!l.isrc || resources.has(l.isrc)) continue;
+    const ref = `A${resources.size + 1}`;
+    resources.set(l.isrc, ref);
+    out.push([
+      "AS02.03",
+      "1",
+      ref,
+      dspId("T0", l.isrc),
+      l.isrc,
+      text(l.title),
+      "",
+      text(release.artistName),
+      "",
+      "",
+      "SoundRecording",
+    ]);
+  }
+  let streamsHeaded = false;
+  let downloadsHeaded = false;
+  lines.forEach((l, i) => {
+    const tx = `${1000000 + (seed % 1000000)}${String(i + 1).padStart(7, "0")}`;
+    if (l.usage === "stream") {
+      if (!streamsHeaded) {
+        out.push(["#SU02.02", ...LAYOUTS.SU02, "PromotionalActivity", "UseType"]);
+        streamsHeaded = true;
+      }
+      out.push([
+        "SU02.02",
+        "1",
+        ids[i] ?? "",
+        tx,
+        "",
+        resources.get(l.isrc) ?? "",
+        "TRUE",
+        String(l.units),
+        "",
+        "",
+        "OnDemandStream",
+      ]);
+    } else {
+      if (!downloadsHeaded) {
+        out.push(["#SU01.02", ...LAYOUTS.SU01, "PromotionalActivity"]);
+        downloadsHeaded = true;
+      }
+      const returns = l.returns ?? 0;
+      const price = l.units > 0 ? l.gross / BigInt(l.units) : 0n;
+      out.push([
+        "SU01.02",
+        "1",
+        ids[i] ?? "",
+        tx,
+        l.isrc ? "" : "R1",
+        l.isrc ? (resources.get(l.isrc) ?? "") : "",
+        "TRUE",
+        "",
+        String(l.units + returns),
+        String(returns),
+        micros(price).replace(/0{1,4}$/, ""),
+        "",
+      ]);
+    }
+  });
+  out.push([
+    "#FOOT",
+    "NumberOfLinesInFile",
+    "NumberOfLinesInReport",
+    "NumberOfSummaryRecords",
+    "NumberOfBlocksInFile",
+    "NumberOfBlocksInReport",
+  ]);
+  const total = String(out.length + 1);
+  out.push(["FOOT", total, total, String(summaries.size), "1", "1"]);
+  return `${out.map((r) => r.join("\t")).join("\r\n")}\r\n`;
 }

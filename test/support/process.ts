@@ -25,7 +25,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** The environment a child runs with: this one, minus Backline's settings, plus `env`. */
-function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = Object.fromEntries(
     Object.entries(process.env).filter(
       ([k]) =>

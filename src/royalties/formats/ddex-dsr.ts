@@ -22,7 +22,8 @@ import { FormatError, type FormatParser, LineError, type RawLine, type RoyaltyFo
  * gross = net, fees 0. The lines do not name the store in Backline's codes: --store does.
  */
 
-const LAYOUTS: Record<string, string[]> = {
+/** The columns each record type starts with (the sample writer, src/royalties/sample.ts, writes them too). */
+export const LAYOUTS = {
   HEAD: [
     "MessageVersion",
     "Profile",
@@ -86,7 +87,7 @@ const LAYOUTS: Record<string, string[]> = {
     "PriceConsumerPaidExcSalesTax",
   ],
   SU03: ["BlockId", "SalesTransactionId", "SummaryRecordId", "DspReleaseId", "Usages", "NetRevenue"],
-};
+} satisfies Record<string, string[]>;
 
 /** Synonyms across profile versions: the first name found in a layout is used. */
 const ALIASES: Record<string, string[]> = {
