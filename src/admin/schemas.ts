@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { pageOf, Timestamp, Uuid } from "./spec.ts";
+import { Count, Currency, Money, Timestamp } from "../http/formats.ts";
+import { pageOf, Uuid } from "./spec.ts";
 
 /**
  * The shapes /admin/v1 answers, as zod schemas: the OpenAPI document (src/admin/openapi.ts) is made
@@ -8,6 +9,7 @@ import { pageOf, Timestamp, Uuid } from "./spec.ts";
 
 const nullable = <T extends z.ZodType>(s: T) => s.nullable();
 const Ts = Timestamp;
+const DateOnly = z.iso.date().meta({ description: "A date, YYYY-MM-DD." });
 const Problem = z
   .object({ param: z.string(), code: z.string(), message: z.string() })
   .meta({ id: "Check", description: "One failing check: the field it is about, a code, a message." });
@@ -162,8 +164,8 @@ export const ReleaseDetail = z
     primary_genre: nullable(z.string()),
     secondary_genre: nullable(z.string()),
     genres: z.array(z.string()),
-    release_date: nullable(z.string()),
-    original_release_date: nullable(z.string()),
+    release_date: nullable(DateOnly),
+    original_release_date: nullable(DateOnly),
     upc: nullable(z.string()),
     label_name: nullable(z.string()),
     catalog_number: nullable(z.string()),
@@ -318,6 +320,27 @@ export const ImportProgress = z
   })
   .meta({ id: "ImportProgress" });
 
+const ImportTotal = z
+  .object({
+    currency: Currency,
+    lines: Count,
+    units: Count,
+    gross: Money.meta({ description: "Revenue before store fees." }),
+    fees: Money.meta({ description: "Fees the store kept." }),
+    net: Money.meta({ description: "Revenue after store fees." }),
+  })
+  .meta({ id: "ImportTotal", description: "An import's sums in one currency." });
+
+const Unmatched = z
+  .object({
+    isrc: nullable(z.string()),
+    upc: nullable(z.string()),
+    reason: z.enum(["no_match", "ambiguous"]),
+    lines: Count,
+    units: Count,
+  })
+  .meta({ id: "UnmatchedIdentifier" });
+
 export const RoyaltyImport = z
   .object({
     id: Uuid,
@@ -337,12 +360,12 @@ export const RoyaltyImport = z
     lines_unmatched: z.number().int(),
     lines_malformed: z.number().int(),
     errors: z.array(z.object({ line: z.number().int(), message: z.string() })),
-    totals: z
-      .array(z.record(z.string(), z.unknown()))
-      .meta({ description: "Per currency: lines, units, gross, fees, net." }),
-    unmatched: z.array(z.record(z.string(), z.unknown())),
-    period_from: nullable(z.string()),
-    period_to: nullable(z.string()),
+    totals: z.array(ImportTotal).meta({ description: "Per currency: lines, units, gross, fees, net." }),
+    unmatched: z.array(Unmatched).meta({
+      description: "Identifiers that matched no release (or more than one account's), ambiguous first, then most lines first; at most 100.",
+    }),
+    period_from: nullable(DateOnly).meta({ description: "The first day of sale or use the report covers." }),
+    period_to: nullable(DateOnly).meta({ description: "The last day of sale or use the report covers." }),
     account_ids: z.array(Uuid),
     source: z.string(),
     started_at: Ts,

@@ -1,3 +1,4 @@
+import { count } from "../http/formats.ts";
 import type { Tx } from "../db/types.ts";
 
 /**
@@ -60,7 +61,7 @@ export interface CurrencyTotals {
   net: string;
 }
 
-const toInt = (v: unknown) => Number(v ?? 0);
+const toInt = (v: unknown) => count((v ?? 0) as string);
 
 function sumsOut<T extends Record<string, unknown>>(row: T) {
   return {

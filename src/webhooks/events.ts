@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Count, Currency, Money, Timestamp } from "../http/formats.ts";
 
 /**
  * The events an account's webhook endpoints can subscribe to (seed 001, "Events"), with the
@@ -18,18 +19,42 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
-const Timestamp = z.iso.datetime({ offset: true });
+const DateOnly = z.iso.date().meta({ description: "A date, YYYY-MM-DD." });
 
+/** The release row as it was (to_jsonb of public.releases): every column, named here with its format. */
 const ReleaseSnapshot = z
   .looseObject({
     id: z.uuid(),
     account_id: z.uuid(),
+    artist_id: z.uuid().nullable(),
     title: z.string(),
+    version: z.string().nullable(),
+    release_type: z.string(),
+    artist_name: z.string().nullable(),
+    primary_genre: z.string().nullable(),
+    secondary_genre: z.string().nullable(),
+    genres: z.array(z.string()),
+    release_date: DateOnly.nullable(),
+    original_release_date: DateOnly.nullable(),
+    upc: z.string().nullable(),
+    label_name: z.string().nullable(),
+    catalog_number: z.string().nullable(),
+    licensed_territories_include: z.string().nullable(),
+    territories: z.array(z.string()),
+    territories_exclude: z.array(z.string()),
+    services: z.array(z.string()),
+    copyright: z.string().nullable(),
+    copyright_year: Count.nullable(),
+    phonographic_copyright: z.string().nullable(),
+    phonographic_year: Count.nullable(),
+    explicit: z.boolean(),
+    language: z.string().nullable(),
     status: z.string(),
     status_reason: z.string().nullable(),
-    upc: z.string().nullable(),
-    release_date: z.string().nullable(),
-    updated_at: z.string(),
+    submitted_at: Timestamp.nullable(),
+    created_by: z.uuid().nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
   })
   .meta({
     id: "WebhookReleaseObject",
@@ -37,22 +62,44 @@ const ReleaseSnapshot = z
       "The release as it was when the event happened: every column of /rest/v1/releases (the public API's release fields and more).",
   });
 
+/** One currency's sums of a royalty import for the account. */
+const RoyaltyTotal = z
+  .object({
+    currency: Currency,
+    lines: Count,
+    units: Count,
+    gross: Money.meta({ description: "Revenue before store fees." }),
+    fees: Money.meta({ description: "Fees the store kept." }),
+    net: Money.meta({ description: "Revenue after store fees." }),
+  })
+  .meta({ id: "WebhookRoyaltyTotal" });
+
 const RoyaltyImportObject = z
   .looseObject({
     id: z.uuid(),
     object: z.literal("royalty_import"),
+    format: z.string().meta({ description: "The report format (backline, streaming-monthly, ...)." }),
+    store: z.string().nullable(),
+    reporting_period: z.string().nullable().meta({ description: "YYYY-MM, when the import named one." }),
+    period_from: DateOnly.nullable(),
+    period_to: DateOnly.nullable(),
+    lines: Count.meta({ description: "How many of the report's lines credit this account." }),
+    totals: z.array(RoyaltyTotal).meta({ description: "This account's sums, per currency." }),
+    imported_at: Timestamp.nullable(),
   })
   .meta({
     id: "WebhookRoyaltyImportObject",
-    description:
-      "The royalty import that added lines for this account (its fields are described with royalty imports).",
+    description: "The royalty import that added lines for this account, with this account's sums.",
   });
 
 const TakedownObject = z
   .looseObject({
     id: z.uuid(),
     object: z.literal("takedown_request"),
+    release_id: z.uuid(),
     status: z.literal("completed"),
+    reason: z.string().nullable(),
+    created_at: Timestamp,
     completed_at: Timestamp,
     stores: z.array(
       z.object({
@@ -81,17 +128,10 @@ const RoyaltyVoidObject = z
     status: z.literal("voided"),
     void_reason: z.string(),
     voided_at: Timestamp,
-    lines: z.number().int().meta({ description: "How many of the account's lines no longer count." }),
-    totals: z.array(
-      z.object({
-        currency: z.string(),
-        lines: z.number().int(),
-        units: z.string(),
-        gross: z.string(),
-        fees: z.string(),
-        net: z.string(),
-      }),
-    ),
+    lines: Count.meta({ description: "How many of the account's lines no longer count." }),
+    totals: z.array(RoyaltyTotal).meta({
+      description: "Per currency, the account's sums that no longer count (negative: they are reversed).",
+    }),
   })
   .meta({
     id: "WebhookRoyaltyVoidObject",
@@ -107,7 +147,7 @@ function envelope(type: string, object: z.ZodType, id: string, extra: Record<str
         .meta({ description: "The event id; also the webhook-id header, the same on every attempt." }),
       type: z.literal(type),
       created: Timestamp.meta({ description: "When the event happened." }),
-      sequence: z.number().int().min(1).meta({
+      sequence: Count.min(1).meta({
         description:
           "The event's number among its release's events: 1, 2, 3… in the order they happened, given by the database when the event was written (1 for events that are not a release's). Deliveries are not sent in order unless the endpoint asks for strict ordering: order a release's events by this number.",
       }),
