@@ -43,9 +43,12 @@ const noDepartures = (what: string, departures: { at: string; problem: string }[
 function shape(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(shape);
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, /(^|_)id$/.test(k) ? "id" : shape(v)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, /(^|_)id$/.test(k) ? "id" : shape(v)]),
+    );
   }
-  if (typeof value === "string") return /^[-+.:TZ 0-9]+$/.test(value) ? value.replace(/[0-9]/g, "9") : "string";
+  if (typeof value === "string")
+    return /^[-+.:TZ 0-9]+$/.test(value) ? value.replace(/[0-9]/g, "9") : "string";
   return typeof value;
 }
 
@@ -69,7 +72,10 @@ describe("the walker finds what departs", () => {
             requestBody: {
               content: {
                 "application/json": {
-                  schema: { type: "object", properties: { units: { type: "string" }, created: { type: "string" } } },
+                  schema: {
+                    type: "object",
+                    properties: { units: { type: "string" }, created: { type: "string" } },
+                  },
                 },
               },
             },
@@ -92,7 +98,11 @@ describe("the walker finds what departs", () => {
       },
     };
     const problems = schemaDepartures(doc).map((d) => d.problem);
-    const has = (re: RegExp) => assert.ok(problems.some((p) => re.test(p)), `${re} in ${problems.join("\n")}`);
+    const has = (re: RegExp) =>
+      assert.ok(
+        problems.some((p) => re.test(p)),
+        `${re} in ${problems.join("\n")}`,
+      );
     has(/Thing\.revenue: money must be the Money schema/);
     has(/Thing\.net: money must have a currency beside it/);
     has(/Thing\.streams: a count must be an integer/);
@@ -135,7 +145,12 @@ describeEachEngine("formats: times, money and counts", (t) => {
     });
     accountId = k.account.id;
     api = publicApi(app.url, k.key.secret);
-    dispatcher = new WebhookDispatcher({ db: t().db, secrets: testSecrets(), allowPrivate: true, pollMs: 50 });
+    dispatcher = new WebhookDispatcher({
+      db: t().db,
+      secrets: testSecrets(),
+      allowPrivate: true,
+      pollMs: 50,
+    });
     dispatcher.start();
     // The sample reports' catalog, delivered, in this account: a royalty import credits it.
     catalog = await seedSampleCatalog(t().db, k.account);
@@ -180,11 +195,21 @@ describeEachEngine("formats: times, money and counts", (t) => {
     assert.equal(old.payload_version, "1.0");
 
     // The catalog: a release with a track, submitted (release.submitted).
-    const release = expectStatus(await api<Obj & { id: string }>("POST", "/releases", completeRelease()), 201);
-    expectStatus(await api("POST", `/releases/${release.id}/tracks`, { title: "T", isrc: nextIsrc(), duration: 200 }), 201);
+    const release = expectStatus(
+      await api<Obj & { id: string }>("POST", "/releases", completeRelease()),
+      201,
+    );
+    expectStatus(
+      await api("POST", `/releases/${release.id}/tracks`, { title: "T", isrc: nextIsrc(), duration: 200 }),
+      201,
+    );
     expectStatus(await api("POST", `/releases/${release.id}/submit`), 200);
     // Royalties: the sample report imported (royalties.imported), then voided (royalties.voided).
-    const imported = await importRoyalties(t().db, { tenantId: tenant.id, format: "backline", file: SAMPLES.backline });
+    const imported = await importRoyalties(t().db, {
+      tenantId: tenant.id,
+      format: "backline",
+      file: SAMPLES.backline,
+    });
     assert.equal(imported.status, "completed");
     const importId = imported.status === "completed" ? imported.report.id : "";
 
@@ -222,9 +247,9 @@ describeEachEngine("formats: times, money and counts", (t) => {
     assert.ok(royalties.data.length > 0);
     assert.equal(typeof royalties.data[0]?.units, "number");
     assert.match(String(royalties.totals[0]?.net), /^-?\d+(\.\d+)?$/);
-    const report = (answers.imports as { data: { id: string; totals: Obj[]; started_at: string }[] }).data.find(
-      (i) => i.id === importId,
-    );
+    const report = (
+      answers.imports as { data: { id: string; totals: Obj[]; started_at: string }[] }
+    ).data.find((i) => i.id === importId);
     assert.ok(report);
     assert.equal(typeof report.totals[0]?.units, "number", "an import's units are an integer on /admin/v1");
     assert.match(report.started_at, TIMESTAMP_RE);
@@ -233,25 +258,38 @@ describeEachEngine("formats: times, money and counts", (t) => {
 
     // What the endpoints received: payload 1.1 keeps the formats and its schema; 1.0 is as before.
     const got = async (route: Route) =>
-      (await receiver.waitFor(route, 3, 20_000)).map((x) => JSON.parse(x.body) as Obj & { type: string; data: Obj });
+      (await receiver.waitFor(route, 3, 20_000)).map(
+        (x) => JSON.parse(x.body) as Obj & { type: string; data: Obj },
+      );
     const sent = await got(current);
     const sentLegacy = await got(legacy);
     const schemas = (await documents()).public;
     const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
-    ajv.addSchema({ $id: "urn:backline:formats:doc", components: schemas.components }, "urn:backline:formats:doc");
+    ajv.addSchema(
+      { $id: "urn:backline:formats:doc", components: schemas.components },
+      "urn:backline:formats:doc",
+    );
     for (const event of sent) {
       noDepartures(event.type, valueDepartures(event));
       const op = (schemas.webhooks as Obj)[event.type] as { post: { requestBody: { content: Obj } } };
       const schema = (op.post.requestBody.content["application/json"] as { schema: Obj }).schema;
-      const validate = ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components', '"urn:backline:formats:doc#/components')));
+      const validate = ajv.compile(
+        JSON.parse(
+          JSON.stringify(schema).replaceAll('"#/components', '"urn:backline:formats:doc#/components'),
+        ),
+      );
       assert.ok(validate(event), `${event.type}: ${ajv.errorsText(validate.errors)}`);
     }
-    const byType = (list: typeof sent, type: string) => list.find((e) => e.type === type) as Obj & { data: Obj };
+    const byType = (list: typeof sent, type: string) =>
+      list.find((e) => e.type === type) as Obj & { data: Obj };
     const submitted = byType(sent, "release.submitted").data.object as Obj;
     const submittedLegacy = byType(sentLegacy, "release.submitted").data.object as Obj;
     // 1.0 carries the row's times as PostgreSQL wrote them (microseconds, an offset); 1.1 the same
     // instants in the one format.
-    assert.match(String(submittedLegacy.updated_at), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?[+-]\d{2}:\d{2}$/);
+    assert.match(
+      String(submittedLegacy.updated_at),
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?[+-]\d{2}:\d{2}$/,
+    );
     assert.equal(submitted.updated_at, timestamp(String(submittedLegacy.updated_at)));
     for (const type of ["royalties.imported", "royalties.voided"]) {
       const total = ((byType(sent, type).data.object as Obj).totals as Obj[])[0] as Obj;

@@ -8,7 +8,6 @@ import type { QueuedRelease } from "../pipeline/review.ts";
  * already (its tenant), times as RFC 3339 UTC with milliseconds whichever driver read them (src/http/formats.ts).
  */
 
-
 export function queuedRelease(r: QueuedRelease) {
   return {
     id: r.id,

@@ -362,7 +362,8 @@ export const RoyaltyImport = z
     errors: z.array(z.object({ line: z.number().int(), message: z.string() })),
     totals: z.array(ImportTotal).meta({ description: "Per currency: lines, units, gross, fees, net." }),
     unmatched: z.array(Unmatched).meta({
-      description: "Identifiers that matched no release (or more than one account's), ambiguous first, then most lines first; at most 100.",
+      description:
+        "Identifiers that matched no release (or more than one account's), ambiguous first, then most lines first; at most 100.",
     }),
     period_from: nullable(DateOnly).meta({ description: "The first day of sale or use the report covers." }),
     period_to: nullable(DateOnly).meta({ description: "The last day of sale or use the report covers." }),

@@ -26,7 +26,8 @@ export const Timestamp = z.iso.datetime({ precision: 3 }).meta({
 
 /** A time as a request may send it: any RFC 3339 date-time with `Z` or an offset. */
 export const TimestampInput = z.iso.datetime({ offset: true }).meta({
-  description: "RFC 3339 date-time, with Z or an offset (e.g. 2026-11-26T03:45:12Z, 2026-11-26T04:45:12+01:00).",
+  description:
+    "RFC 3339 date-time, with Z or an offset (e.g. 2026-11-26T03:45:12Z, 2026-11-26T04:45:12+01:00).",
 });
 
 /** The decimal-string pattern of an amount: an optional minus, digits, optionally a fraction. */

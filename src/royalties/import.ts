@@ -3,8 +3,8 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
-import { count, timestamp } from "../http/formats.ts";
 import type { Tx } from "../db/types.ts";
+import { count, timestamp } from "../http/formats.ts";
 import { updateRollups } from "./analytics.ts";
 import { readRecords } from "./csv.ts";
 import { FORMAT_NAMES, FormatError, formatNamed, LineError } from "./formats/index.ts";
@@ -763,7 +763,13 @@ async function unmatchedReport(
   for (const u of r.rows) {
     if (listed.length === UNMATCHED_LISTED) break;
     if (ambiguous.has(`${u.isrc ?? ""}|${u.upc ?? ""}`)) continue;
-    listed.push({ isrc: u.isrc, upc: u.upc, reason: "no_match", lines: u.lines, units: unitsCount(BigInt(u.units)) });
+    listed.push({
+      isrc: u.isrc,
+      upc: u.upc,
+      reason: "no_match",
+      lines: u.lines,
+      units: unitsCount(BigInt(u.units)),
+    });
   }
   return listed;
 }

@@ -1,5 +1,5 @@
-import { count } from "../http/formats.ts";
 import type { Tx } from "../db/types.ts";
+import { count } from "../http/formats.ts";
 
 /**
  * What GET /royalties and GET /releases/{id}/royalties read, as the caller (row-level security on

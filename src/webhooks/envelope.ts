@@ -81,7 +81,7 @@ function currentData(data: Record<string, unknown>): Record<string, unknown> {
 /** Payload 1.0: the stored data, with the royalty totals' units as the strings they were. */
 function legacyData(data: Record<string, unknown>): Record<string, unknown> {
   const object = data.object as Record<string, unknown> | undefined;
-  if (!object || object.object !== "royalty_import" || !Array.isArray(object.totals)) return data;
+  if (object?.object !== "royalty_import" || !Array.isArray(object.totals)) return data;
   const totals = (object.totals as Record<string, unknown>[]).map((t) =>
     typeof t.units === "number" ? { ...t, units: String(t.units) } : t,
   );

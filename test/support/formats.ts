@@ -48,7 +48,8 @@ function unwrap(node: Json): Json {
   const any = (node.anyOf ?? node.oneOf) as Json[] | undefined;
   if (any) {
     const rest = any.filter((s) => s.type !== "null");
-    if (rest.length === 1 && rest.length < any.length) return { ...(rest[0] as Json), ...omit(node, "anyOf", "oneOf") };
+    if (rest.length === 1 && rest.length < any.length)
+      return { ...(rest[0] as Json), ...omit(node, "anyOf", "oneOf") };
   }
   if (Array.isArray(node.type)) {
     const types = (node.type as string[]).filter((t) => t !== "null");
@@ -84,14 +85,15 @@ function propertyDepartures(
     }
   }
   if (DATE_NAME.test(name) || s.format === "date") {
-    if (!(type === "string" && s.format === "date")) problems.push(`${at}: a date must be format: date (YYYY-MM-DD)`);
+    if (!(type === "string" && s.format === "date"))
+      problems.push(`${at}: a date must be format: date (YYYY-MM-DD)`);
   }
   if (MONEY_NAME.test(name)) {
     if (!(type === "string" && s.pattern === MONEY_PATTERN.source)) {
       problems.push(`${at}: money must be the Money schema (a decimal string), got ${JSON.stringify(type)}`);
     }
     const currency = siblings.currency ? unwrap(siblings.currency) : undefined;
-    if (!currency || currency.type !== "string" || currency.pattern !== CURRENCY_PATTERN) {
+    if (currency?.type !== "string" || currency.pattern !== CURRENCY_PATTERN) {
       problems.push(`${at}: money must have a currency beside it (the Currency schema)`);
     }
   }
@@ -122,7 +124,7 @@ export function schemaDepartures(doc: Json): Departure[] {
   };
   const visit = (node: unknown, io: "input" | "output", at: string): void => {
     if (Array.isArray(node)) {
-      node.forEach((n, i) => visit(n, io, `${at}[${i}]`));
+      for (const [i, n] of node.entries()) visit(n, io, `${at}[${i}]`);
       return;
     }
     if (!node || typeof node !== "object") return;
@@ -166,7 +168,8 @@ export function schemaDepartures(doc: Json): Departure[] {
   // Webhook payloads are what Backline writes.
   visit(doc.webhooks, "output", "webhooks");
   for (const name of Object.keys(components)) {
-    if (!seen.has(`${name}@input`) && !seen.has(`${name}@output`)) visit({ $ref: `#/components/schemas/${name}` }, "output", "");
+    if (!seen.has(`${name}@input`) && !seen.has(`${name}@output`))
+      visit({ $ref: `#/components/schemas/${name}` }, "output", "");
   }
   return out;
 
@@ -181,13 +184,21 @@ export function schemaDepartures(doc: Json): Departure[] {
  * counts by the same names as in the schemas. Free-form maps the schemas leave open
  * (audio_metadata, metadata, payload, store_ids…) are not read: their keys are not Backline's names.
  */
-const FREE_FORM = new Set(["audio_metadata", "metadata", "payload", "store_ids", "platform_links", "localized_names", "headers"]);
+const FREE_FORM = new Set([
+  "audio_metadata",
+  "metadata",
+  "payload",
+  "store_ids",
+  "platform_links",
+  "localized_names",
+  "headers",
+]);
 
 export function valueDepartures(value: unknown, at = "$"): Departure[] {
   const out: Departure[] = [];
   const walk = (v: unknown, path: string) => {
     if (Array.isArray(v)) {
-      v.forEach((x, i) => walk(x, `${path}[${i}]`));
+      for (const [i, x] of v.entries()) walk(x, `${path}[${i}]`);
       return;
     }
     if (!v || typeof v !== "object") return;
@@ -196,7 +207,10 @@ export function valueDepartures(value: unknown, at = "$"): Departure[] {
       const p = `${path}.${k}`;
       if (FREE_FORM.has(k)) continue;
       if (x !== null && TIME_NAME.test(k) && !(typeof x === "string" && TIMESTAMP_RE.test(x))) {
-        out.push({ at: p, problem: `a time must be RFC 3339 UTC with milliseconds, got ${JSON.stringify(x)}` });
+        out.push({
+          at: p,
+          problem: `a time must be RFC 3339 UTC with milliseconds, got ${JSON.stringify(x)}`,
+        });
       }
       if (x !== null && DATE_NAME.test(k) && !(typeof x === "string" && DATE_RE.test(x))) {
         out.push({ at: p, problem: `a date must be YYYY-MM-DD, got ${JSON.stringify(x)}` });

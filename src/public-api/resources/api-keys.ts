@@ -69,8 +69,7 @@ const KeyCreate = z
           `Default: ${DEFAULT_SCOPES.join(", ")} (for a key made by a key: those of them it has, or else all of its own). ` +
           "A key never gives a new key a scope it lacks itself: 403 insufficient_scope.",
       }),
-    expires_at: TimestampInput.refine((v) => Date.parse(v) > Date.now(), "must be in the future")
-      .optional(),
+    expires_at: TimestampInput.refine((v) => Date.parse(v) > Date.now(), "must be in the future").optional(),
     account_id: Id.optional().meta({
       description: "The account, for a user managing several; a key manages its own account.",
     }),

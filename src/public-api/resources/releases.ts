@@ -124,13 +124,13 @@ const StoreDelivery = z
           "Where that delivery stands. An insert or update: pending, in_progress, delivered (at the store), live, error. A takedown: pending, in_progress, takedown_sent (at the store, waiting for it to confirm), taken_down (the store confirmed), error.",
       }),
     message: z.string().nullable().meta({ description: "The store's answer, e.g. why it failed." }),
-    delivered_at: Timestamp
-      .nullable()
-      .meta({ description: "When the delivery (or the takedown) reached the store." }),
+    delivered_at: Timestamp.nullable().meta({
+      description: "When the delivery (or the takedown) reached the store.",
+    }),
     live_at: Timestamp.nullable(),
-    taken_down_at: Timestamp
-      .nullable()
-      .meta({ description: "A takedown: when the store confirmed the removal." }),
+    taken_down_at: Timestamp.nullable().meta({
+      description: "A takedown: when the store confirmed the removal.",
+    }),
     confirmed_by: TakedownConfirmedBy,
     updated_at: Timestamp,
   })
@@ -140,12 +140,8 @@ const TakedownStore = z
   .object({
     store: z.string(),
     status: z.enum(["pending", "in_progress", "takedown_sent", "taken_down", "error"]),
-    sent_at: Timestamp
-      .nullable()
-      .meta({ description: "When the takedown reached the store." }),
-    taken_down_at: Timestamp
-      .nullable()
-      .meta({ description: "When the store confirmed the removal." }),
+    sent_at: Timestamp.nullable().meta({ description: "When the takedown reached the store." }),
+    taken_down_at: Timestamp.nullable().meta({ description: "When the store confirmed the removal." }),
     confirmed_by: TakedownConfirmedBy,
   })
   .meta({ id: "TakedownStore" });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Count, Currency, Money } from "../../http/formats.ts";
 import {
   GROUP_KEYS,
   type GroupKey,
@@ -8,7 +9,6 @@ import {
   royaltyLinesAfter,
   royaltyTotals,
 } from "../../royalties/queries.ts";
-import { Count, Currency, Money } from "../../http/formats.ts";
 import { ApiError, notFound } from "../errors.ts";
 import { type Context, Id, OffsetPagination as Pagination, route } from "../route.ts";
 
@@ -23,7 +23,9 @@ const Month = z
   .string()
   .regex(/^\d{4}-(0[1-9]|1[0-2])$/)
   .meta({ description: "A month, YYYY-MM." });
-const Amount = Money.meta({ description: "A decimal amount as a string (never a float), in the row's currency." });
+const Amount = Money.meta({
+  description: "A decimal amount as a string (never a float), in the row's currency.",
+});
 
 const filterFields = {
   from: Month.optional().meta({

@@ -26,7 +26,7 @@ const Ordering = z.enum(["best_effort", "strict"]).meta({
 
 const PayloadVersion = z.enum(PAYLOAD_VERSIONS).meta({
   description:
-    'The form events are sent in (docs/webhooks.md, "Payload versions"). 1.1 (the default): times RFC 3339 in UTC with milliseconds, counts as integers. 1.0 (deprecated, until at least 2027-11-26): as before 1.1.0 — a row\'s times as PostgreSQL wrote them, and the royalty totals\' units as decimal strings; endpoints registered before 1.1.0 have it until moved.',
+    "The form events are sent in (docs/webhooks.md, \"Payload versions\"). 1.1 (the default): times RFC 3339 in UTC with milliseconds, counts as integers. 1.0 (deprecated, until at least 2027-11-26): as before 1.1.0 — a row's times as PostgreSQL wrote them, and the royalty totals' units as decimal strings; endpoints registered before 1.1.0 have it until moved.",
 });
 
 const Endpoint = z
