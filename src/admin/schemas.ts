@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { Count, Currency, Money, Timestamp } from "../http/formats.ts";
+import { Count, Timestamp } from "../http/formats.ts";
+import { CurrencyTotalSchema } from "../royalties/import.ts";
 import { pageOf, Uuid } from "./spec.ts";
 
 /**
@@ -320,16 +321,7 @@ export const ImportProgress = z
   })
   .meta({ id: "ImportProgress" });
 
-const ImportTotal = z
-  .object({
-    currency: Currency,
-    lines: Count,
-    units: Count,
-    gross: Money.meta({ description: "Revenue before store fees." }),
-    fees: Money.meta({ description: "Fees the store kept." }),
-    net: Money.meta({ description: "Revenue after store fees." }),
-  })
-  .meta({ id: "ImportTotal", description: "An import's sums in one currency." });
+const ImportTotal = CurrencyTotalSchema;
 
 const Unmatched = z
   .object({

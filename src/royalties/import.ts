@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
+import { z } from "zod";
 import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
 import type { Tx } from "../db/types.ts";
-import { count, timestamp } from "../http/formats.ts";
+import { Count, Currency, count, Money, timestamp } from "../http/formats.ts";
 import { updateRollups } from "./analytics.ts";
 import { readRecords } from "./csv.ts";
 import { FORMAT_NAMES, FormatError, formatNamed, LineError } from "./formats/index.ts";
@@ -59,6 +60,18 @@ export interface CurrencyTotal {
   fees: string;
   net: string;
 }
+
+/** CurrencyTotal's schema, for the documents that describe it (the admin API, webhook payloads). */
+export const CurrencyTotalSchema = z
+  .object({
+    currency: Currency,
+    lines: Count,
+    units: Count,
+    gross: Money.meta({ description: "Revenue before store fees." }),
+    fees: Money.meta({ description: "Fees the store kept." }),
+    net: Money.meta({ description: "Revenue after store fees." }),
+  })
+  .meta({ id: "RoyaltyImportTotal", description: "A royalty import's sums in one currency." });
 
 export type UnmatchedReason = "no_match" | "ambiguous";
 

@@ -1,5 +1,7 @@
 import { z } from "zod";
-import { Count, Currency, Money, Timestamp } from "../http/formats.ts";
+import { Count, Timestamp } from "../http/formats.ts";
+import { Release } from "../public-api/resources/schemas.ts";
+import { CurrencyTotalSchema } from "../royalties/import.ts";
 
 /**
  * The events an account's webhook endpoints can subscribe to (seed 001, "Events"), with the
@@ -21,58 +23,20 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 const DateOnly = z.iso.date().meta({ description: "A date, YYYY-MM-DD." });
 
-/** The release row as it was (to_jsonb of public.releases): every column, named here with its format. */
-const ReleaseSnapshot = z
-  .looseObject({
-    id: z.uuid(),
-    account_id: z.uuid(),
-    artist_id: z.uuid().nullable(),
-    title: z.string(),
-    version: z.string().nullable(),
-    release_type: z.string(),
-    artist_name: z.string().nullable(),
-    primary_genre: z.string().nullable(),
-    secondary_genre: z.string().nullable(),
-    genres: z.array(z.string()),
-    release_date: DateOnly.nullable(),
-    original_release_date: DateOnly.nullable(),
-    upc: z.string().nullable(),
-    label_name: z.string().nullable(),
-    catalog_number: z.string().nullable(),
-    licensed_territories_include: z.string().nullable(),
-    territories: z.array(z.string()),
-    territories_exclude: z.array(z.string()),
-    services: z.array(z.string()),
-    copyright: z.string().nullable(),
-    copyright_year: Count.nullable(),
-    phonographic_copyright: z.string().nullable(),
-    phonographic_year: Count.nullable(),
-    explicit: z.boolean(),
-    language: z.string().nullable(),
-    status: z.string(),
-    status_reason: z.string().nullable(),
-    submitted_at: Timestamp.nullable(),
-    created_by: z.uuid().nullable(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  })
+/**
+ * The release row as it was (to_jsonb of public.releases): the public API's release fields, read
+ * with the same schema, and the columns only /rest/v1 shows.
+ */
+const ReleaseSnapshot = Release.omit({ object: true })
+  .extend({ created_by: z.uuid().nullable().meta({ description: "The user who created it, if one did." }) })
+  .loose()
   .meta({
     id: "WebhookReleaseObject",
     description:
       "The release as it was when the event happened: every column of /rest/v1/releases (the public API's release fields and more).",
   });
 
-/** One currency's sums of a royalty import for the account. */
-const RoyaltyTotal = z
-  .object({
-    currency: Currency,
-    lines: Count,
-    units: Count,
-    gross: Money.meta({ description: "Revenue before store fees." }),
-    fees: Money.meta({ description: "Fees the store kept." }),
-    net: Money.meta({ description: "Revenue after store fees." }),
-  })
-  .meta({ id: "WebhookRoyaltyTotal" });
+const RoyaltyTotal = CurrencyTotalSchema;
 
 const RoyaltyImportObject = z
   .looseObject({
