@@ -298,6 +298,18 @@ describeEachEngine("formats: times, money and counts", (t) => {
       assert.equal(typeof totalLegacy.units, "string", `${type}: units a decimal string in 1.0, as before`);
       assert.equal(String(total.units), totalLegacy.units);
     }
+    // An endpoint moves between payload versions by PATCH; another value is refused, naming the field.
+    const moved = expectStatus(
+      await api<Obj>("PATCH", `/webhooks/${old.id}`, { payload_version: "1.1" }),
+      200,
+    );
+    assert.equal(moved.payload_version, "1.1");
+    const refused = await api<{ code: string; errors: { param: string }[] }>("PATCH", `/webhooks/${old.id}`, {
+      payload_version: "2.0",
+    });
+    assert.equal(refused.status, 422);
+    assert.equal(refused.body.errors[0]?.param, "payload_version");
+
     const sentData = [...sent].sort((a, b) => a.type.localeCompare(b.type)).map((e) => e.data);
     SHAPES.set(t().kind, shape({ answers, sent: sentData }));
   });
