@@ -34,9 +34,9 @@ export const QueuedRelease = z
 
 export const ReviewCounts = z
   .object({
-    submitted: z.number().int(),
-    in_review: z.number().int(),
-    total: z.number().int().meta({ description: "Every release waiting for review in the tenant." }),
+    submitted: Count,
+    in_review: Count,
+    total: Count.meta({ description: "Every release waiting for review in the tenant." }),
   })
   .meta({ id: "ReviewCounts" });
 
@@ -58,7 +58,7 @@ const Media = z
     status: z.enum(["uploaded", "validating", "valid", "invalid"]),
     content_type: z.string(),
     filename: nullable(z.string()),
-    bytes: nullable(z.number().int()),
+    bytes: nullable(Count),
     sha256: nullable(z.string()),
     metadata: z.record(z.string(), z.unknown()).meta({
       description:
@@ -199,7 +199,7 @@ export const Delivery = z
     store: z.string(),
     action: z.enum(["insert", "update", "takedown"]),
     status: z.string(),
-    attempts: z.number().int(),
+    attempts: Count,
     message: nullable(z.string()).meta({ description: "The store's message (an error's reason)." }),
     store_reference: nullable(z.string()),
     correction_version: nullable(z.number().int()),
@@ -234,8 +234,8 @@ export const JobSummary = z
     id: z.string().meta({ description: "The job's id (a number, as a string)." }),
     kind: z.string(),
     status: z.enum(["queued", "running", "succeeded", "dead"]),
-    attempts: z.number().int(),
-    max_attempts: z.number().int(),
+    attempts: Count,
+    max_attempts: Count,
     run_at: Ts,
     last_error: nullable(z.string()),
     created_at: Ts,
@@ -253,7 +253,7 @@ export const DeliveryDetail = DeskDelivery.extend({
     .meta({ description: "The jobs that sent or confirmed this record, newest first." }),
 }).meta({ id: "DeliveryDetail" });
 
-export const Retried = z.object({ release_id: Uuid, retried: z.number().int() }).meta({ id: "Retried" });
+export const Retried = z.object({ release_id: Uuid, retried: Count }).meta({ id: "Retried" });
 
 // Takedowns.
 export const Takedown = z
@@ -306,12 +306,12 @@ export const Jobs = pageOf(Job, "Jobs");
 export const ImportProgress = z
   .object({
     phase: z.enum(["receiving", "importing", "done", "failed"]),
-    total_bytes: nullable(z.number().int()).meta({
+    total_bytes: nullable(Count).meta({
       description: "The upload's Content-Length, when it gave one.",
     }),
-    bytes_received: z.number().int(),
-    bytes_read: z.number().int().meta({ description: "Of the received file, read by the import so far." }),
-    lines: z.number().int().meta({ description: "Lines read so far." }),
+    bytes_received: Count,
+    bytes_read: Count.meta({ description: "Of the received file, read by the import so far." }),
+    lines: Count.meta({ description: "Lines read so far." }),
     updated_at: Ts,
     import_id: nullable(Uuid).meta({
       description:
@@ -347,10 +347,10 @@ export const RoyaltyImport = z
     status: z.enum(["running", "completed", "duplicate", "rejected", "voided", "failed"]).meta({
       description: "running while the import works (progress says how far), then its outcome.",
     }),
-    lines_total: z.number().int(),
-    lines_matched: z.number().int(),
-    lines_unmatched: z.number().int(),
-    lines_malformed: z.number().int(),
+    lines_total: Count,
+    lines_matched: Count,
+    lines_unmatched: Count,
+    lines_malformed: Count,
     errors: z.array(z.object({ line: z.number().int(), message: z.string() })),
     totals: z.array(ImportTotal).meta({ description: "Per currency: lines, units, gross, fees, net." }),
     unmatched: z.array(Unmatched).meta({
@@ -416,9 +416,9 @@ export const AccountDetail = AccountSummary.extend({
   members: z.array(Member),
   invitations: z.array(Invitation).meta({ description: "Invitations not accepted yet, newest first." }),
   counts: z.object({
-    releases: z.number().int(),
-    artists: z.number().int(),
-    api_keys: z.number().int(),
+    releases: Count,
+    artists: Count,
+    api_keys: Count,
   }),
 }).meta({ id: "AccountDetail" });
 

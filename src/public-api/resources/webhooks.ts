@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Tx } from "../../db/types.ts";
-import { Timestamp } from "../../http/formats.ts";
+import { Count, Timestamp } from "../../http/formats.ts";
 import { retryDeliveryNow } from "../../webhooks/dispatcher.ts";
 import { CURRENT_PAYLOAD_VERSION, PAYLOAD_VERSIONS } from "../../webhooks/envelope.ts";
 import { WEBHOOK_EVENT_TYPES } from "../../webhooks/events.ts";
@@ -130,7 +130,7 @@ const Delivery = z
       description:
         "pending while attempts remain; succeeded on a 2xx; failed after the last attempt, or a 410.",
     }),
-    attempts: z.number().int(),
+    attempts: Count,
     next_attempt_at: Timestamp.nullable(),
     last_status_code: z.number().int().nullable(),
     last_error: z.string().nullable(),
