@@ -35,11 +35,11 @@ describeEachEngine("royalties: ddex-dsr import", (t) => {
       [6, 5, 1, [account.id]],
     );
     assert.deepEqual(r.report.totals, [
-      { currency: "EUR", lines: 4, units: "2100", gross: "8", fees: "0", net: "8" },
-      { currency: "GBP", lines: 2, units: "3", gross: "14.97", fees: "0", net: "14.97" },
+      { currency: "EUR", lines: 4, units: 2100, gross: "8", fees: "0", net: "8" },
+      { currency: "GBP", lines: 2, units: 3, gross: "14.97", fees: "0", net: "14.97" },
     ]);
     assert.deepEqual(r.report.unmatched, [
-      { isrc: "QZABC2699999", upc: "4006381333931", reason: "no_match", lines: 1, units: "100" },
+      { isrc: "QZABC2699999", upc: "4006381333931", reason: "no_match", lines: 1, units: 100 },
     ]);
     const again = await importRoyalties(t().db, {
       tenantId: tenant.id,
@@ -79,6 +79,6 @@ describeEachEngine("royalties: ddex-dsr import", (t) => {
     assert.equal(r.status, "completed");
     if (r.status !== "completed") return;
     assert.deepEqual([r.report.lines_total, r.report.lines_matched], [15, 0]);
-    assert.equal(r.report.totals[0]?.units, "3160");
+    assert.equal(r.report.totals[0]?.units, 3160);
   });
 });

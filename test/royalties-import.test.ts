@@ -73,12 +73,12 @@ describeEachEngine("royalties: import", (t) => {
       [7, 6, 1, 0],
     );
     assert.deepEqual(rep.totals, [
-      { currency: "EUR", lines: 3, units: "970", gross: "3.64", fees: "1.088", net: "2.552" },
-      { currency: "GBP", lines: 1, units: "3", gross: "20.97", fees: "6.29", net: "14.68" },
-      { currency: "USD", lines: 3, units: "1910", gross: "21.7", fees: "6.51", net: "15.19" },
+      { currency: "EUR", lines: 3, units: 970, gross: "3.64", fees: "1.088", net: "2.552" },
+      { currency: "GBP", lines: 1, units: 3, gross: "20.97", fees: "6.29", net: "14.68" },
+      { currency: "USD", lines: 3, units: 1910, gross: "21.7", fees: "6.51", net: "15.19" },
     ]);
     assert.deepEqual(rep.unmatched, [
-      { isrc: "GBXYZ2600099", upc: "190000000015", reason: "no_match", lines: 1, units: "50" },
+      { isrc: "GBXYZ2600099", upc: "190000000015", reason: "no_match", lines: 1, units: 50 },
     ]);
     assert.deepEqual(rep.account_ids, [account.id]);
     assert.equal(rep.period_from, "2026-02-01");
@@ -167,9 +167,9 @@ describeEachEngine("royalties: import", (t) => {
     assert.equal(event.data.object.object, "royalty_import");
     assert.equal(event.data.object.lines, 6);
     assert.deepEqual(event.data.object.totals, [
-      { currency: "EUR", lines: 2, units: "920", gross: "3.44", fees: "1.028", net: "2.412" },
-      { currency: "GBP", lines: 1, units: "3", gross: "20.97", fees: "6.29", net: "14.68" },
-      { currency: "USD", lines: 3, units: "1910", gross: "21.7", fees: "6.51", net: "15.19" },
+      { currency: "EUR", lines: 2, units: 920, gross: "3.44", fees: "1.028", net: "2.412" },
+      { currency: "GBP", lines: 1, units: 3, gross: "20.97", fees: "6.29", net: "14.68" },
+      { currency: "USD", lines: 3, units: 1910, gross: "21.7", fees: "6.51", net: "15.19" },
     ]);
     // The payload is what the documented webhook schema says.
     const schema = WEBHOOK_EVENTS.find((e) => e.type === "royalties.imported")?.schema;
@@ -235,8 +235,8 @@ describeEachEngine("royalties: import", (t) => {
     assert.equal(r.report.store, "spotify");
     assert.deepEqual([r.report.lines_total, r.report.lines_matched], [4, 4]);
     assert.deepEqual(r.report.totals, [
-      { currency: "EUR", lines: 3, units: "1253", gross: "13.97", fees: "4.191", net: "9.779" },
-      { currency: "GBP", lines: 1, units: "2000", gross: "1.2", fees: "0.36", net: "0.84" },
+      { currency: "EUR", lines: 3, units: 1253, gross: "13.97", fees: "4.191", net: "9.779" },
+      { currency: "GBP", lines: 1, units: 2000, gross: "1.2", fees: "0.36", net: "0.84" },
     ]);
     const rows = await lines(r.report.id);
     assert.deepEqual(
@@ -274,14 +274,14 @@ describeEachEngine("royalties: import", (t) => {
       {
         currency: "USD",
         lines: 4,
-        units: "12840",
+        units: 12840,
         gross: "1.578567891234",
         fees: "0",
         net: "1.578567891234",
       },
     ]);
     assert.deepEqual(r.report.unmatched, [
-      { isrc: "GBXYZ2600099", upc: null, reason: "no_match", lines: 1, units: "40" },
+      { isrc: "GBXYZ2600099", upc: null, reason: "no_match", lines: 1, units: 40 },
     ]);
     const rows = await lines(r.report.id);
     assert.deepEqual(
@@ -335,8 +335,8 @@ describeEachEngine("royalties: import", (t) => {
     );
     assert.deepEqual([r.report.lines_matched, r.report.lines_unmatched], [3, 2]);
     assert.deepEqual(r.report.unmatched, [
-      { isrc: "QZABC2600001", upc: "190000000015", reason: "ambiguous", lines: 1, units: "5" },
-      { isrc: "QZABC2600001", upc: null, reason: "ambiguous", lines: 1, units: "20" },
+      { isrc: "QZABC2600001", upc: "190000000015", reason: "ambiguous", lines: 1, units: 5 },
+      { isrc: "QZABC2600001", upc: null, reason: "ambiguous", lines: 1, units: 20 },
     ]);
     assert.deepEqual(new Set(r.report.account_ids), new Set([account.id, other.id]));
     // One event per account, each with its own lines.
@@ -454,9 +454,9 @@ describeEachEngine("royalties: import", (t) => {
     assert.deepEqual([r.report.lines_total, r.report.lines_matched, r.report.lines_unmatched], [255, 0, 255]);
     assert.equal(r.report.unmatched.length, 100);
     assert.deepEqual(r.report.unmatched.slice(0, 3), [
-      { isrc: isrc(10), upc: null, reason: "no_match", lines: 4, units: "16" },
-      { isrc: isrc(200), upc: null, reason: "no_match", lines: 3, units: "15" },
-      { isrc: isrc(1), upc: null, reason: "no_match", lines: 1, units: "1" },
+      { isrc: isrc(10), upc: null, reason: "no_match", lines: 4, units: 16 },
+      { isrc: isrc(200), upc: null, reason: "no_match", lines: 3, units: 15 },
+      { isrc: isrc(1), upc: null, reason: "no_match", lines: 1, units: 1 },
     ]);
     const rest = r.report.unmatched.slice(2).map((u) => u.isrc);
     assert.deepEqual(
@@ -501,7 +501,7 @@ describeEachEngine("royalties: import", (t) => {
       ],
     );
     assert.deepEqual(r.report.unmatched, [
-      { isrc: null, upc: "085100000068", reason: "no_match", lines: 1, units: "1" },
+      { isrc: null, upc: "085100000068", reason: "no_match", lines: 1, units: 1 },
     ]);
   });
 

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Db } from "../db/db.ts";
 import { fieldErrors } from "../http/field-errors.ts";
+import { TimestampInput, timestampOf } from "../http/formats.ts";
 import type { AdminCaller } from "./auth.ts";
 import { FieldsError } from "./errors.ts";
 
@@ -28,8 +29,8 @@ const Query = z.strictObject({
   object: z.string().min(1).max(300).optional(),
   object_table: z.string().min(1).max(100).optional(),
   action: z.string().min(1).max(100).optional(),
-  from: z.iso.datetime({ offset: true }).optional(),
-  to: z.iso.datetime({ offset: true }).optional(),
+  from: TimestampInput.optional(),
+  to: TimestampInput.optional(),
   starting_after: z
     .string()
     .regex(/^\d{1,18}$/, "must be an id from a previous page")
@@ -71,7 +72,7 @@ const COLUMNS = [
 function json(r: AuditRow) {
   return {
     id: Number(r.id),
-    at: r.at.toISOString(),
+    at: timestampOf(r.at),
     tenant_id: r.tenant_id,
     actor_type: r.actor_type,
     actor: r.actor,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
+import { timestamp, timestampOf } from "../http/formats.ts";
 import { HttpError } from "../http/problem.ts";
 import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/delivery.ts";
 import { OperatorError } from "../pipeline/errors.ts";
@@ -626,7 +627,7 @@ function storeOut(services: DeskServices, r: StoreRow, full: boolean) {
     offers_oac: r.offers_oac,
     sort: r.sort,
     adapter,
-    updated_at: new Date(r.updated_at).toISOString(),
+    updated_at: timestampOf(r.updated_at),
   };
   if (!full) return base;
   const credentials = r.credentials_sealed
@@ -733,7 +734,7 @@ async function settingsOf(tx: Tx, tenantId: string) {
       primary_color: r.primary_color,
       support_email: r.support_email,
     },
-    updated_at: r.updated_at === null ? null : new Date(r.updated_at).toISOString(),
+    updated_at: timestamp(r.updated_at),
   };
 }
 

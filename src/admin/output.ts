@@ -1,16 +1,12 @@
+import { timestamp as iso } from "../http/formats.ts";
 import type { DeliveryRecord } from "../pipeline/delivery.ts";
 import type { OpenOacRequest } from "../pipeline/oac.ts";
 import type { QueuedRelease } from "../pipeline/review.ts";
 
 /**
  * What the admin API answers, field by field: the pipeline's rows without what the caller knows
- * already (its tenant), dates as ISO 8601 strings whichever driver read them.
+ * already (its tenant), times as RFC 3339 UTC with milliseconds whichever driver read them (src/http/formats.ts).
  */
-
-function iso(value: Date | string | null | undefined): string | null {
-  if (value === null || value === undefined) return null;
-  return (value instanceof Date ? value : new Date(value)).toISOString();
-}
 
 export function queuedRelease(r: QueuedRelease) {
   return {

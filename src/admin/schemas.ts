@@ -1,5 +1,7 @@
 import { z } from "zod";
-import { pageOf, Timestamp, Uuid } from "./spec.ts";
+import { Count, Timestamp } from "../http/formats.ts";
+import { CurrencyTotalSchema } from "../royalties/import.ts";
+import { pageOf, Uuid } from "./spec.ts";
 
 /**
  * The shapes /admin/v1 answers, as zod schemas: the OpenAPI document (src/admin/openapi.ts) is made
@@ -8,6 +10,7 @@ import { pageOf, Timestamp, Uuid } from "./spec.ts";
 
 const nullable = <T extends z.ZodType>(s: T) => s.nullable();
 const Ts = Timestamp;
+const DateOnly = z.iso.date().meta({ description: "A date, YYYY-MM-DD." });
 const Problem = z
   .object({ param: z.string(), code: z.string(), message: z.string() })
   .meta({ id: "Check", description: "One failing check: the field it is about, a code, a message." });
@@ -31,9 +34,9 @@ export const QueuedRelease = z
 
 export const ReviewCounts = z
   .object({
-    submitted: z.number().int(),
-    in_review: z.number().int(),
-    total: z.number().int().meta({ description: "Every release waiting for review in the tenant." }),
+    submitted: Count,
+    in_review: Count,
+    total: Count.meta({ description: "Every release waiting for review in the tenant." }),
   })
   .meta({ id: "ReviewCounts" });
 
@@ -55,7 +58,7 @@ const Media = z
     status: z.enum(["uploaded", "validating", "valid", "invalid"]),
     content_type: z.string(),
     filename: nullable(z.string()),
-    bytes: nullable(z.number().int()),
+    bytes: nullable(Count),
     sha256: nullable(z.string()),
     metadata: z.record(z.string(), z.unknown()).meta({
       description:
@@ -166,8 +169,8 @@ export const ReleaseDetail = z
     primary_genre: nullable(z.string()),
     secondary_genre: nullable(z.string()),
     genres: z.array(z.string()),
-    release_date: nullable(z.string()),
-    original_release_date: nullable(z.string()),
+    release_date: nullable(DateOnly),
+    original_release_date: nullable(DateOnly),
     upc: nullable(z.string()),
     label_name: nullable(z.string()),
     catalog_number: nullable(z.string()),
@@ -200,7 +203,7 @@ export const Delivery = z
     store: z.string(),
     action: z.enum(["insert", "update", "takedown"]),
     status: z.string(),
-    attempts: z.number().int(),
+    attempts: Count,
     message: nullable(z.string()).meta({ description: "The store's message (an error's reason)." }),
     store_reference: nullable(z.string()),
     correction_version: nullable(z.number().int()),
@@ -235,8 +238,8 @@ export const JobSummary = z
     id: z.string().meta({ description: "The job's id (a number, as a string)." }),
     kind: z.string(),
     status: z.enum(["queued", "running", "succeeded", "dead"]),
-    attempts: z.number().int(),
-    max_attempts: z.number().int(),
+    attempts: Count,
+    max_attempts: Count,
     run_at: Ts,
     last_error: nullable(z.string()),
     created_at: Ts,
@@ -254,7 +257,7 @@ export const DeliveryDetail = DeskDelivery.extend({
     .meta({ description: "The jobs that sent or confirmed this record, newest first." }),
 }).meta({ id: "DeliveryDetail" });
 
-export const Retried = z.object({ release_id: Uuid, retried: z.number().int() }).meta({ id: "Retried" });
+export const Retried = z.object({ release_id: Uuid, retried: Count }).meta({ id: "Retried" });
 
 // Takedowns.
 export const Takedown = z
@@ -307,12 +310,12 @@ export const Jobs = pageOf(Job, "Jobs");
 export const ImportProgress = z
   .object({
     phase: z.enum(["receiving", "importing", "done", "failed"]),
-    total_bytes: nullable(z.number().int()).meta({
+    total_bytes: nullable(Count).meta({
       description: "The upload's Content-Length, when it gave one.",
     }),
-    bytes_received: z.number().int(),
-    bytes_read: z.number().int().meta({ description: "Of the received file, read by the import so far." }),
-    lines: z.number().int().meta({ description: "Lines read so far." }),
+    bytes_received: Count,
+    bytes_read: Count.meta({ description: "Of the received file, read by the import so far." }),
+    lines: Count.meta({ description: "Lines read so far." }),
     updated_at: Ts,
     import_id: nullable(Uuid).meta({
       description:
@@ -321,6 +324,18 @@ export const ImportProgress = z
     error: nullable(z.string()).meta({ description: "When failed: why." }),
   })
   .meta({ id: "ImportProgress" });
+
+const ImportTotal = CurrencyTotalSchema;
+
+const Unmatched = z
+  .object({
+    isrc: nullable(z.string()),
+    upc: nullable(z.string()),
+    reason: z.enum(["no_match", "ambiguous"]),
+    lines: Count,
+    units: Count,
+  })
+  .meta({ id: "UnmatchedIdentifier" });
 
 export const RoyaltyImport = z
   .object({
@@ -336,17 +351,18 @@ export const RoyaltyImport = z
     status: z.enum(["running", "completed", "duplicate", "rejected", "voided", "failed"]).meta({
       description: "running while the import works (progress says how far), then its outcome.",
     }),
-    lines_total: z.number().int(),
-    lines_matched: z.number().int(),
-    lines_unmatched: z.number().int(),
-    lines_malformed: z.number().int(),
+    lines_total: Count,
+    lines_matched: Count,
+    lines_unmatched: Count,
+    lines_malformed: Count,
     errors: z.array(z.object({ line: z.number().int(), message: z.string() })),
-    totals: z
-      .array(z.record(z.string(), z.unknown()))
-      .meta({ description: "Per currency: lines, units, gross, fees, net." }),
-    unmatched: z.array(z.record(z.string(), z.unknown())),
-    period_from: nullable(z.string()),
-    period_to: nullable(z.string()),
+    totals: z.array(ImportTotal).meta({ description: "Per currency: lines, units, gross, fees, net." }),
+    unmatched: z.array(Unmatched).meta({
+      description:
+        "Identifiers that matched no release (or more than one account's), ambiguous first, then most lines first; at most 100.",
+    }),
+    period_from: nullable(DateOnly).meta({ description: "The first day of sale or use the report covers." }),
+    period_to: nullable(DateOnly).meta({ description: "The last day of sale or use the report covers." }),
     account_ids: z.array(Uuid),
     source: z.string(),
     started_at: Ts,
@@ -404,9 +420,9 @@ export const AccountDetail = AccountSummary.extend({
   members: z.array(Member),
   invitations: z.array(Invitation).meta({ description: "Invitations not accepted yet, newest first." }),
   counts: z.object({
-    releases: z.number().int(),
-    artists: z.number().int(),
-    api_keys: z.number().int(),
+    releases: Count,
+    artists: Count,
+    api_keys: Count,
   }),
 }).meta({ id: "AccountDetail" });
 

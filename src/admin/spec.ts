@@ -176,8 +176,6 @@ export const Uuid = z
 
 export const IdParams = z.object({ id: Uuid });
 
-export const Timestamp = z.iso.datetime().meta({ description: "ISO 8601 date and time (UTC)." });
-
 /** `limit` and `starting_after`: keyset pagination (the id of the last item of the previous page). */
 export function pageQuery<S extends z.core.$ZodLooseShape>(
   cursor: z.ZodType<string, string>,
@@ -226,7 +224,5 @@ export function badCursor(value: string): FieldsError {
   ]);
 }
 
-export function iso(value: Date | string | null | undefined): string | null {
-  if (value === null || value === undefined) return null;
-  return (value instanceof Date ? value : new Date(value)).toISOString();
-}
+/** Times as every answer writes them (src/http/formats.ts): RFC 3339, UTC, milliseconds. */
+export { timestamp as iso } from "../http/formats.ts";

@@ -1,9 +1,11 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
+import { z } from "zod";
 import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
 import type { Tx } from "../db/types.ts";
+import { Count, Currency, count, Money, timestamp } from "../http/formats.ts";
 import { updateRollups } from "./analytics.ts";
 import { readRecords } from "./csv.ts";
 import { FORMAT_NAMES, FormatError, formatNamed, LineError } from "./formats/index.ts";
@@ -52,11 +54,24 @@ export interface ImportProgress {
 export interface CurrencyTotal {
   currency: string;
   lines: number;
-  units: string;
+  /** A count: a JSON integer (docs/public-api.md, "Formats"). Imports before 1.1.0 stored it as text. */
+  units: number;
   gross: string;
   fees: string;
   net: string;
 }
+
+/** CurrencyTotal's schema, for the documents that describe it (the admin API, webhook payloads). */
+export const CurrencyTotalSchema = z
+  .object({
+    currency: Currency,
+    lines: Count,
+    units: Count,
+    gross: Money.meta({ description: "Revenue before store fees." }),
+    fees: Money.meta({ description: "Fees the store kept." }),
+    net: Money.meta({ description: "Revenue after store fees." }),
+  })
+  .meta({ id: "RoyaltyImportTotal", description: "A royalty import's sums in one currency." });
 
 export type UnmatchedReason = "no_match" | "ambiguous";
 
@@ -65,7 +80,7 @@ export interface UnmatchedEntry {
   upc: string | null;
   reason: UnmatchedReason;
   lines: number;
-  units: string;
+  units: number;
 }
 
 export interface ImportReport {
@@ -141,10 +156,13 @@ type ImportRow = Omit<
 };
 
 export function importOut(row: ImportRow): ImportReport {
-  const iso = (v: Date | string | null) => (v === null ? null : v instanceof Date ? v.toISOString() : v);
+  const iso = timestamp;
   return {
     ...row,
     object: "royalty_import",
+    // Counts are integers; reports stored before 1.1.0 kept units as text in their jsonb.
+    totals: row.totals.map((t) => ({ ...t, lines: count(t.lines), units: count(t.units) })),
+    unmatched: row.unmatched.map((u) => ({ ...u, lines: count(u.lines), units: count(u.units) })),
     lines_total: Number(row.lines_total),
     lines_matched: Number(row.lines_matched),
     lines_unmatched: Number(row.lines_unmatched),
@@ -743,7 +761,7 @@ async function unmatchedReport(
       upc: u.upc,
       reason: "ambiguous",
       lines: u.lines,
-      units: u.units.toString(),
+      units: unitsCount(u.units),
     }));
   const room = UNMATCHED_LISTED - listed.length;
   if (room === 0) return listed;
@@ -758,7 +776,13 @@ async function unmatchedReport(
   for (const u of r.rows) {
     if (listed.length === UNMATCHED_LISTED) break;
     if (ambiguous.has(`${u.isrc ?? ""}|${u.upc ?? ""}`)) continue;
-    listed.push({ isrc: u.isrc, upc: u.upc, reason: "no_match", lines: u.lines, units: u.units });
+    listed.push({
+      isrc: u.isrc,
+      upc: u.upc,
+      reason: "no_match",
+      lines: u.lines,
+      units: unitsCount(BigInt(u.units)),
+    });
   }
   return listed;
 }
@@ -791,11 +815,24 @@ function currencyTotals(maps: Map<string, Sums>[]): CurrencyTotal[] {
     .map(([currency, s]) => ({
       currency,
       lines: s.lines,
-      units: s.units.toString(),
+      units: unitsCount(s.units),
       gross: formatAmount(s.gross),
       fees: formatAmount(s.fees),
       net: formatAmount(s.net),
     }));
+}
+
+/**
+ * A sum of units as a count (a JSON integer, exact up to 2^53 − 1). A report whose units add up past
+ * that in one currency (or one unmatched code) is refused whole, as one too large for the analytics is.
+ */
+function unitsCount(units: bigint): number {
+  if (units > BigInt(Number.MAX_SAFE_INTEGER) || units < -BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new ImportError(
+      `the report's units add up to ${units}, past the largest exact count (${Number.MAX_SAFE_INTEGER}): nothing was imported`,
+    );
+  }
+  return Number(units);
 }
 
 /** PGlite: one multi-row insert per batch, the columns as arrays. */

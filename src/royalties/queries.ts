@@ -1,4 +1,5 @@
 import type { Tx } from "../db/types.ts";
+import { count } from "../http/formats.ts";
 
 /**
  * What GET /royalties and GET /releases/{id}/royalties read, as the caller (row-level security on
@@ -60,7 +61,7 @@ export interface CurrencyTotals {
   net: string;
 }
 
-const toInt = (v: unknown) => Number(v ?? 0);
+const toInt = (v: unknown) => count((v ?? 0) as string);
 
 function sumsOut<T extends Record<string, unknown>>(row: T) {
   return {

@@ -1,4 +1,5 @@
 import type { Db } from "../db/db.ts";
+import { count, timestamp } from "../http/formats.ts";
 import { reverseRollups } from "./analytics.ts";
 import { findImport, type ImportReport } from "./import.ts";
 
@@ -63,7 +64,7 @@ export async function voidImport(
     ).rows[0];
     if (!found) throw new VoidError("not_found", `no royalty import ${importId}`);
     if (found.status === "voided") {
-      const at = found.voided_at instanceof Date ? found.voided_at.toISOString() : String(found.voided_at);
+      const at = timestamp(found.voided_at);
       throw new VoidError("already_voided", `royalty import ${importId} was voided already (${at})`);
     }
     if (found.status !== "completed") {
@@ -107,8 +108,8 @@ export async function voidImport(
     for (const [accountId, rows] of accounts) {
       const totals = rows.map((r) => ({
         currency: r.currency,
-        lines: Number(r.lines),
-        units: r.units,
+        lines: count(r.lines),
+        units: count(r.units),
         gross: r.gross,
         fees: r.fees,
         net: r.net,

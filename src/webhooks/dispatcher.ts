@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import type { Mailer } from "../mail/mailer.ts";
-import { type EventRow, envelopeBody } from "./envelope.ts";
+import { type EventRow, envelopeBody, type PayloadVersion } from "./envelope.ts";
 import { processEnded, thisProcess } from "./instances.ts";
 import { MAX_ATTEMPTS, nextDelayMs } from "./schedule.ts";
 import type { SecretBox } from "./secrets.ts";
@@ -119,6 +119,8 @@ interface Claimed {
   created_at: Date | string;
   seq: number | string;
   ordering: "best_effort" | "strict";
+  /** The endpoint's payload version (docs/webhooks.md, "Payload versions"). */
+  payload_version: PayloadVersion;
   url: string;
   secret_ciphertext: string;
   previous_secret_ciphertext: string | null;
@@ -492,7 +494,7 @@ export class WebhookDispatcher {
                returning d.id, d.endpoint_id, d.event_id, d.attempts
              )
              select c.id, c.endpoint_id, c.attempts, ev.id as event_id, ev.type, ev.account_id, ev.data, ev.created_at,
-                    ev.seq, e.ordering, e.url, e.secret_ciphertext,
+                    ev.seq, e.ordering, e.payload_version, e.url, e.secret_ciphertext,
                     case when e.previous_secret_expires_at > coalesce($2::timestamptz, now())
                       then e.previous_secret_ciphertext end
                       as previous_secret_ciphertext
@@ -558,7 +560,7 @@ export class WebhookDispatcher {
       created_at: d.created_at,
       seq: d.seq,
     };
-    const body = envelopeBody(event);
+    const body = envelopeBody(event, d.payload_version);
     const startedAt = this.now();
     const headers = signatureHeaders(secrets, d.event_id, Math.floor(Date.now() / 1000), body);
     const result = await this.sender.send(d.url, body, headers);

@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { Count, Timestamp } from "../http/formats.ts";
+import { Release } from "../public-api/resources/schemas.ts";
+import { CurrencyTotalSchema } from "../royalties/import.ts";
 
 /**
  * The events an account's webhook endpoints can subscribe to (seed 001, "Events"), with the
@@ -18,41 +21,49 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
-const Timestamp = z.iso.datetime({ offset: true });
+const DateOnly = z.iso.date().meta({ description: "A date, YYYY-MM-DD." });
 
-const ReleaseSnapshot = z
-  .looseObject({
-    id: z.uuid(),
-    account_id: z.uuid(),
-    title: z.string(),
-    status: z.string(),
-    status_reason: z.string().nullable(),
-    upc: z.string().nullable(),
-    release_date: z.string().nullable(),
-    updated_at: z.string(),
-  })
+/**
+ * The release row as it was (to_jsonb of public.releases): the public API's release fields, read
+ * with the same schema, and the columns only /rest/v1 shows.
+ */
+const ReleaseSnapshot = Release.omit({ object: true })
+  .extend({ created_by: z.uuid().nullable().meta({ description: "The user who created it, if one did." }) })
+  .loose()
   .meta({
     id: "WebhookReleaseObject",
     description:
       "The release as it was when the event happened: every column of /rest/v1/releases (the public API's release fields and more).",
   });
 
+const RoyaltyTotal = CurrencyTotalSchema;
+
 const RoyaltyImportObject = z
   .looseObject({
     id: z.uuid(),
     object: z.literal("royalty_import"),
+    format: z.string().meta({ description: "The report format (backline, streaming-monthly, ...)." }),
+    store: z.string().nullable(),
+    reporting_period: z.string().nullable().meta({ description: "YYYY-MM, when the import named one." }),
+    period_from: DateOnly.nullable(),
+    period_to: DateOnly.nullable(),
+    lines: Count.meta({ description: "How many of the report's lines credit this account." }),
+    totals: z.array(RoyaltyTotal).meta({ description: "This account's sums, per currency." }),
+    imported_at: Timestamp.nullable(),
   })
   .meta({
     id: "WebhookRoyaltyImportObject",
-    description:
-      "The royalty import that added lines for this account (its fields are described with royalty imports).",
+    description: "The royalty import that added lines for this account, with this account's sums.",
   });
 
 const TakedownObject = z
   .looseObject({
     id: z.uuid(),
     object: z.literal("takedown_request"),
+    release_id: z.uuid(),
     status: z.literal("completed"),
+    reason: z.string().nullable(),
+    created_at: Timestamp,
     completed_at: Timestamp,
     stores: z.array(
       z.object({
@@ -81,17 +92,10 @@ const RoyaltyVoidObject = z
     status: z.literal("voided"),
     void_reason: z.string(),
     voided_at: Timestamp,
-    lines: z.number().int().meta({ description: "How many of the account's lines no longer count." }),
-    totals: z.array(
-      z.object({
-        currency: z.string(),
-        lines: z.number().int(),
-        units: z.string(),
-        gross: z.string(),
-        fees: z.string(),
-        net: z.string(),
-      }),
-    ),
+    lines: Count.meta({ description: "How many of the account's lines no longer count." }),
+    totals: z.array(RoyaltyTotal).meta({
+      description: "Per currency, the account's sums that no longer count (negative: they are reversed).",
+    }),
   })
   .meta({
     id: "WebhookRoyaltyVoidObject",
@@ -107,7 +111,7 @@ function envelope(type: string, object: z.ZodType, id: string, extra: Record<str
         .meta({ description: "The event id; also the webhook-id header, the same on every attempt." }),
       type: z.literal(type),
       created: Timestamp.meta({ description: "When the event happened." }),
-      sequence: z.number().int().min(1).meta({
+      sequence: Count.min(1).meta({
         description:
           "The event's number among its release's events: 1, 2, 3… in the order they happened, given by the database when the event was written (1 for events that are not a release's). Deliveries are not sent in order unless the endpoint asks for strict ordering: order a release's events by this number.",
       }),

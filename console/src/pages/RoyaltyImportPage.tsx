@@ -8,7 +8,7 @@ import { ErrorState, Loading, Page, Status, TableWrap, When } from "../ui/common
 interface Total {
   currency: string;
   lines: number;
-  units: string;
+  units: number;
   gross: string;
   fees: string;
   net: string;
@@ -18,7 +18,7 @@ interface Unmatched {
   upc: string | null;
   reason: string;
   lines: number;
-  units: string;
+  units: number;
 }
 
 /** One import's report: matched, unmatched with reasons, totals per currency; void it. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Timestamp, TimestampInput } from "../../http/formats.ts";
 import { SCOPES } from "../auth.ts";
 import { ApiError, notFound } from "../errors.ts";
 import {
@@ -19,7 +20,6 @@ import { columns, countAndPage, insertRow, updateRow } from "./sql.ts";
  */
 
 const withId = z.object({ id: Id }).strict();
-const Timestamp = z.iso.datetime({ offset: true });
 
 const ApiKey = z
   .object({
@@ -69,10 +69,7 @@ const KeyCreate = z
           `Default: ${DEFAULT_SCOPES.join(", ")} (for a key made by a key: those of them it has, or else all of its own). ` +
           "A key never gives a new key a scope it lacks itself: 403 insufficient_scope.",
       }),
-    expires_at: z.iso
-      .datetime({ offset: true })
-      .refine((v) => Date.parse(v) > Date.now(), "must be in the future")
-      .optional(),
+    expires_at: TimestampInput.refine((v) => Date.parse(v) > Date.now(), "must be in the future").optional(),
     account_id: Id.optional().meta({
       description: "The account, for a user managing several; a key manages its own account.",
     }),

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { asDbError } from "../../db/errors.ts";
 import type { Tx } from "../../db/types.ts";
+import { Timestamp } from "../../http/formats.ts";
 import { ApiError, notFound } from "../errors.ts";
 import {
   conditionalGet,
@@ -33,9 +34,9 @@ const OacRequest = z
       .enum(["requested", "processing", "approved", "rejected", "cancelled"])
       .meta({ description: "requested, then processing, then approved or rejected by the operator." }),
     status_reason: z.string().nullable(),
-    created_at: z.iso.datetime({ offset: true }),
-    updated_at: z.iso.datetime({ offset: true }),
-    completed_at: z.iso.datetime({ offset: true }).nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    completed_at: Timestamp.nullable(),
   })
   .meta({ id: "OacRequest" });
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { asDbError } from "../../db/errors.ts";
 import type { Tx } from "../../db/types.ts";
+import { Timestamp, timestamp } from "../../http/formats.ts";
 import { ApiError, type FieldError, notFound } from "../errors.ts";
 import {
   conditionalGet,
@@ -123,17 +124,15 @@ const StoreDelivery = z
           "Where that delivery stands. An insert or update: pending, in_progress, delivered (at the store), live, error. A takedown: pending, in_progress, takedown_sent (at the store, waiting for it to confirm), taken_down (the store confirmed), error.",
       }),
     message: z.string().nullable().meta({ description: "The store's answer, e.g. why it failed." }),
-    delivered_at: z.iso
-      .datetime({ offset: true })
-      .nullable()
-      .meta({ description: "When the delivery (or the takedown) reached the store." }),
-    live_at: z.iso.datetime({ offset: true }).nullable(),
-    taken_down_at: z.iso
-      .datetime({ offset: true })
-      .nullable()
-      .meta({ description: "A takedown: when the store confirmed the removal." }),
+    delivered_at: Timestamp.nullable().meta({
+      description: "When the delivery (or the takedown) reached the store.",
+    }),
+    live_at: Timestamp.nullable(),
+    taken_down_at: Timestamp.nullable().meta({
+      description: "A takedown: when the store confirmed the removal.",
+    }),
     confirmed_by: TakedownConfirmedBy,
-    updated_at: z.iso.datetime({ offset: true }),
+    updated_at: Timestamp,
   })
   .meta({ id: "StoreDelivery" });
 
@@ -141,14 +140,8 @@ const TakedownStore = z
   .object({
     store: z.string(),
     status: z.enum(["pending", "in_progress", "takedown_sent", "taken_down", "error"]),
-    sent_at: z.iso
-      .datetime({ offset: true })
-      .nullable()
-      .meta({ description: "When the takedown reached the store." }),
-    taken_down_at: z.iso
-      .datetime({ offset: true })
-      .nullable()
-      .meta({ description: "When the store confirmed the removal." }),
+    sent_at: Timestamp.nullable().meta({ description: "When the takedown reached the store." }),
+    taken_down_at: Timestamp.nullable().meta({ description: "When the store confirmed the removal." }),
     confirmed_by: TakedownConfirmedBy,
   })
   .meta({ id: "TakedownStore" });
@@ -167,8 +160,8 @@ const TakedownRequest = z
     stores: z.array(TakedownStore).meta({
       description: "Per store, where its removal stands and when it was sent and confirmed.",
     }),
-    created_at: z.iso.datetime({ offset: true }),
-    completed_at: z.iso.datetime({ offset: true }).nullable(),
+    created_at: Timestamp,
+    completed_at: Timestamp.nullable(),
   })
   .meta({ id: "TakedownRequest" });
 
@@ -182,7 +175,7 @@ const ReleaseStatusReport = z
       .meta({ description: "Where review stands: not_submitted, in_review, approved or rejected." }),
     rejection_reason: z.string().nullable(),
     live: z.boolean().meta({ description: "Whether the release is live in at least one store." }),
-    submitted_at: z.iso.datetime({ offset: true }).nullable(),
+    submitted_at: Timestamp.nullable(),
     stores: z.array(StoreDelivery).meta({ description: "Per store, its latest delivery." }),
     takedown: TakedownRequest.nullable().meta({ description: "The latest takedown request, if any." }),
   })
@@ -207,6 +200,24 @@ const TAKEDOWN_COLUMNS = [
   "created_at",
   "completed_at",
 ];
+
+/**
+ * A takedown request as answered. Its stores are jsonb (migration 0018), whose times are
+ * PostgreSQL's JSON text (microseconds, the session's offset): written as every time is.
+ */
+function takedownOut(row: Record<string, unknown>) {
+  const stores = (row.stores ?? []) as Record<string, unknown>[];
+  return {
+    id: row.id,
+    object: "takedown_request",
+    ...row,
+    stores: stores.map((s) => ({
+      ...s,
+      sent_at: timestamp(s.sent_at as string | null),
+      taken_down_at: timestamp(s.taken_down_at as string | null),
+    })),
+  };
+}
 
 function approvalOf(status: string): "not_submitted" | "in_review" | "approved" | "rejected" {
   if (status === "draft" || status === "pending") return "not_submitted";
@@ -532,7 +543,7 @@ export const releaseRoutes = [
             release.status === "live" || stores.some((s) => s.action !== "takedown" && s.status === "live"),
           submitted_at: release.submitted_at ?? null,
           stores,
-          takedown: takedown ? { id: takedown.id, object: "takedown_request", ...takedown } : null,
+          takedown: takedown ? takedownOut(takedown) : null,
         };
       });
       return { body };
@@ -577,7 +588,7 @@ export const releaseRoutes = [
           throw error;
         }
       });
-      return { status: 202, body: { id: row.id, object: "takedown_request", ...row } };
+      return { status: 202, body: takedownOut(row) };
     },
   }),
 ];

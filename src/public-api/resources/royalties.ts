@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Count, Currency, Money } from "../../http/formats.ts";
 import {
   GROUP_KEYS,
   type GroupKey,
@@ -22,17 +23,9 @@ const Month = z
   .string()
   .regex(/^\d{4}-(0[1-9]|1[0-2])$/)
   .meta({ description: "A month, YYYY-MM." });
-const Amount = z
-  .string()
-  .regex(/^-?\d+(\.\d+)?$/)
-  .meta({
-    description: "A decimal amount as a string (never a float), in the row's currency.",
-    example: "12.3456",
-  });
-const Currency = z
-  .string()
-  .regex(/^[A-Z]{3}$/)
-  .meta({ description: "ISO 4217 currency code." });
+const Amount = Money.meta({
+  description: "A decimal amount as a string (never a float), in the row's currency.",
+});
 
 const filterFields = {
   from: Month.optional().meta({
@@ -111,11 +104,11 @@ const ReleaseQuery = Pagination.extend({ ...filterFields, ...startingAfter })
   .superRefine(periodInOrder);
 
 const Sums = {
-  lines: z.number().int().meta({ description: "How many report lines." }),
-  units: z.number().int().meta({ description: "Units of every usage type (streams, downloads, views...)." }),
-  streams: z.number().int(),
-  downloads: z.number().int(),
-  ugc_uses: z.number().int().meta({ description: "Uses in user-generated content (video platforms)." }),
+  lines: Count.meta({ description: "How many report lines." }),
+  units: Count.meta({ description: "Units of every usage type (streams, downloads, views...)." }),
+  streams: Count,
+  downloads: Count,
+  ugc_uses: Count.meta({ description: "Uses in user-generated content (video platforms)." }),
   gross: Amount.meta({ description: "Revenue before store fees." }),
   fees: Amount.meta({ description: "Fees the store kept." }),
   net: Amount.meta({ description: "Revenue after store fees." }),
@@ -143,7 +136,7 @@ const RoyaltyLine = z
       .nullable()
       .meta({ description: "ISO 3166-1 alpha-2; null when the store did not say." }),
     usage_type: z.enum(["stream", "download", "ugc", "radio", "other"]),
-    units: z.number().int(),
+    units: Count,
     gross: Amount,
     fees: Amount,
     net: Amount,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { type Catalogue, CONTRIBUTOR_ROLES, RELEASE_TYPES, WORLDWIDE } from "../../catalog/catalogue.ts";
 import { gtinIsValid, normaliseIsrc } from "../../catalog/identifiers.ts";
+import { Timestamp } from "../../http/formats.ts";
 import type { FieldError } from "../errors.ts";
 import { Id } from "../route.ts";
 
@@ -9,7 +10,6 @@ import { Id } from "../route.ts";
  * checks that need the validation catalogues. Field names follow seed 001 and the tables.
  */
 
-const Timestamp = z.iso.datetime({ offset: true }).meta({ description: "RFC 3339 date-time." });
 const DateOnly = z.iso.date().meta({ description: "A date, YYYY-MM-DD." });
 const Year = z.number().int().min(1900).max(2200);
 const Language = z

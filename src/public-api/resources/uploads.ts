@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Tx } from "../../db/types.ts";
+import { Timestamp, timestamp } from "../../http/formats.ts";
 import { stagingKey } from "../../storage/driver.ts";
 import { CONTENT_TYPES, TYPE_OF_EXTENSION } from "../../storage/keys.ts";
 import {
@@ -48,10 +49,10 @@ export const MediaAsset = z
     current: z.boolean().meta({
       description: "Whether this is the file the release uses now (the newest upload of its slot).",
     }),
-    upload_expires_at: z.iso.datetime({ offset: true }),
-    uploaded_at: z.iso.datetime({ offset: true }).nullable(),
-    validated_at: z.iso.datetime({ offset: true }).nullable(),
-    created_at: z.iso.datetime({ offset: true }),
+    upload_expires_at: Timestamp,
+    uploaded_at: Timestamp.nullable(),
+    validated_at: Timestamp.nullable(),
+    created_at: Timestamp,
   })
   .meta({ id: "MediaAsset" });
 
@@ -62,7 +63,7 @@ export const TrackDetail = Track.extend({
   }),
 }).meta({ id: "TrackDetail" });
 
-const iso = (v: Date | string | null) => (v === null ? null : new Date(v).toISOString());
+const iso = timestamp;
 
 export function assetOut(a: AssetRow): z.infer<typeof MediaAsset> {
   return {
@@ -150,7 +151,7 @@ const UploadUrl = z
     headers: z
       .record(z.string(), z.string())
       .meta({ description: "Headers to send with the file, exactly as given." }),
-    expires_at: z.iso.datetime({ offset: true }).meta({ description: "The URL takes the file until then." }),
+    expires_at: Timestamp.meta({ description: "The URL takes the file until then." }),
     max_bytes: z.number().int(),
     multipart: z
       .object({

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import type { Tx } from "../../db/types.ts";
+import { Count, Timestamp } from "../../http/formats.ts";
 import { retryDeliveryNow } from "../../webhooks/dispatcher.ts";
+import { CURRENT_PAYLOAD_VERSION, PAYLOAD_VERSIONS } from "../../webhooks/envelope.ts";
 import { WEBHOOK_EVENT_TYPES } from "../../webhooks/events.ts";
 import { newSigningSecret } from "../../webhooks/secrets.ts";
 import { checkWebhookUrl } from "../../webhooks/ssrf.ts";
@@ -15,12 +17,16 @@ import { columns, countAndPage, type PageQuery } from "./sql.ts";
  * stored encrypted by the server and never read back by a client.
  */
 
-const Timestamp = z.iso.datetime({ offset: true });
 const withId = z.object({ id: Id }).strict();
 const EventType = z.enum(WEBHOOK_EVENT_TYPES);
 const Ordering = z.enum(["best_effort", "strict"]).meta({
   description:
     'best_effort (the default): deliveries go in parallel and a failing one does not hold the others, so events may arrive out of order; order them by `sequence` and `created`. strict: one delivery at a time, in the order the events happened; a failing one holds the later ones until it succeeds or fails for good (docs/webhooks.md, "Order").',
+});
+
+const PayloadVersion = z.enum(PAYLOAD_VERSIONS).meta({
+  description:
+    "The form events are sent in (docs/webhooks.md, \"Payload versions\"). 1.1 (the default): times RFC 3339 in UTC with milliseconds, counts as integers. 1.0 (deprecated, until at least 2027-11-26): as before 1.1.0 — a row's times as PostgreSQL wrote them, and the royalty totals' units as decimal strings; endpoints registered before 1.1.0 have it until moved.",
 });
 
 const Endpoint = z
@@ -31,6 +37,7 @@ const Endpoint = z
     description: z.string().nullable(),
     events: z.array(EventType),
     ordering: Ordering,
+    payload_version: PayloadVersion,
     enabled: z.boolean(),
     disabled_reason: z
       .string()
@@ -68,6 +75,7 @@ const EndpointCreate = z
     }),
     description: z.string().trim().max(500).optional(),
     ordering: Ordering.optional(),
+    payload_version: PayloadVersion.optional(),
   })
   .strict()
   .meta({ id: "WebhookEndpointCreate" });
@@ -78,6 +86,7 @@ const EndpointUpdate = z
     events: z.array(EventType).min(1).max(20).optional(),
     description: z.string().trim().max(500).nullable().optional(),
     ordering: Ordering.optional(),
+    payload_version: PayloadVersion.optional(),
     enabled: z
       .boolean()
       .optional()
@@ -121,7 +130,7 @@ const Delivery = z
       description:
         "pending while attempts remain; succeeded on a 2xx; failed after the last attempt, or a 410.",
     }),
-    attempts: z.number().int(),
+    attempts: Count,
     next_attempt_at: Timestamp.nullable(),
     last_status_code: z.number().int().nullable(),
     last_error: z.string().nullable(),
@@ -137,6 +146,7 @@ const ENDPOINT_COLUMNS = [
   "description",
   "events",
   "ordering",
+  "payload_version",
   "enabled",
   "disabled_reason",
   "failing_since",
@@ -266,8 +276,9 @@ export const webhookRoutes = [
       const secret = newSigningSecret();
       const row = await ctx.write(async (tx) => {
         const inserted = await tx.query<Record<string, unknown>>(
-          `insert into internal.webhook_endpoints (account_id, url, description, events, secret_ciphertext, ordering)
-           values ($1, $2, $3, $4, $5, $6) returning ${columns(ENDPOINT_COLUMNS)}`,
+          `insert into internal.webhook_endpoints (account_id, url, description, events, secret_ciphertext, ordering,
+             payload_version)
+           values ($1, $2, $3, $4, $5, $6, $7) returning ${columns(ENDPOINT_COLUMNS)}`,
           [
             caller.accountId,
             body.url,
@@ -275,6 +286,7 @@ export const webhookRoutes = [
             [...new Set(body.events)],
             services.secrets.encrypt(secret),
             body.ordering ?? "best_effort",
+            body.payload_version ?? CURRENT_PAYLOAD_VERSION,
           ],
         );
         return inserted.rows[0] as Record<string, unknown>;
@@ -301,7 +313,7 @@ export const webhookRoutes = [
     path: "/webhooks/{id}",
     operationId: "updateWebhook",
     summary: "Update a webhook endpoint",
-    description: `Change its URL, events or description, or disable and enable it. ${SCOPE_RULE}`,
+    description: `Change its URL, events, description, ordering or payload version, or disable and enable it. ${SCOPE_RULE}`,
     params: withId,
     body: EndpointUpdate,
     response: { status: 200, description: "The endpoint as it is now.", schema: Endpoint },
@@ -321,6 +333,7 @@ export const webhookRoutes = [
         if (body.events !== undefined) set("events", [...new Set(body.events)]);
         if (body.description !== undefined) set("description", body.description || null);
         if (body.ordering !== undefined) set("ordering", body.ordering);
+        if (body.payload_version !== undefined) set("payload_version", body.payload_version);
         if (body.enabled !== undefined) {
           set("enabled", body.enabled);
           set("disabled_reason", body.enabled ? null : "Disabled by the account.");
