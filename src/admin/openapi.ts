@@ -1,6 +1,5 @@
 import {
   addHeaders,
-  BODY_ERRORS,
   EVERY_OPERATION_ERRORS,
   type Json,
   type Named,
@@ -8,6 +7,7 @@ import {
   problemResponses,
   problemSchema,
   publish,
+  requestErrors,
   SHARED_HEADERS,
   toSchema,
 } from "../http/openapi.ts";
@@ -39,8 +39,8 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 function errorStatuses(r: AnyAdminRoute): number[] {
   return [
     ...EVERY_OPERATION_ERRORS,
+    ...requestErrors({ method: r.method, query: r.query, body: r.body ?? r.rawBody }),
     ...(r.params ? [404] : []),
-    ...(r.body || r.rawBody ? BODY_ERRORS : []),
     ...(r.errors ?? []),
   ];
 }

@@ -179,16 +179,20 @@ export function addHeaders(response: Json, names: readonly string[]): void {
 }
 
 /**
- * What any operation can answer whatever its route: 400 (a bad query, bad JSON), 401, 403, 500,
- * and 503 / 504 (the bounded wait for a database connection and the statement timeout, docs/security.md).
+ * What any operation can answer whatever its route: 401, 403, 500, and 503 / 504 (the bounded wait
+ * for a database connection and the statement timeout, docs/security.md).
  */
-export const EVERY_OPERATION_ERRORS = [400, 401, 403, 500, 503, 504] as const;
+export const EVERY_OPERATION_ERRORS = [401, 403, 500, 503, 504] as const;
 
 /**
- * What an operation that takes a body can answer because of it (src/http/app.ts, body-limits.ts):
- * 413 past the body limit, 415 for a media type it does not take. (Bad JSON is a 400.)
+ * What an operation can answer because of how its request is made, from its spec: 400 where there
+ * is a query to get wrong or a body to parse (every method but GET has one parsed: bad JSON is a
+ * 400 there), and 413 past the body limit and 415 for a media type it does not take where the
+ * operation takes a body (src/http/app.ts, body-limits.ts).
  */
-export const BODY_ERRORS = [413, 415] as const;
+export function requestErrors(r: { method: string; query?: unknown; body?: unknown }): number[] {
+  return [...(r.method !== "GET" || r.query ? [400] : []), ...(r.body ? [413, 415] : [])];
+}
 
 /**
  * The problem+json answers of an operation: each status once, in order, with its description and

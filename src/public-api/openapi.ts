@@ -1,7 +1,6 @@
 import type { z } from "zod";
 import {
   addHeaders,
-  BODY_ERRORS,
   EVERY_OPERATION_ERRORS,
   type Json,
   type Named,
@@ -9,6 +8,7 @@ import {
   problemResponses,
   problemSchema,
   publish,
+  requestErrors,
   SHARED_HEADERS,
   toSchema,
 } from "../http/openapi.ts";
@@ -72,16 +72,18 @@ const PUBLIC_HEADERS: Json = {
 };
 
 /**
- * The statuses a route can answer, derived from its spec: what every operation can answer, 429 (rate
- * limits), 404 where a path names an object, 413/415/422 where it takes a body, 409/422 for a POST
+ * The statuses a route can answer, derived from its spec: what every operation can answer, what its
+ * request can get wrong (400, 413, 415), 429 (rate limits), 404 where a path names an object, 422
+ * where it takes a body, 409/422 for a POST
  * honouring Idempotency-Key, 412 for a conditional write, and the route's own `errors`.
  */
 function errorStatuses(r: AnyRoute): number[] {
   return [
     ...EVERY_OPERATION_ERRORS,
+    ...requestErrors(r),
     429,
     ...(r.params ? [404] : []),
-    ...(r.body ? [...BODY_ERRORS, 422] : []),
+    ...(r.body ? [422] : []),
     ...(idempotent(r) ? [409, 422] : []),
     ...(r.etag && r.method !== "GET" ? [412] : []),
     ...(r.errors ?? []),
