@@ -876,20 +876,27 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     }
 
     // 429: past the per-address limit on credentials that identify nobody (30 a minute).
-    // Its windows are whole minutes: start early enough in one that the sweep ends within it.
-    const intoMinute = Date.now() % 60_000;
-    if (intoMinute > 40_000) await new Promise((r) => setTimeout(r, 60_050 - intoMinute));
-    for (let i = 0; i < 30; i++) {
-      await call("getRules", 401, {
-        key: `bk_live_${"y".repeat(40)}`,
-        headers: { "x-forwarded-for": "203.0.113.9" },
-      });
-    }
+    // Its windows are whole minutes: an address is blocked for the rest of the minute it failed in,
+    // so a call that might reach the next minute first waits for it and blocks a fresh address.
+    let blocked = { address: "", until: 0 };
+    const block = async () => {
+      const left = 60_000 - (Date.now() % 60_000);
+      if (left < 5_000) await new Promise((r) => setTimeout(r, left + 50));
+      const address = `203.0.113.${Math.floor(Date.now() / 60_000) % 250}`;
+      for (let i = 0; i < 30; i++) {
+        await call("getRules", 401, {
+          key: `bk_live_${"y".repeat(40)}`,
+          headers: { "x-forwarded-for": address },
+        });
+      }
+      blocked = { address, until: Math.ceil(Date.now() / 60_000) * 60_000 };
+    };
     for (const o of all) {
+      if (blocked.until - Date.now() < 2_000) await block();
       const byAddress = await call(o.operationId, 429, {
         key: `bk_live_${"y".repeat(40)}`,
         params: pathIds(o, randomUUID),
-        headers: { "x-forwarded-for": "203.0.113.9" },
+        headers: { "x-forwarded-for": blocked.address },
       });
       assert.equal(byAddress.body.code, "rate_limited");
       assert.ok(Number(byAddress.headers.get("retry-after")) > 0);
@@ -910,21 +917,36 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       name: "cold",
       scopes: ["catalog:read", "catalog:write", "royalties:read", "webhooks:manage", "keys:manage"],
     });
+    // The connections are held until every answer is in, however slowly the requests arrive.
     const slots = t().kind === "pglite" ? 1 : 5;
+    let free = () => {};
+    const released = new Promise<void>((r) => {
+      free = r;
+    });
+    let taken = 0;
+    let allTaken = () => {};
+    const ready = new Promise<void>((r) => {
+      allTaken = r;
+    });
     const held = Promise.all(
       Array.from({ length: slots }, () =>
         t().db.asService(async (tx) => {
           await tx.query("select 1");
-          await new Promise((r) => setTimeout(r, 3000));
+          if (++taken === slots) allTaken();
+          await released;
         }),
       ),
     );
-    await new Promise((r) => setTimeout(r, 100));
-    const busy = await Promise.all(
-      all.map((o) => call(o.operationId, 503, { key: cold, params: pathIds(o, randomUUID) })),
-    );
-    for (const b of busy) assert.equal(b.headers.get("retry-after"), "1");
-    await held;
+    await ready;
+    try {
+      const busy = await Promise.all(
+        all.map((o) => call(o.operationId, 503, { key: cold, params: pathIds(o, randomUUID) })),
+      );
+      for (const b of busy) assert.equal(b.headers.get("retry-after"), "1");
+    } finally {
+      free();
+      await held;
+    }
 
     // 304 and 412: the conditional reads and writes of releases, tracks and artists.
     const artist = await call("createArtist", 201, { key: everything, body: { name: "Etag Artist" } });
