@@ -356,6 +356,12 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
         );
       }
     }
+    // A body is required exactly where the server needs one (POST /webhooks/{id}/test needs none).
+    for (const r of ROUTES.filter((x) => x.body)) {
+      const requestBody = operations.get(r.operationId)?.op.requestBody as Json | undefined;
+      assert.equal(requestBody?.required, r.bodyOptional !== true, `${r.operationId}: requestBody.required`);
+    }
+    assert.equal((operations.get("testWebhook")?.op.requestBody as Json | undefined)?.required, false);
     const servers = doc.servers as { url: string }[];
     assert.equal(servers[0]?.url, `${app.url}/api/public/v1`, "the server is this server's PUBLIC_URL");
   });
