@@ -60,6 +60,18 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Audit: "The tenant's audit log: who changed what, when and from where; exports as CSV or JSON lines.",
 };
 
+/** The response headers only this API sends (the shared ones are src/http/openapi.ts's). */
+const ADMIN_HEADERS: Json = {
+  "Cache-Control": {
+    description: "`no-store`: the answers hold a tenant's data and are never cached.",
+    schema: { type: "string", enum: ["no-store"] },
+  },
+  "Content-Disposition": {
+    description: "On an export (CSV, JSON lines): `attachment` with the file's name.",
+    schema: { type: "string", example: 'attachment; filename="audit.csv"' },
+  },
+};
+
 const ROLE_WORDS: Record<string, string> = {
   reviewer: "Staff role: reviewer (or higher); the tenant's service-role key.",
   operator: "Staff role: operator (or higher); the tenant's service-role key.",
@@ -103,7 +115,10 @@ export function adminOpenApiDocument(routes: readonly AnyAdminRoute[], serverUrl
         ...(status === 503 ? ["Retry-After"] : []),
       ]),
     );
-    for (const response of Object.values(responses) as Json[]) addHeaders(response, ["X-Request-Id"]);
+    for (const response of Object.values(responses) as Json[]) {
+      addHeaders(response, ["X-Request-Id", "Cache-Control"]);
+    }
+    if (r.response.exports) addHeaders(responses[String(r.response.status)] as Json, ["Content-Disposition"]);
     const parameters = [
       ...parametersOf(r.params, "path", named),
       ...parametersOf(r.query, "query", named),
@@ -178,7 +193,7 @@ export function adminOpenApiDocument(routes: readonly AnyAdminRoute[], serverUrl
             "A staff user's access token from /auth/v1, sent with the user's tenant's anon key in the `apikey` header.",
         },
       },
-      headers: SHARED_HEADERS,
+      headers: { ...SHARED_HEADERS, ...ADMIN_HEADERS },
       parameters: {
         BacklineTenant: {
           name: "Backline-Tenant",

@@ -168,7 +168,7 @@ export const SHARED_HEADERS: Json = {
   },
 };
 
-export const headerRef = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
+const headerRef = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
 
 /** Adds headers (components.headers names) to a response object. */
 export function addHeaders(response: Json, names: readonly string[]): void {
