@@ -120,6 +120,7 @@ function reachable(schema: unknown, components: Json, seen = new Set<string>()):
 describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
   let app: RunningApp;
   let prism: Prism;
+  let proxy: Promise<Prism> | undefined;
   let doc: Json;
   let ajv: Ajv2020;
   const operations = new Map<string, Operation>();
@@ -140,6 +141,12 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     // Behind a proxy (Prism), the client's address comes from X-Forwarded-For: the sweep of 401s
     // below sends each from its own address, under the per-address limit on failed credentials.
     app = await startApp(t(), { TRUST_PROXY: "true" });
+    const res = await fetch(`${app.url}/api/public/v1/openapi.json`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+    doc = (await res.json()) as Json;
+    // Prism takes a few seconds to read the document: it starts while the account is seeded.
+    proxy = startPrism(doc, `${app.url}/api/public/v1`);
     tenant = (
       await tenantWithKeys(t(), {
         // The scenario sends well over the default 100 requests per 10 s with one key.
@@ -161,11 +168,6 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       scopes: ["keys:manage", "catalog:read", "catalog:write"],
     });
 
-    const res = await fetch(`${app.url}/api/public/v1/openapi.json`);
-    assert.equal(res.status, 200);
-    assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
-    doc = (await res.json()) as Json;
-
     for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
       for (const method of METHODS) {
         const op = item[method] as Json | undefined;
@@ -174,7 +176,7 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       }
     }
 
-    prism = await startPrism(doc, `${app.url}/api/public/v1`);
+    prism = await proxy;
 
     ajv = new Ajv2020({ strict: true, allErrors: true, allowUnionTypes: true });
     addFormats(ajv);
@@ -190,7 +192,8 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
   });
 
   after(async () => {
-    await prism?.close();
+    // Closed even when the setup failed after starting it.
+    await (await proxy?.catch(() => undefined))?.close();
     await app?.close();
   });
 
