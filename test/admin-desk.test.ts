@@ -257,6 +257,33 @@ describeEachEngine("admin API: the operator's desk", (t) => {
       assert.equal(doc.paths["/settings"].patch["x-staff-role"], "admin");
       assert.equal(doc.paths["/jobs"].get["x-staff-role"], "operator");
       assert.equal(doc.paths["/reviews"].get["x-staff-role"], "reviewer");
+      // Derived from each route spec: 413/415 wherever a body is taken, 404 with a path id, 503 and
+      // X-Request-Id everywhere, WWW-Authenticate on 401, Retry-After on 503.
+      for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Any>>)) {
+        for (const [method, op] of Object.entries(item)) {
+          const where = `${method.toUpperCase()} ${path}`;
+          const statuses = Object.keys(op.responses);
+          if (op.requestBody) assert.ok(statuses.includes("413") && statuses.includes("415"), where);
+          if (path.includes("{")) assert.ok(statuses.includes("404"), where);
+          assert.ok(statuses.includes("503"), where);
+          for (const r of Object.values(op.responses) as Any[])
+            assert.ok(r.headers?.["X-Request-Id"], `${where}: X-Request-Id`);
+          assert.ok(op.responses["401"].headers["WWW-Authenticate"], where);
+          assert.ok(op.responses["503"].headers["Retry-After"], where);
+        }
+      }
+      // The audit log is a route spec like the others: its filters, cursor and exports documented.
+      const audit = doc.paths["/audit"].get;
+      assert.equal(audit["x-staff-role"], "admin");
+      assert.deepEqual(
+        audit.parameters.filter((p: Any) => p.in === "query").map((p: Any) => p.name),
+        ["actor", "object", "object_table", "action", "from", "to", "starting_after", "limit", "format"],
+      );
+      assert.deepEqual(Object.keys(audit.responses["200"].content), [
+        "application/json",
+        "text/csv",
+        "application/x-ndjson",
+      ]);
     });
 
     test("review queue: pages oldest first with counts; bad paging is 400; another tenant sees none of it", async () => {

@@ -1,44 +1,83 @@
 import { Readable } from "node:stream";
-import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Db } from "../db/db.ts";
-import { fieldErrors } from "../http/field-errors.ts";
-import { TimestampInput, timestampOf } from "../http/formats.ts";
-import type { AdminCaller } from "./auth.ts";
-import { FieldsError } from "./errors.ts";
+import { Timestamp, TimestampInput, timestampOf } from "../http/formats.ts";
+import { adminRoute } from "./spec.ts";
 
 /**
  * GET /admin/v1/audit (docs/operator.md, "The audit log"): the tenant's audit log, newest first,
- * for its admins (staff role admin, or the tenant's service-role key). Filters: actor (a user id,
- * key id or "cli:<command>"), object (a row's id), object_table, action, from/to (ISO times,
- * from inclusive, to exclusive). Cursor pagination as everywhere: `limit` (1-500, 50),
- * `starting_after` (the last id of the previous page), `has_more`. `format=csv` or `format=jsonl`
- * exports every matching row (no pagination), read in pages of 1000.
+ * for its admins (staff role admin, or the tenant's service-role key). A route spec like the
+ * others (src/admin/spec.ts), so its filters, cursor and exports are in the OpenAPI document.
+ * Filters: actor (a user id, key id or "cli:<command>"), object (a row's id), object_table, action,
+ * from/to (ISO times, from inclusive, to exclusive). Cursor pagination as everywhere: `limit`
+ * (1-500, 50), `starting_after` (the last id of the previous page), `has_more`. `format=csv` or
+ * `format=jsonl` exports every matching row (no pagination), read in pages of 1000.
  *
  * The rows are read on the operator path inside the operator scope, so the database checks the
  * caller's admin role first (internal.require_staff), and only the caller's target tenant's rows
  * are asked for.
  */
-export interface AuditOptions {
-  db: Db;
-  callerOf: (request: FastifyRequest) => AdminCaller;
-}
-
 const Query = z.strictObject({
-  actor: z.string().min(1).max(300).optional(),
-  object: z.string().min(1).max(300).optional(),
-  object_table: z.string().min(1).max(100).optional(),
-  action: z.string().min(1).max(100).optional(),
-  from: TimestampInput.optional(),
-  to: TimestampInput.optional(),
+  actor: z
+    .string()
+    .min(1)
+    .max(300)
+    .optional()
+    .meta({ description: 'Who acted: a user id, an API key id or "cli:<command>".' }),
+  object: z.string().min(1).max(300).optional().meta({ description: "The id of the row acted on." }),
+  object_table: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .meta({ description: "The table acted on, schema-qualified (internal.organization_settings)." }),
+  action: z.string().min(1).max(100).optional().meta({ description: "insert, update or delete." }),
+  from: TimestampInput.optional().meta({
+    description: "Entries at or after this time (ISO 8601 with a zone).",
+  }),
+  to: TimestampInput.optional().meta({ description: "Entries before this time (ISO 8601 with a zone)." }),
   starting_after: z
     .string()
     .regex(/^\d{1,18}$/, "must be an id from a previous page")
-    .optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(50),
-  format: z.enum(["json", "csv", "jsonl"]).default("json"),
+    .optional()
+    .meta({ description: "The id of the last entry of the previous page: the page after it." }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(500)
+    .default(50)
+    .meta({ description: "Page size: 1 to 500, default 50 (not used by the exports)." }),
+  format: z.enum(["json", "csv", "jsonl"]).default("json").meta({
+    description:
+      "json: a page. csv or jsonl: every matching entry, streamed (text/csv; application/x-ndjson), from starting_after on.",
+  }),
 });
 type AuditQuery = z.infer<typeof Query>;
+
+const AuditEntry = z
+  .object({
+    id: z.number().int().meta({ description: "Increasing: the cursor of the next page." }),
+    at: Timestamp,
+    tenant_id: z.string().nullable(),
+    actor_type: z.string().meta({ description: "user, api_key, service_key, cli, system, …" }),
+    actor: z.string(),
+    actor_detail: z.record(z.string(), z.unknown()),
+    ip: z.string().nullable(),
+    action: z.string(),
+    object_table: z.string(),
+    object_id: z.string().nullable(),
+    before: z.unknown().meta({ description: "The changed columns before (update, delete)." }),
+    after: z.unknown().meta({ description: "The changed columns after (insert, update)." }),
+  })
+  .meta({ id: "AuditEntry" });
+
+const AuditPage = z
+  .object({
+    data: z.array(AuditEntry),
+    has_more: z.boolean().meta({ description: "Whether a next page exists (ask with starting_after)." }),
+  })
+  .meta({ id: "AuditPage" });
 
 interface AuditRow {
   id: string;
@@ -123,40 +162,51 @@ async function page(db: Db, tenantId: string, q: AuditQuery, after: string | und
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
 
-export async function auditRoutes(app: FastifyInstance, options: AuditOptions): Promise<void> {
-  const { db, callerOf } = options;
-  app.get("/audit", { config: { staffRole: "admin" } }, async (request, reply) => {
-    const parsed = Query.safeParse(request.query ?? {});
-    if (!parsed.success) {
-      const errors = fieldErrors(parsed.error, request.query);
-      throw new FieldsError(400, "invalid_request", errors[0]?.message ?? "Invalid query.", errors);
-    }
-    const q = parsed.data;
-    const { tenantId } = callerOf(request);
-    if (q.format === "json") {
-      const { rows, hasMore } = await page(db, tenantId, q, q.starting_after, q.limit);
-      return { data: rows.map(json), has_more: hasMore };
-    }
-    // An export: every matching row, page after page, each page its own short transaction. The
-    // first page is read before the answer starts, so a refusal is still a proper error.
-    let current = await page(db, tenantId, q, q.starting_after, 1000);
-    async function* lines(): AsyncGenerator<string> {
-      if (q.format === "csv") yield `${COLUMNS.join(",")}\r\n`;
-      for (;;) {
-        for (const r of current.rows) {
-          const o = json(r);
-          yield q.format === "csv"
-            ? `${COLUMNS.map((c) => csvCell(o[c])).join(",")}\r\n`
-            : `${JSON.stringify(o)}\n`;
-        }
-        const last = current.rows[current.rows.length - 1];
-        if (!current.hasMore || !last) return;
-        current = await page(db, tenantId, q, last.id, 1000);
+export function auditSpec(db: Db) {
+  return adminRoute({
+    method: "GET",
+    path: "/audit",
+    operationId: "listAuditLog",
+    summary: "Read or export the audit log",
+    description:
+      "The tenant's audit log, newest first: who changed what, when and from where, with the changed columns " +
+      "before and after. `format=csv` or `format=jsonl` exports every matching entry instead of a page " +
+      "(CSV cells a spreadsheet would run as a formula are prefixed with `'`).",
+    tag: "Audit",
+    staffRole: "admin",
+    query: Query,
+    response: {
+      status: 200,
+      description: "A page of entries (format=json), or every matching entry as CSV or JSON lines.",
+      schema: AuditPage,
+      exports: ["text/csv", "application/x-ndjson"],
+    },
+    handler: async ({ query: q, tenantId, reply }) => {
+      if (q.format === "json") {
+        const { rows, hasMore } = await page(db, tenantId, q, q.starting_after, q.limit);
+        return { data: rows.map(json), has_more: hasMore };
       }
-    }
-    reply
-      .type(q.format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson; charset=utf-8")
-      .header("content-disposition", `attachment; filename="audit.${q.format}"`);
-    return reply.send(Readable.from(lines()));
+      // An export: every matching row, page after page, each page its own short transaction. The
+      // first page is read before the answer starts, so a refusal is still a proper error.
+      let current = await page(db, tenantId, q, q.starting_after, 1000);
+      async function* lines(): AsyncGenerator<string> {
+        if (q.format === "csv") yield `${COLUMNS.join(",")}\r\n`;
+        for (;;) {
+          for (const r of current.rows) {
+            const o = json(r);
+            yield q.format === "csv"
+              ? `${COLUMNS.map((c) => csvCell(o[c])).join(",")}\r\n`
+              : `${JSON.stringify(o)}\n`;
+          }
+          const last = current.rows[current.rows.length - 1];
+          if (!current.hasMore || !last) return;
+          current = await page(db, tenantId, q, last.id, 1000);
+        }
+      }
+      reply
+        .type(q.format === "csv" ? "text/csv; charset=utf-8" : "application/x-ndjson; charset=utf-8")
+        .header("content-disposition", `attachment; filename="audit.${q.format}"`);
+      return Readable.from(lines());
+    },
   });
 }

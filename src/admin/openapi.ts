@@ -1,4 +1,16 @@
-import { type Json, type Named, parametersOf, problemSchema, publish, toSchema } from "../http/openapi.ts";
+import {
+  addHeaders,
+  EVERY_OPERATION_ERRORS,
+  type Json,
+  type Named,
+  parametersOf,
+  problemResponses,
+  problemSchema,
+  publish,
+  requestErrors,
+  SHARED_HEADERS,
+  toSchema,
+} from "../http/openapi.ts";
 import type { AnyAdminRoute } from "./spec.ts";
 
 /**
@@ -15,13 +27,23 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: "The caller may not do this: not staff of the tenant (`not_staff`), a role too low for the route (`insufficient_role`), or a key that is not the service-role key.",
   404: "No such object in this tenant (another tenant's ids, and ids that are not ids, are not found either).",
   409: "The object's state does not allow this action (`invalid_state`, `already_voided`, `not_voidable`).",
-  413: "The body is too large.",
-  415: "The body's media type is not accepted.",
+  413: "The body is too large (`body_too_large`). The connection is closed after the answer.",
+  415: "The body's media type is not accepted (`unsupported_media_type`).",
   422: "The request is well formed but cannot be carried out (`release_incomplete` lists the failing checks; `invalid_settings`; a rejected royalty report).",
   500: "An unexpected error; the request changed nothing it could not undo.",
+  503: "The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started.",
+  504: "The request ran longer than its statement timeout and was cancelled (`statement_timeout`).",
 };
 
-const STANDARD_ERRORS = [400, 401, 403, 500];
+/** What a route can answer, derived from its spec (as the public API's document does). */
+function errorStatuses(r: AnyAdminRoute): number[] {
+  return [
+    ...EVERY_OPERATION_ERRORS,
+    ...requestErrors({ method: r.method, query: r.query, body: r.body ?? r.rawBody }),
+    ...(r.params ? [404] : []),
+    ...(r.errors ?? []),
+  ];
+}
 
 const TAG_DESCRIPTIONS: Record<string, string> = {
   Staff: "Who is calling and the tenants they are staff of (docs/console.md, Staff roles).",
@@ -35,6 +57,19 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Accounts: "The tenant's accounts, their members, invitations and API keys (never their secrets).",
   Stores: "The installation's stores and their delivery adapters.",
   Settings: "The tenant's settings: lead days, auto-review, media requirement and branding.",
+  Audit: "The tenant's audit log: who changed what, when and from where; exports as CSV or JSON lines.",
+};
+
+/** The response headers only this API sends (the shared ones are src/http/openapi.ts's). */
+const ADMIN_HEADERS: Json = {
+  "Cache-Control": {
+    description: "`no-store`: the answers hold a tenant's data and are never cached.",
+    schema: { type: "string", enum: ["no-store"] },
+  },
+  "Content-Disposition": {
+    description: "On an export (CSV, JSON lines): `attachment` with the file's name.",
+    schema: { type: "string", example: 'attachment; filename="audit.csv"' },
+  },
 };
 
 const ROLE_WORDS: Record<string, string> = {
@@ -48,7 +83,6 @@ const ROLE_WORDS: Record<string, string> = {
 
 export function adminOpenApiDocument(routes: readonly AnyAdminRoute[], serverUrl: string): Json {
   const named: Named = { input: new Map(), output: new Map() };
-  const problemRef = { $ref: "#/components/schemas/Problem" };
   const paths: Record<string, Json> = {};
   const tags: string[] = [];
   for (const r of routes) {
@@ -57,7 +91,15 @@ export function adminOpenApiDocument(routes: readonly AnyAdminRoute[], serverUrl
     const responses: Json = {
       [String(r.response.status)]: {
         description: r.response.description,
-        content: { "application/json": { schema: body } },
+        content: {
+          "application/json": { schema: body },
+          ...Object.fromEntries(
+            (r.response.exports ?? []).map((type) => [
+              type,
+              { schema: { type: "string", contentMediaType: type } },
+            ]),
+          ),
+        },
       },
     };
     for (const o of r.otherResponses ?? []) {
@@ -66,12 +108,17 @@ export function adminOpenApiDocument(routes: readonly AnyAdminRoute[], serverUrl
         content: { "application/json": { schema: body } },
       };
     }
-    for (const status of [...new Set([...STANDARD_ERRORS, ...(r.errors ?? [])])].sort()) {
-      responses[String(status)] = {
-        description: ERROR_DESCRIPTIONS[status] ?? "Error.",
-        content: { "application/problem+json": { schema: problemRef } },
-      };
+    Object.assign(
+      responses,
+      problemResponses(errorStatuses(r), ERROR_DESCRIPTIONS, (status) => [
+        ...(status === 401 ? ["WWW-Authenticate"] : []),
+        ...(status === 503 ? ["Retry-After"] : []),
+      ]),
+    );
+    for (const response of Object.values(responses) as Json[]) {
+      addHeaders(response, ["X-Request-Id", "Cache-Control"]);
     }
+    if (r.response.exports) addHeaders(responses[String(r.response.status)] as Json, ["Content-Disposition"]);
     const parameters = [
       ...parametersOf(r.params, "path", named),
       ...parametersOf(r.query, "query", named),
@@ -146,6 +193,7 @@ export function adminOpenApiDocument(routes: readonly AnyAdminRoute[], serverUrl
             "A staff user's access token from /auth/v1, sent with the user's tenant's anon key in the `apikey` header.",
         },
       },
+      headers: { ...SHARED_HEADERS, ...ADMIN_HEADERS },
       parameters: {
         BacklineTenant: {
           name: "Backline-Tenant",

@@ -4,7 +4,7 @@ import { operatorScope } from "../db/operator-scope.ts";
 import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
-import { auditRoutes } from "./audit.ts";
+import { auditSpec } from "./audit.ts";
 import { type AdminCaller, adminCaller, operatorCallerOf } from "./auth.ts";
 import { deskRoutes } from "./desk.ts";
 import { adminErrorHandler } from "./errors.ts";
@@ -50,6 +50,7 @@ export function adminRouteSpecs(
       isPlatformAdmin,
     }),
     ...royaltySpecs({ db: options.db, tenantOf, maxBytes: options.royaltyImportMaxBytes }),
+    auditSpec(options.db),
   ];
 }
 
@@ -103,7 +104,6 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   });
 
   app.register(meRoutes, { db, callerOf });
-  app.register(auditRoutes, { db, callerOf });
 
   registerAdminRoutes(app, adminRouteSpecs(options, isPlatformAdmin), tenantOf);
 

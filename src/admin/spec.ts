@@ -50,7 +50,11 @@ export interface AdminRouteSpec<P = unknown, Q = unknown, B = unknown> {
   rawBody?: { types: string[]; description: string };
   /** The body field a reason_required refusal is about. */
   reasonParam?: string;
-  response: { status: number; description: string; schema: z.ZodType };
+  /**
+   * The answer; `exports` are other media types the same status may answer in (an export as CSV or
+   * JSON lines, chosen by a query parameter), documented beside application/json.
+   */
+  response: { status: number; description: string; schema: z.ZodType; exports?: string[] };
   /** Other answers with a body of the same schema (an import that was a duplicate: 200). */
   otherResponses?: { status: number; description: string }[];
   /** Error statuses besides 400, 401, 403 and 500. */

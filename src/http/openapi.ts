@@ -143,3 +143,74 @@ export function problemSchema(codes: string): Json {
     },
   };
 }
+
+/**
+ * Response headers both documents share (components.headers). Every answer carries X-Request-Id
+ * (src/http/app.ts); a 503 (a busy database, a server shutting down) and a 429 say when to come
+ * back; a 401 names the scheme (RFC 6750).
+ */
+export const SHARED_HEADERS: Json = {
+  "X-Request-Id": {
+    description:
+      "The request's id: yours when you sent a sane X-Request-Id (1–128 of A-Z a-z 0-9 . _ : -), else a new UUID. " +
+      "Problem documents repeat it as `request_id`; quote it when you report a problem.",
+    schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
+  },
+  "Retry-After": {
+    description: "Seconds to wait before retrying.",
+    schema: { type: "integer", minimum: 0 },
+  },
+  "WWW-Authenticate": {
+    description:
+      'RFC 6750: the Bearer challenge — `error="invalid_token"` for a credential that is not valid, ' +
+      '`error="insufficient_scope"` with the `scope` needed.',
+    schema: { type: "string", example: 'Bearer realm="backline", error="invalid_token"' },
+  },
+};
+
+const headerRef = (name: string): Json => ({ $ref: `#/components/headers/${name}` });
+
+/** Adds headers (components.headers names) to a response object. */
+export function addHeaders(response: Json, names: readonly string[]): void {
+  if (names.length === 0) return;
+  const headers = (response.headers as Json | undefined) ?? {};
+  for (const name of names) headers[name] = headerRef(name);
+  response.headers = headers;
+}
+
+/**
+ * What any operation can answer whatever its route: 401, 403, 500, and 503 / 504 (the bounded wait
+ * for a database connection and the statement timeout, docs/security.md).
+ */
+export const EVERY_OPERATION_ERRORS = [401, 403, 500, 503, 504] as const;
+
+/**
+ * What an operation can answer because of how its request is made, from its spec: 400 where there
+ * is a query to get wrong or a body to parse (every method but GET has one parsed: bad JSON is a
+ * 400 there), and 413 past the body limit and 415 for a media type it does not take where the
+ * operation takes a body (src/http/app.ts, body-limits.ts).
+ */
+export function requestErrors(r: { method: string; query?: unknown; body?: unknown }): number[] {
+  return [...(r.method !== "GET" || r.query ? [400] : []), ...(r.body ? [413, 415] : [])];
+}
+
+/**
+ * The problem+json answers of an operation: each status once, in order, with its description and
+ * the headers `headersOf` names for it.
+ */
+export function problemResponses(
+  statuses: readonly number[],
+  descriptions: Record<number, string>,
+  headersOf: (status: number) => readonly string[],
+): Json {
+  const out: Json = {};
+  for (const status of [...new Set(statuses)].sort((a, b) => a - b)) {
+    const response: Json = {
+      description: descriptions[status] ?? "Error.",
+      content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+    };
+    addHeaders(response, headersOf(status));
+    out[String(status)] = response;
+  }
+  return out;
+}

@@ -55,10 +55,8 @@ test("a deprecated route is deprecated in the OpenAPI document, its answers with
     /since 2027-01-01; answers until at least 2028-01-01; use \/api\/public\/v2\/things/,
   );
   for (const status of ["200", "401", "429"]) {
-    assert.deepEqual(
-      Object.keys(op?.responses[status]?.headers ?? {}).filter((h) => h !== "Retry-After"),
-      ["Deprecation", "Sunset", "Link"],
-    );
+    const headers = Object.keys(op?.responses[status]?.headers ?? {});
+    for (const h of ["Deprecation", "Sunset", "Link"]) assert.ok(headers.includes(h), `${status}: ${h}`);
   }
 });
 

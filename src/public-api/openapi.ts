@@ -1,5 +1,17 @@
 import type { z } from "zod";
-import { type Json, type Named, parametersOf, problemSchema, publish, toSchema } from "../http/openapi.ts";
+import {
+  addHeaders,
+  EVERY_OPERATION_ERRORS,
+  type Json,
+  type Named,
+  parametersOf,
+  problemResponses,
+  problemSchema,
+  publish,
+  requestErrors,
+  SHARED_HEADERS,
+  toSchema,
+} from "../http/openapi.ts";
 import type { AnyRoute } from "./route.ts";
 
 /**
@@ -12,14 +24,16 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: "Malformed request: bad JSON, a bad query parameter or a missing body.",
   401: "No API key, or a key that is malformed, unknown, frozen, revoked or expired.",
   403: "The key lacks the scope this endpoint needs.",
-  404: "No such object in the key's account (another account's ids are not found either).",
-  409: "The object's state does not allow this (for example a release that is no longer editable).",
-  413: "The request body is too large.",
+  404: "No such object in the key's account (another account's ids, and ids that are not ids, are not found either).",
+  409: "The object's state does not allow this (for example a release that is no longer editable); for a POST, also an Idempotency-Key whose first request is still running (with Retry-After).",
   412: "If-Match named a version this object no longer has (`precondition_failed`): nothing was changed.",
-  415: "The request body is not application/json.",
-  422: "Validation failed: `errors` lists every failing field.",
+  413: "The request body is too large (`body_too_large`; 1 MiB for JSON). The connection is closed after the answer.",
+  415: "The request body is not application/json (`unsupported_media_type`).",
+  422: "Validation failed: `errors` lists every failing field. For a POST, also an Idempotency-Key reused with another request (`idempotency_key_reused`).",
   429: "Too many requests: wait for `Retry-After` seconds.",
   500: "An unexpected error; the request changed nothing it could not undo.",
+  503: "The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started.",
+  504: "The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed.",
 };
 
 /** Published only when a route is deprecated (an unused component is a lint error). */
@@ -38,7 +52,45 @@ const DEPRECATION_HEADERS: Json = {
   },
 };
 
-const STANDARD_ERRORS = [400, 401, 403, 429, 500];
+/** The response headers only this API sends (the shared ones are src/http/openapi.ts's). */
+const PUBLIC_HEADERS: Json = {
+  RateLimit: {
+    description:
+      "draft-ietf-httpapi-ratelimit-headers: what is left of the caller's limit (`r`, requests) and when the " +
+      "window resets (`t`, seconds). Sent once the caller is identified (not on a refused credential).",
+    schema: { type: "string", example: '"default";r=97;t=8' },
+  },
+  "RateLimit-Policy": {
+    description: "The caller's limit: `q` requests per `w` seconds (per API key, or per signed-in user).",
+    schema: { type: "string", example: '"default";q=100;w=10' },
+  },
+  "Idempotent-Replayed": {
+    description:
+      "`true` on an answer replayed for a repeated Idempotency-Key (the first request's status and body); absent otherwise.",
+    schema: { type: "string", enum: ["true"] },
+  },
+};
+
+/**
+ * The statuses a route can answer, derived from its spec: what every operation can answer, what its
+ * request can get wrong (400, 413, 415), 429 (rate limits), 404 where a path names an object, 422
+ * where it takes a body, 409/422 for a POST
+ * honouring Idempotency-Key, 412 for a conditional write, and the route's own `errors`.
+ */
+function errorStatuses(r: AnyRoute): number[] {
+  return [
+    ...EVERY_OPERATION_ERRORS,
+    ...requestErrors(r),
+    429,
+    ...(r.params ? [404] : []),
+    ...(r.body ? [422] : []),
+    ...(idempotent(r) ? [409, 422] : []),
+    ...(r.etag && r.method !== "GET" ? [412] : []),
+    ...(r.errors ?? []),
+  ];
+}
+
+const idempotent = (r: AnyRoute): boolean => r.method === "POST" && r.idempotent !== false;
 
 const TAG_DESCRIPTIONS: Record<string, string> = {
   Releases: "Releases of the account: create, edit while editable, submit, follow, correct, take down.",
@@ -64,37 +116,38 @@ export function openApiDocument(
   events: readonly WebhookSpec[] = [],
 ): Json {
   const named: Named = { input: new Map(), output: new Map() };
-  const problemRef = { $ref: "#/components/schemas/Problem" };
   const paths: Record<string, Json> = {};
   const tags = new Set<string>();
   for (const r of routes) {
     tags.add(r.tag);
-    const etagHeader =
-      r.etag && r.method !== "DELETE" ? { headers: { ETag: { $ref: "#/components/headers/ETag" } } } : {};
-    const responses: Json = {
-      [String(r.response.status)]: r.response.schema
-        ? {
-            description: r.response.description,
-            ...etagHeader,
-            content: { "application/json": { schema: toSchema(r.response.schema, "output", named) } },
-          }
-        : { description: r.response.description, ...etagHeader },
-    };
-    if (r.etag && r.method === "GET") {
-      responses["304"] = {
-        description: "Not modified: If-None-Match named the current ETag. No body.",
-        headers: { ETag: { $ref: "#/components/headers/ETag" } },
-      };
+    const etag = r.etag && r.method !== "DELETE" ? ["ETag"] : [];
+    const success: Json = { description: r.response.description };
+    addHeaders(success, etag);
+    if (r.response.schema) {
+      success.content = { "application/json": { schema: toSchema(r.response.schema, "output", named) } };
     }
-    const conditional = r.etag && r.method !== "GET" ? [412] : [];
-    for (const status of [...STANDARD_ERRORS, ...(r.errors ?? []), ...conditional].sort()) {
-      responses[String(status)] = {
-        description: ERROR_DESCRIPTIONS[status] ?? "Error.",
-        content: { "application/problem+json": { schema: problemRef } },
-        ...(status === 429
-          ? { headers: { "Retry-After": { $ref: "#/components/headers/Retry-After" } } }
-          : {}),
-      };
+    const responses: Json = { [String(r.response.status)]: success };
+    if (r.etag && r.method === "GET") {
+      responses["304"] = { description: "Not modified: If-None-Match named the current ETag. No body." };
+      addHeaders(responses["304"] as Json, ["ETag"]);
+    }
+    Object.assign(
+      responses,
+      problemResponses(errorStatuses(r), ERROR_DESCRIPTIONS, (status) => [
+        ...(status === 401 || status === 403 ? ["WWW-Authenticate"] : []),
+        ...(status === 429 || status === 503 || (status === 409 && idempotent(r)) ? ["Retry-After"] : []),
+      ]),
+    );
+    // Headers every answer of the route may carry: the request id, the rate limit once the caller is
+    // known, a replay's mark (a failed first attempt, 5xx, is not kept), a deprecation's notice.
+    for (const [status, response] of Object.entries(responses) as [string, Json][]) {
+      addHeaders(response, [
+        "X-Request-Id",
+        "RateLimit",
+        "RateLimit-Policy",
+        ...(idempotent(r) && Number(status) < 500 ? ["Idempotent-Replayed"] : []),
+        ...(r.deprecated ? ["Deprecation", "Sunset", "Link"] : []),
+      ]);
     }
     const parameters = [
       ...parametersOf(r.params, "path", named),
@@ -102,20 +155,8 @@ export function openApiDocument(
       ...(r.etag
         ? [{ $ref: `#/components/parameters/${r.method === "GET" ? "IfNoneMatch" : "IfMatch"}` }]
         : []),
-      ...(r.method === "POST" && r.idempotent !== false
-        ? [{ $ref: "#/components/parameters/IdempotencyKey" }]
-        : []),
+      ...(idempotent(r) ? [{ $ref: "#/components/parameters/IdempotencyKey" }] : []),
     ];
-    if (r.deprecated) {
-      for (const response of Object.values(responses) as Json[]) {
-        response.headers = {
-          ...((response.headers as Json | undefined) ?? {}),
-          Deprecation: { $ref: "#/components/headers/Deprecation" },
-          Sunset: { $ref: "#/components/headers/Sunset" },
-          Link: { $ref: "#/components/headers/Link" },
-        };
-      }
-    }
     const operation: Json = {
       operationId: r.operationId,
       summary: r.summary,
@@ -132,7 +173,7 @@ export function openApiDocument(
       ...(r.body
         ? {
             requestBody: {
-              required: true,
+              required: r.bodyOptional !== true,
               content: { "application/json": { schema: toSchema(r.body, "input", named) } },
             },
           }
@@ -225,7 +266,8 @@ export function openApiDocument(
         },
       },
       headers: {
-        "Retry-After": { description: "Seconds to wait before retrying.", schema: { type: "integer" } },
+        ...SHARED_HEADERS,
+        ...PUBLIC_HEADERS,
         ...(routes.some((r) => r.deprecated) ? DEPRECATION_HEADERS : {}),
         ETag: {
           description:
