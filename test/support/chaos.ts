@@ -382,7 +382,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
       DATA_DIR: dataDir,
       ENCRYPTION_KEY: opts.encryptionKey,
       WEBHOOK_ALLOW_PRIVATE: "true",
-      DATABASE_POOL_SIZE: "5",
     };
     const workerEnv = { ...env, WORKER_CONCURRENCY: "4", WORKER_LEASE_MS: String(opts.leaseMs) };
     const ports = [await freePort(), await freePort(), await freePort()];
@@ -496,7 +495,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         if (status === "rejected") throw new Error(`release ${id} was rejected`);
         if (atLeast(status, target)) return status;
         if (Date.now() > deadline) throw new Error(`release ${id} still ${status}, waiting for ${target}`);
-        await sleep(250 + Math.random() * 250);
+        // A client polling a release's status about twice a second.
+        await sleep(400 + Math.random() * 400);
       }
     }
 
