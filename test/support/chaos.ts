@@ -653,11 +653,12 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosReport> {
         // sheds requests with 503 too_many_connections, by design). A kind whose process is still
         // starting waits; the other goes first.
         const allUp = (k: "api" | "worker") => (k === "api" ? apis : workers).every((inc) => inc?.up);
-        while (!stopKilling && !allUp(kind)) {
+        while (!stopKilling && restartFailures.length === 0 && !allUp(kind)) {
           if (allUp(kind === "api" ? "worker" : "api")) kind = kind === "api" ? "worker" : "api";
           else await sleep(100);
         }
-        if (stopKilling) break;
+        // A process that would not start again ends the killing; the run then fails with its output.
+        if (stopKilling || restartFailures.length > 0) break;
         const upOf = (k: "api" | "worker") =>
           (k === "api" ? apis : workers).flatMap((inc, i) => (inc?.up ? [i] : []));
         const slots = kind === "api" ? apis : workers;
