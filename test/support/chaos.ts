@@ -6,6 +6,7 @@ import { Agent } from "undici";
 import type { Db } from "../../src/db/db.ts";
 import type { Engine } from "../../src/db/types.ts";
 import { issueKey } from "../../src/public-api/keys/service.ts";
+import { ReleaseStatus } from "../../src/public-api/resources/schemas.ts";
 import { createAccount, createTenant } from "../../src/tenancy/tenants.ts";
 import { freePort, ROOT, tempDir } from "./process.ts";
 import { inDays, isrcs } from "./public-api.ts";
@@ -112,17 +113,8 @@ export interface ChaosReport {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const ORDER = [
-  "draft",
-  "submitted",
-  "in_review",
-  "approved",
-  "delivering",
-  "delivered",
-  "live",
-  "takedown_requested",
-  "taken_down",
-];
+/** The road of a release that goes straight through, in order (the API's statuses, without pending and rejected). */
+const ORDER: string[] = ReleaseStatus.options.filter((s) => s !== "pending" && s !== "rejected");
 const atLeast = (status: string, target: string) => ORDER.indexOf(status) >= ORDER.indexOf(target);
 
 /** Records every claim of a job and every end of a run, with the database's clock. */
