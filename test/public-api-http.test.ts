@@ -215,6 +215,63 @@ describeEachEngine("public API over HTTP: idempotency, rate limits, errors", (t)
       assert.equal(await releaseCount(api), 1);
     });
 
+    test("a request whose work committed but whose answer was lost never runs again: 409 idempotency_response_lost", async () => {
+      const { account: acct, api } = await account();
+      const body = completeRelease({ title: "Committed Then Lost" });
+      const ids = [`account:${acct.id}`, "POST", RELEASES_PATH, "lost-answer"];
+      const first = await api("POST", "/releases", body, { "idempotency-key": "lost-answer" });
+      assert.equal(first.status, 201, JSON.stringify(first.body));
+      // The key was marked applied in the release's own transaction (the commit of the work).
+      const kept = await t().db.asService((tx) =>
+        tx.query<{ applied: boolean }>(
+          `select applied_at is not null as applied from internal.idempotency_keys
+           where owner = $1 and method = $2 and path = $3 and key = $4`,
+          ids,
+        ),
+      );
+      assert.equal(kept.rows[0]?.applied, true);
+      // What a process killed between its commit and keeping the answer leaves: still running,
+      // its lock run out, no answer.
+      await t().db.asService((tx) =>
+        tx.query(
+          `update internal.idempotency_keys
+           set status = 'running', response_status = null, response_body = null, response_headers = null,
+               locked_until = now() - interval '1 second'
+           where owner = $1 and method = $2 and path = $3 and key = $4`,
+          ids,
+        ),
+      );
+      const retry = await api("POST", "/releases", body, { "idempotency-key": "lost-answer" });
+      assertProblem(retry, 409, "idempotency_response_lost");
+      assert.equal((retry.body as { param?: string }).param, "Idempotency-Key");
+      assert.equal(await releaseCount(api), 1, "the release was not made a second time");
+
+      // Nobody marks another account's key through the function: it touches only the caller's own.
+      const other = await account();
+      await t().db.asService((tx) =>
+        tx.query(
+          `insert into internal.idempotency_keys (owner, method, path, key, request_hash, locked_until)
+           values ($1, 'POST', $2, 'foreign', 'h', now() + interval '1 minute')`,
+          [`account:${acct.id}`, RELEASES_PATH],
+        ),
+      );
+      await t().db.withRequestContext(
+        { role: "authenticated", tenant_id: tenant.id, account_id: other.account.id },
+        (tx) =>
+          tx.query("select internal.idempotency_applied($1, 'POST', $2, 'foreign')", [
+            `account:${acct.id}`,
+            RELEASES_PATH,
+          ]),
+      );
+      const foreign = await t().db.asService((tx) =>
+        tx.query<{ applied: boolean }>(
+          `select applied_at is not null as applied from internal.idempotency_keys where owner = $1 and key = 'foreign'`,
+          [`account:${acct.id}`],
+        ),
+      );
+      assert.equal(foreign.rows[0]?.applied, false, "another account cannot mark this account's key");
+    });
+
     test("concurrent requests with one key make one release", async () => {
       const { api } = await account();
       const body = completeRelease({ title: "Raced" });

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Db } from "../db/db.ts";
+import type { Tx } from "../db/types.ts";
 import { ApiError } from "./errors.ts";
 
 /**
@@ -8,7 +9,10 @@ import { ApiError } from "./errors.ts";
  * method and path. A retry with the same key and body gets that response again, marked
  * `Idempotent-Replayed: true`; a retry while the first still runs gets 409; the same key with a
  * different body gets 422. Responses of 5xx are not kept, so a retry after a server failure runs
- * again. A request that never finished (its process died) frees its key after LOCK_SECONDS.
+ * again. A request that never finished (its process died) frees its key after LOCK_SECONDS — unless
+ * its work had committed: each write transaction of the request marks the key applied in its own
+ * commit (`applied`, migration 0028), and a retry of an applied key whose answer was never
+ * recorded is told so (409 idempotency_response_lost) instead of running the request again.
  * A response holding a secret shown once is kept only encrypted with `seal` (response_ciphertext,
  * migration 0013), never as plain JSON.
  */
@@ -19,7 +23,12 @@ export interface StoredResponse {
 }
 
 export type Claimed =
-  | { kind: "run"; finish: (r: StoredResponse) => Promise<void> }
+  | {
+      kind: "run";
+      /** Marks the key applied inside one of the request's write transactions (with its work). */
+      applied: (tx: Tx) => Promise<void>;
+      finish: (r: StoredResponse) => Promise<void>;
+    }
   | { kind: "replay"; response: StoredResponse };
 
 const LOCK_SECONDS = 120;
@@ -82,12 +91,14 @@ export async function claimIdempotencyKey(
         request_hash: string;
         status: "running" | "done";
         lock_expired: boolean;
+        applied: boolean;
         response_status: number | null;
         response_body: unknown;
         response_ciphertext: string | null;
         response_headers: Record<string, string> | null;
       }>(
-        `select request_hash, status, locked_until <= now() as lock_expired, response_status, response_body,
+        `select request_hash, status, locked_until <= now() as lock_expired, applied_at is not null as applied,
+                response_status, response_body,
                 response_ciphertext, response_headers
          from internal.idempotency_keys where owner = $1 and method = $2 and path = $3 and key = $4 for update`,
         ids,
@@ -109,6 +120,8 @@ export async function claimIdempotencyKey(
       };
     }
     if (!row.lock_expired) return { kind: "busy" as const };
+    // Its process died after the work committed, before the answer was kept: never run it twice.
+    if (row.applied) return { kind: "lost" as const };
     await tx.query(
       `update internal.idempotency_keys set locked_until = now() + make_interval(secs => $5)
        where owner = $1 and method = $2 and path = $3 and key = $4`,
@@ -142,11 +155,22 @@ export async function claimIdempotencyKey(
           "check whether the first request took effect, then use a new key.",
         { param: "Idempotency-Key" },
       );
+    case "lost":
+      throw new ApiError(
+        409,
+        "idempotency_response_lost",
+        "The first request with this Idempotency-Key took effect, but its answer was lost when the server stopped; " +
+          "look the result up instead of retrying (a new key would do it again).",
+        { param: "Idempotency-Key" },
+      );
     case "replay":
       return outcome;
     case "run":
       return {
         kind: "run",
+        applied: async (tx) => {
+          await tx.query("select internal.idempotency_applied($1, $2, $3, $4)", ids);
+        },
         finish: async (response) => {
           await db.asService((tx) =>
             response.status >= 500

@@ -221,7 +221,17 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
         // first statement of each transaction the handler opens; `verified` says one did.
         let verified = fresh;
         const keyHash = caller.kind === "api_key" ? caller.keyHash : undefined;
-        const transaction = <T>(fn: (tx: Tx) => Promise<T>, readOnly: boolean): Promise<T> => {
+        // With an Idempotency-Key, each write transaction marks the key applied in its own commit.
+        let markApplied: ((tx: Tx) => Promise<void>) | undefined;
+        const transaction = <T>(work: (tx: Tx) => Promise<T>, readOnly: boolean): Promise<T> => {
+          const mark = readOnly ? undefined : markApplied;
+          const fn = mark
+            ? async (tx: Tx) => {
+                const out = await work(tx);
+                await mark(tx);
+                return out;
+              }
+            : work;
           if (!keyHash) return db.withRequestContext(caller.claims, fn, { readOnly });
           return db.withResolvedContext(
             "authenticated",
@@ -325,6 +335,7 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
             headers: { ...claimed.response.headers, "Idempotent-Replayed": "true" },
           });
         }
+        markApplied = claimed.applied;
         const response = await run();
         await claimed.finish(response);
         return send(reply, response);
