@@ -1,7 +1,7 @@
 import { pipeline } from "node:stream/promises";
 import pg from "pg";
 import { from as copyFromStdin } from "pg-copy-streams";
-import { Admission, DEFAULT_QUEUE_LIMITS, type QueueLimits } from "./admission.ts";
+import { Admission, DEFAULT_QUEUE_LIMITS, type PoolStats, type QueueLimits } from "./admission.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
 // Return int8 and numeric as strings (never lossy floats), and dates as 'YYYY-MM-DD' text, as PGlite does.
@@ -88,6 +88,10 @@ export class PostgresEngine implements Engine {
     } finally {
       client.release(broken);
     }
+  }
+
+  stats(): PoolStats {
+    return { ...this.admission.stats(), open: this.pool.totalCount, idle: this.pool.idleCount };
   }
 
   /** LISTEN on a connection of its own (outside the pool), reopened after a second if it drops. */
