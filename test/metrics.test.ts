@@ -251,6 +251,41 @@ describeEachEngine("metrics", (t) => {
     assert.ok(must(text, "backline_webhook_endpoints_failing") >= 14);
   });
 
+  test("a scrape while every connection is taken and a transaction waits: answered at once, without adding to the queue", async () => {
+    await scrape(metricsUrl());
+    const size = t().db.poolStats()?.size ?? 1;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const holders = Array.from({ length: size }, () =>
+      t().db.asService(async (tx) => {
+        await tx.query("select 1");
+        await gate;
+      }),
+    );
+    const waiter = t().db.asService((tx) => tx.query("select 1"));
+    try {
+      const deadline = Date.now() + 5000;
+      while ((t().db.poolStats()?.waiting ?? 0) < 1) {
+        assert.ok(Date.now() < deadline, "the waiter never queued");
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const started = performance.now();
+      const text = await scrape(metricsUrl());
+      const took = performance.now() - started;
+      assert.ok(took < 700, `scrape took ${took} ms`);
+      assert.equal(must(text, "backline_db_pool_in_use", { engine: t().kind }), size);
+      assert.equal(must(text, "backline_db_pool_waiting", { engine: t().kind }), 1);
+      // The last figures are shown, with their age; no read was queued behind the waiter.
+      assert.ok(must(text, "backline_metrics_database_age_seconds") >= 0);
+      assert.equal(t().db.poolStats()?.waiting, 1);
+    } finally {
+      open();
+      await Promise.all([...holders, waiter]);
+    }
+  });
+
   test("METRICS_PORT: /metrics on its own port only, with the token when one is set", async () => {
     for (const token of [undefined, TOKEN]) {
       const port = await freePort();
