@@ -33,13 +33,16 @@ const millis = () =>
     .min(0, { message: "must be 0 (no limit) to 3600000 milliseconds" })
     .max(3_600_000, { message: "must be 0 (no limit) to 3600000 milliseconds" });
 
-const schema = z.object({
-  PORT: z.coerce
+/** A TCP port; 0: any free one. */
+const port = () =>
+  z.coerce
     .number({ message: "must be a port number" })
     .int({ message: "must be a whole number" })
     .min(0, { message: "must be between 0 and 65535" })
-    .max(65535, { message: "must be between 0 and 65535" })
-    .default(54321),
+    .max(65535, { message: "must be between 0 and 65535" });
+
+const schema = z.object({
+  PORT: port().default(54321),
   HOST: z.string().min(1).default("127.0.0.1"),
   PUBLIC_URL: z.url({ message: "must be an absolute URL such as https://api.example.com" }).optional(),
   DATA_DIR: z.string().min(1).default("./.backline"),
@@ -142,12 +145,7 @@ const schema = z.object({
       message: "must be 16 to 512 printable characters without spaces (openssl rand -hex 32)",
     })
     .optional(),
-  METRICS_PORT: z.coerce
-    .number({ message: "must be a port number" })
-    .int({ message: "must be a whole number" })
-    .min(0, { message: "must be between 0 and 65535" })
-    .max(65535, { message: "must be between 0 and 65535" })
-    .optional(),
+  METRICS_PORT: port().optional(),
   METRICS_HOST: z.string().min(1).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .url({

@@ -82,8 +82,9 @@ export function instrumentHttp(
     );
     done();
   });
-  if (options.settings.port !== undefined) return;
+  // On its own port (listenForMetrics), or nowhere without a token: the API's port needs one.
   const token = options.settings.token;
+  if (options.settings.port !== undefined || token === undefined) return;
   app.get("/metrics", async (request, reply) => {
     const refused = refusal(request.headers.authorization, token);
     if (refused) {
