@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import { after, before, test } from "node:test";
 import pino from "pino";
 import { loadConfig } from "../src/config.ts";
@@ -8,7 +9,7 @@ import { createAccount } from "../src/tenancy/tenants.ts";
 import { newSigningSecret } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, TEST_ENCRYPTION_KEY, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine, testSecrets } from "./support/db.ts";
-import { freePort } from "./support/process.ts";
+import { freePort, startServer, tempDir } from "./support/process.ts";
 import { startWorkerProcess } from "./support/worker-process.ts";
 
 /**
@@ -306,6 +307,30 @@ describeEachEngine("metrics", (t) => {
       assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 401);
     } finally {
       assert.equal((await worker.stop()).code, 0);
+    }
+  });
+
+  test("`npm start` with METRICS_PORT: the API's requests counted, scraped on the other port", async (ctx) => {
+    const url = t().url;
+    if (!url) return ctx.skip("a second process on the test's database: PostgreSQL only");
+    const dataDir = tempDir();
+    const port = await freePort();
+    const server = await startServer({
+      DATA_DIR: dataDir,
+      DATABASE_URL: url,
+      ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      WORKER: "off",
+      METRICS_PORT: String(port),
+    });
+    try {
+      assert.equal((await fetch(`${server.url}/metrics`)).status, 404);
+      const text = await scrape(`http://127.0.0.1:${port}/metrics`, undefined);
+      assert.ok(must(text, "backline_http_requests_total", { route: "/health", status: "200" }) >= 1);
+      assert.equal(must(text, "backline_http_requests_total", { route: "(unmatched)", status: "404" }), 1);
+      assert.equal(must(text, "backline_db_pool_size", { engine: "postgres" }), 10);
+    } finally {
+      assert.equal(await server.stop(), 0);
+      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
