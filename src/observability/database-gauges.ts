@@ -175,89 +175,106 @@ export function registerDatabaseGauges(registry: Registry, figures: DatabaseFigu
       },
     });
 
-  gauge(
+  type Job = Figures["jobs"][number];
+  const perKind = (name: string, help: string, status: Job["status"], value: (j: Job) => number) =>
+    gauge(name, `${help}, by kind.`, ["kind"], (set, f) => {
+      for (const j of f.jobs) if (j.status === status) set({ kind: j.kind }, value(j));
+    });
+  perKind(
     "backline_jobs_queued",
-    "Jobs waiting to run (including those scheduled for later), by kind.",
-    ["kind"],
-    (set, f) => {
-      for (const j of f.jobs) if (j.status === "queued") set({ kind: j.kind }, j.n);
-    },
+    "Jobs waiting to run (including those scheduled for later)",
+    "queued",
+    (j) => j.n,
   );
-  gauge(
+  perKind(
     "backline_jobs_ready",
-    "Jobs whose time has come and that no worker has claimed yet, by kind.",
-    ["kind"],
-    (set, f) => {
-      for (const j of f.jobs) if (j.status === "queued") set({ kind: j.kind }, j.due);
-    },
+    "Jobs whose time has come and that no worker has claimed yet",
+    "queued",
+    (j) => j.due,
   );
-  gauge(
+  perKind(
     "backline_jobs_oldest_ready_age_seconds",
-    "How long the oldest job that could run has waited for a worker, by kind (0: none waits).",
-    ["kind"],
-    (set, f) => {
-      for (const j of f.jobs) if (j.status === "queued") set({ kind: j.kind }, j.oldest);
-    },
+    "How long the oldest job that could run has waited for a worker (0: none waits)",
+    "queued",
+    (j) => j.oldest,
   );
-  gauge("backline_jobs_running", "Jobs claimed by a worker now, by kind.", ["kind"], (set, f) => {
-    for (const j of f.jobs) if (j.status === "running") set({ kind: j.kind }, j.n);
-  });
-  gauge(
+  perKind("backline_jobs_running", "Jobs claimed by a worker now", "running", (j) => j.n);
+  perKind(
     "backline_jobs_dead",
-    "Jobs that failed every attempt and wait for an operator (`backline jobs list --status dead`), by kind.",
-    ["kind"],
-    (set, f) => {
-      for (const j of f.jobs) if (j.status === "dead") set({ kind: j.kind }, j.n);
-    },
+    "Jobs that failed every attempt and wait for an operator (`backline jobs list --status dead`)",
+    "dead",
+    (j) => j.n,
   );
 
-  gauge(
-    "backline_webhook_backlog",
-    "Webhook deliveries not yet made (pending), over all endpoints.",
-    [],
-    (set, f) => set({}, f.webhooks.backlog),
-  );
-  gauge(
-    "backline_webhook_backlog_oldest_age_seconds",
-    "Age of the oldest pending webhook delivery, over all endpoints (0: none pends).",
-    [],
-    (set, f) => set({}, f.webhooks.oldest),
-  );
-  gauge(
-    "backline_webhook_deliveries_failed",
-    "Webhook deliveries that ran out of attempts (failed for good), over all endpoints; it only grows, so alert on its increase.",
-    [],
-    (set, f) => set({}, f.webhooks.failed),
-  );
-  gauge(
-    "backline_webhook_endpoints_failing",
-    "Enabled webhook endpoints whose every delivery has failed since some time (five days of it disable them).",
-    [],
-    (set, f) => set({}, f.webhooks.failingEndpoints),
-  );
-  gauge(
-    "backline_webhook_endpoint_backlog",
-    `Pending webhook deliveries of the ${TOP_ENDPOINTS} endpoints with the largest backlog, by endpoint id.`,
-    ["endpoint"],
-    (set, f) => {
-      for (const e of f.webhooks.endpoints) set({ endpoint: e.endpoint_id }, e.pending);
-    },
-  );
-  gauge(
+  const totals: [name: string, help: string, value: (f: Figures) => number][] = [
+    [
+      "backline_webhook_backlog",
+      "Webhook deliveries not yet made (pending), over all endpoints.",
+      (f) => f.webhooks.backlog,
+    ],
+    [
+      "backline_webhook_backlog_oldest_age_seconds",
+      "Age of the oldest pending webhook delivery, over all endpoints (0: none pends).",
+      (f) => f.webhooks.oldest,
+    ],
+    [
+      "backline_webhook_deliveries_failed",
+      "Webhook deliveries that ran out of attempts (failed for good), over all endpoints; it only grows, so alert on its increase.",
+      (f) => f.webhooks.failed,
+    ],
+    [
+      "backline_webhook_endpoints_failing",
+      "Enabled webhook endpoints whose every delivery has failed since some time (five days of it disable them).",
+      (f) => f.webhooks.failingEndpoints,
+    ],
+    [
+      "backline_royalty_imports_running",
+      "Royalty imports receiving or importing now.",
+      (f) => f.imports.running,
+    ],
+    [
+      "backline_royalty_import_lines_read",
+      "Lines read so far by the imports running now.",
+      (f) => f.imports.lines,
+    ],
+    [
+      "backline_royalty_import_bytes_read",
+      "Bytes read so far by the imports running now.",
+      (f) => f.imports.bytes_read,
+    ],
+    [
+      "backline_royalty_import_stalled_seconds",
+      "Longest time a running import has made no progress (a running import reports every half second; 0: none runs).",
+      (f) => f.imports.stalled,
+    ],
+    [
+      "backline_royalty_import_oldest_running_seconds",
+      "Age of the oldest import still running (0: none runs).",
+      (f) => f.imports.oldest,
+    ],
+  ];
+  for (const [name, help, value] of totals) gauge(name, help, [], (set, f) => set({}, value(f)));
+
+  type Backlog = Figures["webhooks"]["endpoints"][number];
+  const perEndpoint = (name: string, help: string, value: (e: Backlog) => number) =>
+    gauge(
+      name,
+      `${help}, for the ${TOP_ENDPOINTS} endpoints with the largest backlog, by endpoint id.`,
+      ["endpoint"],
+      (set, f) => {
+        for (const e of f.webhooks.endpoints) set({ endpoint: e.endpoint_id }, value(e));
+      },
+    );
+  perEndpoint("backline_webhook_endpoint_backlog", "Pending webhook deliveries", (e) => e.pending);
+  perEndpoint(
     "backline_webhook_endpoint_retrying",
-    `Of those, deliveries that failed at least once and wait for their next attempt, by endpoint id.`,
-    ["endpoint"],
-    (set, f) => {
-      for (const e of f.webhooks.endpoints) set({ endpoint: e.endpoint_id }, e.retrying);
-    },
+    "Pending deliveries that failed at least once and wait for their next attempt",
+    (e) => e.retrying,
   );
-  gauge(
+  perEndpoint(
     "backline_webhook_endpoint_backlog_oldest_age_seconds",
-    "Age of the oldest pending delivery of the endpoints with the largest backlog, by endpoint id.",
-    ["endpoint"],
-    (set, f) => {
-      for (const e of f.webhooks.endpoints) set({ endpoint: e.endpoint_id }, e.oldest);
-    },
+    "Age of the oldest pending delivery",
+    (e) => e.oldest,
   );
   gauge(
     "backline_webhook_endpoint_failing_seconds",
@@ -283,28 +300,6 @@ export function registerDatabaseGauges(registry: Registry, figures: DatabaseFigu
     (set, f) => {
       for (const d of f.deliveries) set({ store: d.store, status: d.status }, d.oldest);
     },
-  );
-
-  gauge("backline_royalty_imports_running", "Royalty imports receiving or importing now.", [], (set, f) =>
-    set({}, f.imports.running),
-  );
-  gauge("backline_royalty_import_lines_read", "Lines read so far by the imports running now.", [], (set, f) =>
-    set({}, f.imports.lines),
-  );
-  gauge("backline_royalty_import_bytes_read", "Bytes read so far by the imports running now.", [], (set, f) =>
-    set({}, f.imports.bytes_read),
-  );
-  gauge(
-    "backline_royalty_import_stalled_seconds",
-    "Longest time a running import has made no progress (a running import reports every half second; 0: none runs).",
-    [],
-    (set, f) => set({}, f.imports.stalled),
-  );
-  gauge(
-    "backline_royalty_import_oldest_running_seconds",
-    "Age of the oldest import still running (0: none runs).",
-    [],
-    (set, f) => set({}, f.imports.oldest),
   );
 
   // How the read went: these are collected after it, whatever it gave.
