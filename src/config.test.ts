@@ -50,6 +50,51 @@ describe("loadConfig", () => {
     });
   });
 
+  test("/metrics: off by default; a token, a port of its own (on HOST unless METRICS_HOST), or both", () => {
+    assert.deepEqual(loadConfig({}).metrics, { token: undefined, port: undefined, host: "127.0.0.1" });
+    const token = "0123456789abcdef0123456789abcdef";
+    assert.deepEqual(loadConfig({ METRICS_TOKEN: token }).metrics, {
+      token,
+      port: undefined,
+      host: "127.0.0.1",
+    });
+    assert.deepEqual(loadConfig({ HOST: "0.0.0.0", METRICS_PORT: "9464" }).metrics, {
+      token: undefined,
+      port: 9464,
+      host: "0.0.0.0",
+    });
+    assert.deepEqual(
+      loadConfig({ METRICS_PORT: "9464", METRICS_HOST: "10.0.0.5", METRICS_TOKEN: token }).metrics,
+      {
+        token,
+        port: 9464,
+        host: "10.0.0.5",
+      },
+    );
+    // The token is a secret: a bad one is named, never echoed.
+    assert.throws(
+      () => loadConfig({ METRICS_TOKEN: "tiny secret" }),
+      (e: unknown) => e instanceof ConfigError && !e.message.includes("tiny"),
+    );
+  });
+
+  test("tracing: off unless an OTLP endpoint is set; /v1/traces under it, or the traces endpoint as given", () => {
+    assert.equal(loadConfig({}).tracing, undefined);
+    assert.deepEqual(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }).tracing, {
+      tracesUrl: "http://collector:4318/v1/traces",
+      serviceName: "backline",
+      exportDelayMs: 5000,
+    });
+    assert.deepEqual(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://otel.example.com/traces",
+        OTEL_SERVICE_NAME: "backline-eu",
+        OTEL_BSP_SCHEDULE_DELAY: "1000",
+      }).tracing,
+      { tracesUrl: "https://otel.example.com/traces", serviceName: "backline-eu", exportDelayMs: 1000 },
+    );
+  });
+
   test("webhooks go to private addresses on no engine unless WEBHOOK_ALLOW_PRIVATE says so", () => {
     assert.equal(loadConfig({}).webhookAllowPrivate, false);
     assert.equal(loadConfig({ DATABASE_URL: "postgres://u@h/db" }).webhookAllowPrivate, false);
@@ -182,6 +227,27 @@ describe("loadConfig", () => {
     [
       { ROYALTY_IMPORT_MAX_BYTES: "1.5" },
       'Invalid configuration: ROYALTY_IMPORT_MAX_BYTES must be a whole number of bytes (got "1.5")',
+    ],
+    [
+      { METRICS_TOKEN: "short" },
+      "Invalid configuration: METRICS_TOKEN must be 16 to 512 printable characters without spaces (openssl rand -hex 32)",
+    ],
+    [
+      { METRICS_TOKEN: "a token with spaces in it" },
+      "Invalid configuration: METRICS_TOKEN must be 16 to 512 printable characters without spaces (openssl rand -hex 32)",
+    ],
+    [
+      { METRICS_PORT: "99999" },
+      'Invalid configuration: METRICS_PORT must be between 0 and 65535 (got "99999")',
+    ],
+    [{ METRICS_PORT: "54321" }, "Invalid configuration: METRICS_PORT must differ from PORT (both are 54321)"],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" },
+      'Invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL such as http://collector:4318 (got "collector:4318")',
+    ],
+    [
+      { OTEL_BSP_SCHEDULE_DELAY: "0" },
+      'Invalid configuration: OTEL_BSP_SCHEDULE_DELAY must be 1 to 600000 milliseconds (got "0")',
     ],
     [
       { PUBLIC_URL: "not a url" },

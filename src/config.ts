@@ -33,13 +33,16 @@ const millis = () =>
     .min(0, { message: "must be 0 (no limit) to 3600000 milliseconds" })
     .max(3_600_000, { message: "must be 0 (no limit) to 3600000 milliseconds" });
 
-const schema = z.object({
-  PORT: z.coerce
+/** A TCP port; 0: any free one. */
+const port = () =>
+  z.coerce
     .number({ message: "must be a port number" })
     .int({ message: "must be a whole number" })
     .min(0, { message: "must be between 0 and 65535" })
-    .max(65535, { message: "must be between 0 and 65535" })
-    .default(54321),
+    .max(65535, { message: "must be between 0 and 65535" });
+
+const schema = z.object({
+  PORT: port().default(54321),
   HOST: z.string().min(1).default("127.0.0.1"),
   PUBLIC_URL: z.url({ message: "must be an absolute URL such as https://api.example.com" }).optional(),
   DATA_DIR: z.string().min(1).default("./.backline"),
@@ -136,6 +139,33 @@ const schema = z.object({
     .min(1)
     .max(1000)
     .default(10),
+  METRICS_TOKEN: z
+    .string()
+    .regex(/^[\x21-\x7e]{16,512}$/, {
+      message: "must be 16 to 512 printable characters without spaces (openssl rand -hex 32)",
+    })
+    .optional(),
+  METRICS_PORT: port().optional(),
+  METRICS_HOST: z.string().min(1).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .url({
+      protocol: /^https?$/,
+      message: "must be an http:// or https:// URL such as http://collector:4318",
+    })
+    .optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
+    .url({
+      protocol: /^https?$/,
+      message: "must be an http:// or https:// URL such as http://collector:4318/v1/traces",
+    })
+    .optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).max(200).default("backline"),
+  OTEL_BSP_SCHEDULE_DELAY: z.coerce
+    .number({ message: "must be a number of milliseconds" })
+    .int({ message: "must be a whole number of milliseconds" })
+    .min(1, { message: "must be 1 to 600000 milliseconds" })
+    .max(600_000, { message: "must be 1 to 600000 milliseconds" })
+    .default(5000),
   RATE_LIMIT_SYNC_MS: z.coerce
     .number({ message: "must be a number of milliseconds" })
     .int({ message: "must be a whole number of milliseconds" })
@@ -194,6 +224,14 @@ export interface Config {
   royaltyImportMaxBytes: number;
   /** PostgreSQL: how often each process shares its rate-limit counts with the others (ms; 0: never). */
   rateLimitSyncMs: number;
+  /**
+   * GET /metrics (docs/operations.md, "Metrics and alerts"): off unless a token or a port is set.
+   * With `port`, only there (on `host`); with only `token`, on the API's port. The token, when set,
+   * is required as `Authorization: Bearer` wherever /metrics is served.
+   */
+  metrics: { token: string | undefined; port: number | undefined; host: string };
+  /** OpenTelemetry tracing over OTLP/HTTP, when an endpoint is set; undefined: off (the SDK is not loaded). */
+  tracing: { tracesUrl: string; serviceName: string; exportDelayMs: number } | undefined;
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -219,6 +257,7 @@ const SECRET_SETTINGS = new Set([
   "MIGRATION_DATABASE_URL",
   "SMTP_URL",
   "S3_SECRET_ACCESS_KEY",
+  "METRICS_TOKEN",
 ]);
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -256,6 +295,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (Boolean(e.S3_ACCESS_KEY_ID) !== Boolean(e.S3_SECRET_ACCESS_KEY)) {
     throw new ConfigError("S3_ACCESS_KEY_ID", "and S3_SECRET_ACCESS_KEY are set together or not at all");
   }
+  if (e.METRICS_PORT !== undefined && e.METRICS_PORT !== 0 && e.METRICS_PORT === e.PORT) {
+    throw new ConfigError("METRICS_PORT", `must differ from PORT (both are ${e.PORT})`);
+  }
+  const otlpBase = e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, "");
+  const tracesUrl = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (otlpBase ? `${otlpBase}/v1/traces` : undefined);
   const storage: Config["storage"] =
     e.STORAGE_DRIVER === "s3"
       ? {
@@ -311,6 +355,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     royaltyImportMaxBytes: e.ROYALTY_IMPORT_MAX_BYTES,
     rateLimitSyncMs: e.RATE_LIMIT_SYNC_MS,
+    metrics: { token: e.METRICS_TOKEN, port: e.METRICS_PORT, host: e.METRICS_HOST ?? e.HOST },
+    tracing: tracesUrl
+      ? { tracesUrl, serviceName: e.OTEL_SERVICE_NAME, exportDelayMs: e.OTEL_BSP_SCHEDULE_DELAY }
+      : undefined,
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
   };
 }

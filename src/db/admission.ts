@@ -43,6 +43,21 @@ export class DatabaseBusyError extends Error {
   }
 }
 
+/** A snapshot of an engine's connections: for /metrics (src/observability/metrics.ts). */
+export interface PoolStats {
+  /** Connections the engine may use at once (PGlite: 1). */
+  size: number;
+  /** Taken by a running transaction. */
+  inUse: number;
+  /** Transactions waiting for one (requests and background work). */
+  waiting: number;
+  /** PostgreSQL: connections open in the pool and, of those, idle ones. */
+  open?: number;
+  idle?: number;
+  /** PGlite: calls sent to the database's thread and not yet answered. */
+  threadPending?: number;
+}
+
 interface Waiter {
   grant(): void;
   bounded: boolean;
@@ -51,18 +66,31 @@ interface Waiter {
 /** A counting semaphore with a bounded, FIFO queue for requests and an unbounded one for background work. */
 export class Admission {
   private free: number;
+  /** The number of slots (connections). */
+  readonly size: number;
   private readonly queue: Waiter[] = [];
   private waitingRequests = 0;
   readonly limits: QueueLimits;
 
   constructor(slots: number, limits: QueueLimits = DEFAULT_QUEUE_LIMITS) {
     this.free = slots;
+    this.size = slots;
     this.limits = limits;
   }
 
   /** Numbers for /metrics-style introspection and tests. */
   get waiting(): number {
     return this.queue.length;
+  }
+
+  /** Slots taken by running transactions. */
+  get inUse(): number {
+    return this.size - this.free;
+  }
+
+  /** How the slots are used now: what /metrics reports (src/observability/). */
+  stats(): PoolStats {
+    return { size: this.size, inUse: this.inUse, waiting: this.queue.length };
   }
 
   /** Resolves with a release function once a slot is free; a request past the bounds is refused. */

@@ -1,4 +1,5 @@
 import type { SecretBox } from "../secrets/box.ts";
+import type { PoolStats } from "./admission.ts";
 import { auditSetting } from "./audit-context.ts";
 import { operatorScope } from "./operator-scope.ts";
 import { type Claims, DB_ROLES, type DbRole, type Engine, type EngineKind, type Tx } from "./types.ts";
@@ -184,6 +185,11 @@ export class Db {
   /** Calls `onNotice` after each committed pg_notify on `channel` (see Engine.listen). */
   listen(channel: string, onNotice: () => void): Promise<() => Promise<void>> {
     return this.engine.listen(channel, onNotice);
+  }
+
+  /** How the engine's connections are used now (for /metrics); undefined for an engine that cannot tell. */
+  poolStats(): PoolStats | undefined {
+    return this.engine.stats?.();
   }
 
   /** Round trip to the database; throws when it cannot be reached. */

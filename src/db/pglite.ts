@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { MessageChannel, Worker } from "node:worker_threads";
-import { Admission, DEFAULT_QUEUE_LIMITS, type QueueLimits } from "./admission.ts";
+import { Admission, DEFAULT_QUEUE_LIMITS, type PoolStats, type QueueLimits } from "./admission.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
 import { host, type Port, type Reply, type Request } from "./pglite-host.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
@@ -193,6 +193,10 @@ export class PgliteEngine implements Engine {
     } finally {
       release();
     }
+  }
+
+  stats(): PoolStats {
+    return { ...this.admission.stats(), threadPending: this.pending.size };
   }
 
   async listen(channel: string, onNotice: () => void): Promise<() => Promise<void>> {

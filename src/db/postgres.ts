@@ -1,7 +1,7 @@
 import { pipeline } from "node:stream/promises";
 import pg from "pg";
 import { from as copyFromStdin } from "pg-copy-streams";
-import { Admission, DEFAULT_QUEUE_LIMITS, type QueueLimits } from "./admission.ts";
+import { Admission, DEFAULT_QUEUE_LIMITS, type PoolStats, type QueueLimits } from "./admission.ts";
 import { NoticeConnection } from "./notices.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
@@ -93,6 +93,10 @@ export class PostgresEngine implements Engine {
     } finally {
       client.release(broken);
     }
+  }
+
+  stats(): PoolStats {
+    return { ...this.admission.stats(), open: this.pool.totalCount, idle: this.pool.idleCount };
   }
 
   /** LISTEN on the process's one notice connection (outside the pool; src/db/notices.ts). */

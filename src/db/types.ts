@@ -1,3 +1,5 @@
+import type { PoolStats } from "./admission.ts";
+
 /** What the rest of Backline sees of a database: queries inside transactions, nothing else. */
 
 export interface QueryResult<Row> {
@@ -31,6 +33,8 @@ export interface Engine {
    * is called. Best effort: a lost connection is reopened, and listeners also poll.
    */
   listen(channel: string, onNotice: () => void): Promise<() => Promise<void>>;
+  /** How its connections are used now (for /metrics); engines without a pool of their own omit it. */
+  stats?(): PoolStats;
   close(): Promise<void>;
 }
 

@@ -12,6 +12,8 @@ import { requestScope } from "../db/admission.ts";
 import { openAuditScope, runWithAuditScope } from "../db/audit-context.ts";
 import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
+import { instrumentHttp } from "../observability/http.ts";
+import type { Metrics } from "../observability/metrics.ts";
 import { publicApiRoutes } from "../public-api/plugin.ts";
 import { restRoutes } from "../rest/routes.ts";
 import { loadSchemaCache, SCHEMA_CHANNEL, type SchemaCache } from "../rest/schema-cache.ts";
@@ -31,6 +33,8 @@ export interface AppDeps {
   db: Db;
   /** A pino logger; tests pass a silent one. */
   logger: Logger;
+  /** The process's metrics when the server made them (METRICS_PORT); else made here if /metrics is on. */
+  metrics?: Metrics | undefined;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -93,6 +97,8 @@ export function buildApp(given: AppDeps): FastifyInstance {
     }
     parseJson(request, body as string, done);
   });
+  // Requests counted for GET /metrics, and traced when tracing is on (src/observability/).
+  instrumentHttp(app, { metrics: given.metrics, db: deps.db, settings: deps.config.metrics });
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, request, {

@@ -8,6 +8,8 @@ import { buildApp } from "../http/app.ts";
 import { gracefulClose } from "../http/graceful.ts";
 import { Worker } from "../jobs/worker.ts";
 import { Mailer } from "../mail/mailer.ts";
+import { createMetrics, listenForMetrics } from "../observability/http.ts";
+import { startTracing } from "../observability/tracing.ts";
 import { pipelineHandlers } from "../pipeline/handlers.ts";
 import { scheduleStorePolls } from "../pipeline/store-inbox.ts";
 import { LocalStore } from "../storage/local.ts";
@@ -43,7 +45,10 @@ async function checkPortFree(port: number, host: string): Promise<void> {
 /** Opens the database (migrating it), prepares the development tenant, and listens. */
 export async function serve(config: Config, logger: Logger): Promise<RunningServer> {
   await checkPortFree(config.port, config.host);
+  if (config.metrics.port !== undefined) await checkPortFree(config.metrics.port, config.metrics.host);
   warnUnsafeSettings(config, logger);
+  // Before anything listens or calls out (src/observability/tracing.ts); nothing is loaded when off.
+  const tracing = await startTracing(config.tracing, logger);
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   try {
     let devTenant: DevTenantFile | undefined;
@@ -55,8 +60,10 @@ export async function serve(config: Config, logger: Logger): Promise<RunningServ
         "development tenant ready",
       );
     }
-    const app = buildApp({ config, db, logger });
+    const metrics = createMetrics(config, db);
+    const app = buildApp({ config, db, logger, metrics });
     await app.listen({ port: config.port, host: config.host });
+    const metricsPort = await listenForMetrics(config.metrics, metrics, logger);
     // The operator backend runs in the same process unless WORKER=off (docs/operator.md).
     const background = config.worker.enabled ? startBackground(config, db, logger) : undefined;
     // On the embedded database, `backline` commands run here while the server holds DATA_DIR (docs/cli.md).
@@ -67,12 +74,15 @@ export async function serve(config: Config, logger: Logger): Promise<RunningServ
       async close() {
         await cli?.close();
         await gracefulClose(app, IDLE_GRACE_MS);
+        await metricsPort?.close();
         await background?.stop();
         await db.close();
+        await tracing?.shutdown();
       },
     };
   } catch (error) {
     await db.close().catch(() => {});
+    await tracing?.shutdown();
     throw error;
   }
 }
@@ -124,9 +134,12 @@ function printDevTenant(file: DevTenantFile, dataDir: string) {
 /** `backline worker`: only the operator backend's worker, until SIGTERM or SIGINT (then it finishes the jobs in flight). */
 export async function workUntilSignalled(config: Config, logger: Logger): Promise<void> {
   warnUnsafeSettings(config, logger);
+  const tracing = await startTracing(config.tracing, logger);
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   const background = startBackground(config, db, logger);
   const cli = await listenForCli(config, db, logger);
+  // A worker serves no API: METRICS_PORT is how it is scraped (the pool, the queue, the process).
+  const metricsPort = await listenForMetrics(config.metrics, createMetrics(config, db), logger);
   logger.info({ worker: background.workerId, concurrency: config.worker.concurrency }, "worker started");
   // The worker's own timers do not hold the process (nor does an idle embedded database): this
   // does, until a signal says stop.
@@ -137,8 +150,10 @@ export async function workUntilSignalled(config: Config, logger: Logger): Promis
     const timer = setTimeout(() => process.exit(1), config.shutdownTimeoutMs);
     timer.unref();
     await cli?.close();
+    await metricsPort?.close();
     await background.stop();
     await db.close();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.once("SIGTERM", () => void stop("SIGTERM"));
