@@ -10,30 +10,43 @@ import { spec } from "node:test/reporters";
  * ones fill in behind them, and both slots finish together (bench/README.md, "The `backline`
  * command and the test suite").
  *
- * LONGEST_FIRST is the measured order (CPU seconds per file on the embedded engine); a file not in
- * it runs after these, by name. TEST_CONCURRENCY overrides the 2.
+ * LONGEST_FIRST is the measured order (CPU seconds per file on the embedded engine, the files that
+ * wait on processes or a browser a little earlier); a file not in it runs after these, by name.
+ * TEST_CONCURRENCY overrides the 2.
  */
 const LONGEST_FIRST = [
   "test/admin-desk-scale.test.ts",
   "test/console/desk.test.ts",
-  "test/auth-cli.test.ts",
-  "test/royalties-operator.test.ts",
-  "test/secrets-at-rest.test.ts",
-  "test/cli-catalogue.test.ts",
-  "test/cli-errors.test.ts",
-  "test/console/refusals.test.ts",
   "test/pipeline-review.test.ts",
-  "test/reliability-process.test.ts",
-  "test/migrations.test.ts",
-  "test/public-api-keys.test.ts",
-  "test/server.test.ts",
+  "test/cli-catalogue.test.ts",
+  "test/auth-cli.test.ts",
+  "test/cli-errors.test.ts",
+  "test/royalties-operator.test.ts",
   "test/docs-snippets.test.ts",
-  "test/webhooks-order.test.ts",
-  "test/cli-socket.test.ts",
-  "test/webhooks-delivery.test.ts",
-  "test/uploads-large.test.ts",
+  "test/server.test.ts",
+  "test/public-api-keys.test.ts",
+  "test/secrets-at-rest.test.ts",
   "test/cli.test.ts",
   "test/staff-cli.test.ts",
+  "test/migrations.test.ts",
+  "test/reliability-process.test.ts",
+  "test/public-api-quickstart.test.ts",
+  "test/rest-fuzz.test.ts",
+  "test/cli-socket.test.ts",
+  "test/console/refusals.test.ts",
+  "test/auth.test.ts",
+  "test/rls-matrix.test.ts",
+  "test/pipeline-delivery.test.ts",
+  "test/webhooks-order.test.ts",
+  "test/uploads-large.test.ts",
+  "test/store-inbox.test.ts",
+  "test/ddex-sftp.test.ts",
+  "test/cli-mfa-audit.test.ts",
+  "test/ddex.test.ts",
+  "test/auth-invitations.test.ts",
+  "test/downloads.test.ts",
+  "test/catalog-rules.test.ts",
+  "src/storage/inspect.test.ts",
 ];
 
 const args = process.argv.slice(2);
