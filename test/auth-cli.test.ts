@@ -2,9 +2,10 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { after, describe, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { createClient, type Session } from "@supabase/supabase-js";
 import { decodeJwt } from "jose";
+import { copyMigratedDatabase } from "./support/db.ts";
 import { runCli, startServer, tempDir } from "./support/process.ts";
 
 /**
@@ -25,6 +26,8 @@ describe("backline CLI: keys, members and the mailbox", () => {
     assert.equal(r.code, 0, `backline ${args.join(" ")} failed: ${r.stderr}`);
     return r.stdout;
   };
+  // A migrated database to start from: this suite is about the commands, not a first start.
+  before(() => copyMigratedDatabase(dataDir));
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   /** Runs the real server on the data directory for `fn`, then stops it (the CLI needs the directory back). */

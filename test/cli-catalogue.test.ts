@@ -2,9 +2,10 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { after, describe, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { Db } from "../src/db/db.ts";
 import { PgliteEngine } from "../src/db/pglite.ts";
+import { copyMigratedDatabase } from "./support/db.ts";
 import { runCli, tempDir } from "./support/process.ts";
 
 /** The operator's side of the validation catalogues: the store list and a tenant's lead time. */
@@ -30,6 +31,8 @@ describe("backline CLI: stores and lead time", () => {
     assert.match(r.stderr, / \(see `backline [a-z -]+ --help`\)\n$/);
     assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
   };
+  // A migrated database to start from: this suite is about the commands, not a first start.
+  before(() => copyMigratedDatabase(dataDir));
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   test("stores: list, add, disable and enable; mistakes end with one line", async () => {

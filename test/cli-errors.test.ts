@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
+import { copyMigratedDatabase } from "./support/db.ts";
 import { runCli, tempDir } from "./support/process.ts";
 
 /**
@@ -14,6 +15,8 @@ describe("backline CLI: errors", () => {
   const missing = "6f1d2c3b-4a59-4e7d-8c21-0b9a8f7e6d5c";
   let slug = "";
   before(async () => {
+    // A migrated database to start from: this suite is about the commands, not a first start.
+    await copyMigratedDatabase(dataDir);
     const r = await runCli(["--json", "tenants", "create", "--name", "Errors Distribution"], env);
     assert.equal(r.code, 0, r.stderr);
     slug = JSON.parse(r.stdout).slug;

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
-import { after, describe, test } from "node:test";
+import { after, before, describe, test } from "node:test";
+import { copyMigratedDatabase } from "./support/db.ts";
 import { runCli, tempDir } from "./support/process.ts";
 
 /**
@@ -17,6 +18,8 @@ describe("backline CLI: auth mfa and audit list", () => {
     assert.equal(r.code, 0, `backline ${args.join(" ")} failed: ${r.stderr}`);
     return JSON.parse(r.stdout);
   };
+  // A migrated database to start from: this suite is about the commands, not a first start.
+  before(() => copyMigratedDatabase(dataDir));
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   test("require aal2 of a tenant's staff and of an account's members; the audit log names the command", async () => {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { copyMigratedDatabase } from "./support/db.ts";
 import { type RunningServer, runCli, startServer, tempDir } from "./support/process.ts";
 
 /**
@@ -16,6 +17,8 @@ describe("backline CLI through a running server", () => {
   const socket = path.join(dataDir, "run", "cli.sock");
 
   before(async () => {
+    // A migrated database to start from: this suite is about the socket, not a first start.
+    await copyMigratedDatabase(dataDir);
     server = await startServer(env);
   });
   after(async () => {

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { after, describe, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { decodeJwt } from "jose";
+import { copyMigratedDatabase } from "./support/db.ts";
 import { runCli, tempDir } from "./support/process.ts";
 
 /** The `backline` command as an operator runs it, on an embedded database of its own. */
@@ -13,6 +14,8 @@ describe("backline CLI", () => {
     assert.equal(r.code, 0, `backline ${args.join(" ")} failed: ${r.stderr}`);
     return JSON.parse(r.stdout);
   };
+  // A migrated database to start from: this suite is about the commands, not a first start.
+  before(() => copyMigratedDatabase(dataDir));
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   test("--help lists the commands", async () => {

@@ -5,7 +5,6 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Db } from "../src/db/db.ts";
-import { migrate } from "../src/db/migrate.ts";
 import { PgliteEngine } from "../src/db/pglite.ts";
 import type { Job } from "../src/jobs/queue.ts";
 import { Worker } from "../src/jobs/worker.ts";
@@ -14,8 +13,8 @@ import { decideReview, ReviewError, reviewQueue, reviewRelease } from "../src/pi
 import { loadSecretBox } from "../src/secrets/box.ts";
 import { type Account, createAccount, createTenant, type Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
-import { describeEachEngine } from "./support/db.ts";
-import { ROOT, runCli, tempDir } from "./support/process.ts";
+import { copyMigratedDatabase, describeEachEngine } from "./support/db.ts";
+import { NODE_BASELINE_FLAGS, ROOT, runCli, tempDir } from "./support/process.ts";
 import {
   completeRelease,
   expectStatus,
@@ -705,6 +704,8 @@ describe("backline releases queue|review", () => {
     assert.equal(r.code, 2, `backline ${args.join(" ")}: ${r.stdout}${r.stderr}`);
     assert.equal(r.stderr, `backline: ${message} (see \`backline releases review --help\`)\n`);
   };
+  // A migrated database to start from: this suite is about the commands, not a first start.
+  before(() => copyMigratedDatabase(dataDir));
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   const ids: Record<string, string> = {};
@@ -875,8 +876,8 @@ describe("backline worker", () => {
   test("reviews the submitted releases of its data directory until SIGTERM, then exits 0", async () => {
     // A data directory holding a tenant that reviews automatically and two submitted releases.
     // Prepared in this process and closed before the worker starts: only one process may open it.
+    await copyMigratedDatabase(dataDir);
     const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
-    await migrate(engine);
     const db = new Db(engine, { secrets: loadSecretBox({ encryptionKey: undefined, dataDir }) });
     let complete = "";
     let empty = "";
@@ -898,11 +899,15 @@ describe("backline worker", () => {
       await db.close();
     }
 
-    const proc = spawn(process.execPath, [path.join(ROOT, "bin/backline.js"), "worker"], {
-      cwd: ROOT,
-      env: childEnv({ DATA_DIR: dataDir, LOG_LEVEL: "info" }),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const proc = spawn(
+      process.execPath,
+      [...NODE_BASELINE_FLAGS, path.join(ROOT, "bin/backline.js"), "worker"],
+      {
+        cwd: ROOT,
+        env: childEnv({ DATA_DIR: dataDir, LOG_LEVEL: "info" }),
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     child = proc;
     let out = "";
     proc.stdout?.on("data", (d) => {

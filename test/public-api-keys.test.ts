@@ -8,7 +8,7 @@ import { generateApiKey, parseApiKey } from "../src/public-api/keys/format.ts";
 import { addMember, type MembershipRole } from "../src/tenancy/memberships.ts";
 import { type Account, createAccount } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
-import { describeEachEngine } from "./support/db.ts";
+import { copyMigratedDatabase, describeEachEngine } from "./support/db.ts";
 import { runCli, tempDir } from "./support/process.ts";
 import { type ApiResponse, issueTestKey, publicApi } from "./support/public-api.ts";
 import { seedUser } from "./support/seed.ts";
@@ -764,6 +764,8 @@ describe("backline keys (CLI)", () => {
     assert.equal(r.code, 0, `backline ${args.join(" ")} failed: ${r.stderr}`);
     return JSON.parse(r.stdout);
   };
+  // A migrated database to start from: this suite is about the commands, not a first start.
+  before(() => copyMigratedDatabase(dataDir));
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   test("issue, list, freeze, unfreeze and revoke a test-mode key", async () => {

@@ -4,7 +4,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, test } from "node:test";
 import { Agent } from "undici";
-import { freePort, ROOT, startServer, tempDir } from "./support/process.ts";
+import { copyMigratedDatabase } from "./support/db.ts";
+import { freePort, NODE_BASELINE_FLAGS, ROOT, startServer, tempDir } from "./support/process.ts";
 
 /**
  * Issue 27 at the level of processes: the embedded data directory's lock (two starts at once,
@@ -13,7 +14,7 @@ import { freePort, ROOT, startServer, tempDir } from "./support/process.ts";
 
 /** `npm start` as a child, resolving with how it ended or when it printed that it is ready. */
 function start(dataDir: string, port: number) {
-  const child = spawn(process.execPath, [path.join(ROOT, "src/start/server.ts")], {
+  const child = spawn(process.execPath, [...NODE_BASELINE_FLAGS, path.join(ROOT, "src/start/server.ts")], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: "warn", DATABASE_URL: "" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -81,6 +82,8 @@ describe("the embedded data directory's lock", () => {
 describe("SIGTERM under load", () => {
   test("50 keep-alive clients: every request is answered or cleanly refused, none is reset", async () => {
     const dataDir = tempDir("backline-stop-");
+    // Migrated beforehand: this test is about stopping, not about a first start.
+    await copyMigratedDatabase(dataDir);
     const server = await startServer({ DATA_DIR: dataDir });
     const dev = JSON.parse(fs.readFileSync(path.join(dataDir, "dev-tenant.json"), "utf8")) as {
       anon_key: string;

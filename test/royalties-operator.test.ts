@@ -4,13 +4,12 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Db } from "../src/db/db.ts";
-import { migrate } from "../src/db/migrate.ts";
 import { PgliteEngine } from "../src/db/pglite.ts";
 import { loadSecretBox } from "../src/secrets/box.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
-import { describeEachEngine } from "./support/db.ts";
+import { copyMigratedDatabase, describeEachEngine } from "./support/db.ts";
 import { runCli, tempDir } from "./support/process.ts";
 import {
   countLines,
@@ -212,8 +211,8 @@ describe("royalties: backline royalties import (CLI)", () => {
   let takedown: { releaseId: string; deliveryId: string; insertId: string };
 
   before(async () => {
+    await copyMigratedDatabase(dataDir);
     const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
-    await migrate(engine);
     const db = new Db(engine, { secrets: loadSecretBox({ encryptionKey: undefined, dataDir }) });
     tenant = await seedTenant(db);
     const account = await seedAccount(db, tenant, "A");

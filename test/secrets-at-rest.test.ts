@@ -14,7 +14,7 @@ import { keyFiles, keyIdOf, loadSecretBox, SecretBox, SecretKeyError } from "../
 import { TenantDirectory } from "../src/tenancy/directory.ts";
 import { getTenantKeys, getTenantSigningSecret, type Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
-import { describeEachEngine, TEST_ENCRYPTION_KEY } from "./support/db.ts";
+import { copyMigratedDatabase, describeEachEngine, TEST_ENCRYPTION_KEY } from "./support/db.ts";
 import { runCli, tempDir } from "./support/process.ts";
 import {
   anonClaims,
@@ -535,6 +535,8 @@ describe("backline secrets rotate-master-key", () => {
     assert.equal(r.code, 0, `backline ${args.join(" ")} failed: ${r.stderr}`);
     return JSON.parse(r.stdout);
   };
+  // A migrated database to start from: this suite is about the commands, not a first start.
+  before(() => copyMigratedDatabase(dataDir));
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   test("on the embedded default: a new key, every secret sealed with it, the tenant's keys unchanged", async () => {

@@ -4,6 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Readable, Transform } from "node:stream";
 import { test } from "node:test";
+import { copyMigratedDatabase } from "./support/db.ts";
 import { wavStream } from "./support/media-fixtures.ts";
 import { freePort, type RunningServer, startServer, tempDir } from "./support/process.ts";
 import { completeRelease, expectStatus, publicApi } from "./support/public-api.ts";
@@ -56,6 +57,8 @@ test("a 500 MB audio upload streams to disk while the server's memory stays boun
   const dataDir = tempDir("backline-large-upload-");
   let server: RunningServer | undefined;
   try {
+    // Migrated beforehand: this test is about the upload, not about a first start.
+    await copyMigratedDatabase(dataDir);
     const port = await freePort();
     server = await startServer({
       DATA_DIR: dataDir,

@@ -5,7 +5,6 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, afterEach, before, test } from "node:test";
 import { Db } from "../src/db/db.ts";
-import { migrate } from "../src/db/migrate.ts";
 import { PgliteEngine } from "../src/db/pglite.ts";
 import { PostgresEngine } from "../src/db/postgres.ts";
 import type { Account, Tenant } from "../src/tenancy/tenants.ts";
@@ -13,7 +12,7 @@ import { type DispatcherOptions, WebhookDispatcher } from "../src/webhooks/dispa
 import { thisProcess } from "../src/webhooks/instances.ts";
 import { newSigningSecret, SecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
-import { describeEachEngine, TEST_ENCRYPTION_KEY } from "./support/db.ts";
+import { copyMigratedDatabase, describeEachEngine, TEST_ENCRYPTION_KEY } from "./support/db.ts";
 import { tempDir } from "./support/process.ts";
 import { assertFieldErrors, expectStatus, keyedAccount, publicApi } from "./support/public-api.ts";
 import { anonClaims, seedAccount, seedTenant, seedUser, userClaims } from "./support/seed.ts";
@@ -450,8 +449,8 @@ describeEachEngine("webhook order", (t) => {
     // On PGlite the worker owns the database: it is written here, then handed to the worker.
     let local: Db | undefined;
     if (t().kind === "pglite") {
+      await copyMigratedDatabase(dataDir);
       const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
-      await migrate(engine);
       local = new Db(engine, { secrets: childBox });
     }
     const setupDb = local ?? db();

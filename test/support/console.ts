@@ -6,9 +6,8 @@ import { insertUser } from "../../src/auth/users.ts";
 import { type Config, loadConfig } from "../../src/config.ts";
 import type { Db } from "../../src/db/db.ts";
 import { openDatabase } from "../../src/db/open.ts";
-import { PgliteEngine } from "../../src/db/pglite.ts";
 import type { EngineKind } from "../../src/db/types.ts";
-import { createTestDb, pgliteTemplate, TEST_ENCRYPTION_KEY, type TestDb } from "./db.ts";
+import { copyMigratedDatabase, createTestDb, TEST_ENCRYPTION_KEY, type TestDb } from "./db.ts";
 import { freePort, type RunningServer, startServer, tempDir } from "./process.ts";
 
 /**
@@ -130,15 +129,9 @@ export async function startConsoleStack<T>(
     seeded = await seed(pg.db, config);
   } else {
     const config = loadConfig({ ...base, LOG_LEVEL: "warn" });
-    // The suite's migrated template (a PGlite dump), unpacked into DATA_DIR: the same schema as
-    // migrating from nothing, without spending the time again for every file.
-    if (config.database.engine === "pglite") {
-      const template = await PgliteEngine.open({
-        dataDir: config.database.dataDir,
-        loadDataDir: await pgliteTemplate(),
-      });
-      await template.close();
-    }
+    // The suite's migrated template, copied into DATA_DIR: the same schema as migrating from
+    // nothing, without spending the time again for every file.
+    if (config.database.engine === "pglite") await copyMigratedDatabase(dataDir);
     const db = await openDatabase(config, { migrate: true, logger: pino({ level: "warn" }) });
     try {
       seeded = await seed(db, config);

@@ -10,6 +10,7 @@ import { PostgresEngine } from "../../src/db/postgres.ts";
 import { rolesSetupSql } from "../../src/db/roles.ts";
 import type { Engine, EngineKind } from "../../src/db/types.ts";
 import { SecretBox } from "../../src/secrets/box.ts";
+import "./wasm-baseline.ts";
 
 /**
  * Integration tests run on PGlite always and on PostgreSQL when TEST_DATABASE_URL is set
@@ -75,8 +76,47 @@ export async function pgliteTemplate(): Promise<Blob> {
   return new Blob([fs.readFileSync(file)]);
 }
 
+/**
+ * A migrated embedded data directory, unpacked once per schema from the template above: what
+ * `copyMigratedDatabase` copies. Built beside its final name and renamed, so concurrent test processes
+ * either find it whole or build their own and one rename wins.
+ */
+async function pgliteDataDirTemplate(): Promise<string> {
+  const dir = path.join(os.tmpdir(), `backline-test-pgdata-${schemaHash}`);
+  if (!fs.existsSync(dir)) {
+    const building = `${dir}.${process.pid}.tmp`;
+    fs.rmSync(building, { recursive: true, force: true });
+    const engine = await PgliteEngine.open({ dataDir: building, loadDataDir: await pgliteTemplate() });
+    await engine.close();
+    try {
+      fs.renameSync(building, dir);
+    } catch (error) {
+      // Another process renamed its copy first: use that one.
+      fs.rmSync(building, { recursive: true, force: true });
+      if (!fs.existsSync(dir)) throw error;
+    }
+  }
+  return dir;
+}
+
+/**
+ * Puts an already migrated embedded database into `dataDir` (as DATA_DIR/pgdata), for tests that
+ * run `backline` or the server as processes: the first command then opens a migrated database
+ * instead of creating one and applying every migration (about 5 s of CPU each time). Tests about a
+ * first start on an empty DATA_DIR leave it empty.
+ */
+export async function copyMigratedDatabase(dataDir: string): Promise<void> {
+  fs.cpSync(await pgliteDataDirTemplate(), path.join(dataDir, "pgdata"), { recursive: true });
+}
+
+/** PGlite's shared_buffers for test databases: the server's default (PGLITE_SHARED_BUFFERS, src/config.ts). */
+const TEST_SHARED_BUFFERS = "32MB";
+
 async function createPgliteDb(): Promise<TestDb> {
-  const engine = await PgliteEngine.open({ loadDataDir: await pgliteTemplate() });
+  const engine = await PgliteEngine.open({
+    loadDataDir: await pgliteTemplate(),
+    sharedBuffers: TEST_SHARED_BUFFERS,
+  });
   return {
     kind: "pglite",
     db: new Db(engine, { secrets: testSecrets() }),

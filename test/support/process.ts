@@ -4,6 +4,9 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { NODE_BASELINE_FLAGS } from "./wasm-baseline.ts";
+
+export { NODE_BASELINE_FLAGS };
 
 /** Running Backline's real entry points as child processes, as a user would. */
 
@@ -55,7 +58,7 @@ export function runToEnd(
   timeoutMs = 60_000,
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
+    const child = spawn(process.execPath, [...NODE_BASELINE_FLAGS, ...args], {
       cwd: ROOT,
       env: childEnv(env),
       stdio: ["ignore", "pipe", "pipe"],
@@ -91,7 +94,7 @@ export interface RunningServer {
 /** Starts `node src/start/server.ts` (what `npm start` runs) and waits until /health answers. */
 export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<RunningServer> {
   const port = env.PORT ?? String(await freePort());
-  const child = spawn(process.execPath, [path.join(ROOT, "src/start/server.ts")], {
+  const child = spawn(process.execPath, [...NODE_BASELINE_FLAGS, path.join(ROOT, "src/start/server.ts")], {
     cwd: ROOT,
     env: childEnv({ ...env, PORT: port }),
     stdio: ["ignore", "pipe", "pipe"],

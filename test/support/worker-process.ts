@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { TEST_ENCRYPTION_KEY } from "./db.ts";
-import { ROOT } from "./process.ts";
+import { NODE_BASELINE_FLAGS, ROOT } from "./process.ts";
 
 /**
  * `backline worker` as a real OS process (`node src/start/cli.ts worker`), as an operator runs it
@@ -67,11 +67,15 @@ export async function startWorkerProcess(
   env: Record<string, string>,
   timeoutMs = 30_000,
 ): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [path.join(ROOT, "src/start/cli.ts"), "worker"], {
-    cwd: ROOT,
-    env: workerEnv(env),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [...NODE_BASELINE_FLAGS, path.join(ROOT, "src/start/cli.ts"), "worker"],
+    {
+      cwd: ROOT,
+      env: workerEnv(env),
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   running.add(child);
   let out = "";
   child.stdout?.on("data", (d) => {

@@ -1,0 +1,71 @@
+import { globSync } from "node:fs";
+import { run } from "node:test";
+import { spec } from "node:test/reporters";
+
+/**
+ * `npm test`: every test file under src/ and test/ (or the files and patterns given), two at a
+ * time in their own processes, as `node --test --test-concurrency=2` runs them, but the longest
+ * files first. `node --test` sorts the files by name, so a long file late in the alphabet ran on
+ * one core while the other had nothing left; started first, the long files overlap and the short
+ * ones fill in behind them, and both slots finish together (bench/README.md, "The `backline`
+ * command and the test suite").
+ *
+ * LONGEST_FIRST is the measured order (CPU seconds per file on the embedded engine, the files that
+ * wait on processes or a browser a little earlier); a file not in it runs after these, by name.
+ * TEST_CONCURRENCY overrides the 2.
+ */
+const LONGEST_FIRST = [
+  "test/admin-desk-scale.test.ts",
+  "test/console/desk.test.ts",
+  "test/pipeline-review.test.ts",
+  "test/cli-catalogue.test.ts",
+  "test/auth-cli.test.ts",
+  "test/cli-errors.test.ts",
+  "test/royalties-operator.test.ts",
+  "test/docs-snippets.test.ts",
+  "test/server.test.ts",
+  "test/public-api-keys.test.ts",
+  "test/secrets-at-rest.test.ts",
+  "test/cli.test.ts",
+  "test/staff-cli.test.ts",
+  "test/migrations.test.ts",
+  "test/reliability-process.test.ts",
+  "test/public-api-quickstart.test.ts",
+  "test/rest-fuzz.test.ts",
+  "test/cli-socket.test.ts",
+  "test/console/refusals.test.ts",
+  "test/auth.test.ts",
+  "test/rls-matrix.test.ts",
+  "test/pipeline-delivery.test.ts",
+  "test/webhooks-order.test.ts",
+  "test/uploads-large.test.ts",
+  "test/store-inbox.test.ts",
+  "test/ddex-sftp.test.ts",
+  "test/cli-mfa-audit.test.ts",
+  "test/ddex.test.ts",
+  "test/auth-invitations.test.ts",
+  "test/downloads.test.ts",
+  "test/catalog-rules.test.ts",
+  "src/storage/inspect.test.ts",
+];
+
+const args = process.argv.slice(2);
+const patterns = args.length > 0 ? args : ["src/**/*.test.ts", "test/**/*.test.ts"];
+const files = [...new Set(patterns.flatMap((p) => globSync(p, { exclude: ["**/node_modules/**"] })))];
+const rank = (file: string) => {
+  const i = LONGEST_FIRST.indexOf(file);
+  return i === -1 ? LONGEST_FIRST.length : i;
+};
+files.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+if (files.length === 0) {
+  console.error(`No test files match ${patterns.join(" ")}`);
+  process.exit(1);
+}
+
+run({ files, concurrency: Number(process.env.TEST_CONCURRENCY ?? 2) })
+  .on("test:summary", (summary) => {
+    // The run's own summary (no file): what `node --test` turns into its exit status.
+    if (summary.file === undefined && !summary.success) process.exitCode = 1;
+  })
+  .compose(spec)
+  .pipe(process.stdout);
