@@ -17,6 +17,9 @@ import { spec } from "node:test/reporters";
 const LONGEST_FIRST = [
   "test/admin-desk-scale.test.ts",
   "test/console/desk.test.ts",
+  // Long on PostgreSQL only (five processes killed and restarted; Prism in front of a server).
+  "test/chaos.test.ts",
+  "test/public-api-contract.test.ts",
   "test/pipeline-review.test.ts",
   "test/cli-catalogue.test.ts",
   "test/auth-cli.test.ts",
@@ -32,6 +35,9 @@ const LONGEST_FIRST = [
   "test/reliability-process.test.ts",
   "test/public-api-quickstart.test.ts",
   "test/rest-fuzz.test.ts",
+  "test/rest-openapi.test.ts",
+  "test/formats.test.ts",
+  "test/metrics.test.ts",
   "test/cli-socket.test.ts",
   "test/console/refusals.test.ts",
   "test/auth.test.ts",
