@@ -1,6 +1,7 @@
 // What the benchmarks share: settings from the environment, database URLs, the servers of
 // bench/rest/servers.ts in their own processes, and autocannon measurements.
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -15,6 +16,26 @@ export const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 /** Each pair is measured this many times, the order alternating. */
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+
+/** package.json's start script, e.g. `A=1 node --flag src/start/server.ts`: its variables and node's arguments. */
+export function npmStart(): { env: Record<string, string>; args: string[] } {
+  const script = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts.start as string;
+  const words = script.trim().split(/\s+/);
+  const env: Record<string, string> = {};
+  while (words[0] && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0])) {
+    const [name, ...value] = (words.shift() as string).split("=");
+    env[name as string] = value.join("=");
+  }
+  if (words.shift() !== "node") throw new Error(`the start script does not run node: ${script}`);
+  return { env, args: words };
+}
+
+/** npmStart() for a server started as `node src/start/server.ts`: its variables, and its flags as NODE_OPTIONS. */
+export function npmStartEnv(): Record<string, string> {
+  const start = npmStart();
+  const flags = start.args.filter((a) => a.startsWith("--"));
+  return { ...start.env, ...(flags.length ? { NODE_OPTIONS: flags.join(" ") } : {}) };
+}
 
 /** `url` pointed at database `db`, optionally as another login. */
 export function withDatabase(url: string, db: string, user?: string): string {

@@ -1,5 +1,5 @@
 // The overload benchmark (issue 27): 100 connections of mixed reads and writes against the real
-// server (`node src/start/server.ts`, what `npm start` runs) in its own process, and what it does
+// server (`node src/start/server.ts` with `npm start`'s variables and flags) in its own process, and what it does
 // under them: p50/p99, the share of 503s and 429s, any other failure (5xx, resets), and the
 // server's idle and peak RSS. Side by side in one run:
 //
@@ -26,7 +26,7 @@ import { PgliteEngine } from "../../src/db/pglite.ts";
 import { PostgresEngine } from "../../src/db/postgres.ts";
 import { rolesSetupSql } from "../../src/db/roles.ts";
 import { startServer } from "../../test/support/process.ts";
-import { ADMIN_URL, ROOT, withDatabase } from "../support.ts";
+import { ADMIN_URL, npmStartEnv, ROOT, withDatabase } from "../support.ts";
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
@@ -83,7 +83,8 @@ function embedded(name: string, env: Record<string, string>): Target {
   const dataDir = fs.mkdtempSync(path.join(ROOT, ".backline", "bench-load-"));
   return {
     name,
-    env: { DATA_DIR: dataDir, ...env },
+    // As `npm start` runs it: its environment and Node flags (package.json; bench/support.ts).
+    env: { ...npmStartEnv(), DATA_DIR: dataDir, ...env },
     async withDb(fn) {
       const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
       try {

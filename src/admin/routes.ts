@@ -56,19 +56,21 @@ export function adminRouteSpecs(
 
 /** GET /admin/v1/openapi.json: the document, without authentication (it holds no data). */
 export async function adminDocsRoutes(app: FastifyInstance, options: { publicUrl: string }): Promise<void> {
-  const doc = adminOpenApiDocument(
-    adminRouteSpecs({
-      // The document needs the specs only: their handlers never run here.
-      db: undefined as unknown as Db,
-      signer: undefined as unknown as TokenSigner,
-      publicUrl: options.publicUrl,
-      royaltyImportMaxBytes: 0,
-    }),
-    `${options.publicUrl}/admin/v1`,
-  );
-  app.get("/openapi.json", async (_request, reply) =>
-    reply.header("cache-control", "no-cache").type("application/json").send(doc),
-  );
+  // Made by its first request, not held from start.
+  let doc: ReturnType<typeof adminOpenApiDocument> | undefined;
+  app.get("/openapi.json", async (_request, reply) => {
+    doc ??= adminOpenApiDocument(
+      adminRouteSpecs({
+        // The document needs the specs only: their handlers never run here.
+        db: undefined as unknown as Db,
+        signer: undefined as unknown as TokenSigner,
+        publicUrl: options.publicUrl,
+        royaltyImportMaxBytes: 0,
+      }),
+      `${options.publicUrl}/admin/v1`,
+    );
+    return reply.header("cache-control", "no-cache").type("application/json").send(doc);
+  });
 }
 
 export { ADMIN_API_VERSION };

@@ -57,7 +57,9 @@ export async function listenForCli(
   if (config.database.engine !== "pglite") return undefined;
   const dir = path.join(config.dataDir, "run");
   const file = cliSocketPath(config.dataDir);
-  const runner = run ?? (await import("./run.ts")).runCommandLine;
+  // The commands (and commander) are loaded by the first command a client sends, not at start.
+  const runner: CommandRunner =
+    run ?? (async (args, io, withDb) => (await import("./run.ts")).runCommandLine(args, io, withDb));
   const active = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     active.add(socket);

@@ -6,7 +6,7 @@ import type { QueueLimits } from "./admission.ts";
 import { Db } from "./db.ts";
 import { loadMigrations, migrate, migrationStatus } from "./migrate.ts";
 import { PgliteEngine } from "./pglite.ts";
-import { PostgresEngine } from "./postgres.ts";
+import type { PostgresEngine } from "./postgres.ts";
 import type { Engine } from "./types.ts";
 
 export class DatabaseUnavailableError extends Error {
@@ -30,6 +30,8 @@ async function connectPostgres(
   purpose: string,
   queue?: QueueLimits,
 ): Promise<PostgresEngine> {
+  // The PostgreSQL driver is loaded only where it is used (not by a server on the embedded database).
+  const { PostgresEngine } = await import("./postgres.ts");
   const engine = new PostgresEngine({ url, poolSize, applicationName: `backline ${purpose}`, queue });
   try {
     await engine.transaction((tx) => tx.query("select 1"), { readOnly: true });
@@ -55,13 +57,17 @@ export async function openDatabase(config: Config, options: OpenOptions): Promis
   const secrets = loadSecretBox(config);
   let engine: Engine;
   if (dbc.engine === "pglite") {
-    engine = await PgliteEngine.open({
+    let pglite = await PgliteEngine.open({
       dataDir: dbc.dataDir,
       queue: config.databaseQueue,
       thread: dbc.thread,
       sharedBuffers: dbc.sharedBuffers,
     });
-    if (options.migrate) await runMigrations(engine, options.logger);
+    // After a first start's initdb and migrations (or an upgrade's), the database continues in a
+    // fresh thread: the old one's memory never shrinks back (docs/operations.md, "Memory").
+    if (options.migrate && (await runMigrations(pglite, options.logger)) > 0 && dbc.thread === "worker")
+      pglite = await pglite.reopen();
+    engine = pglite;
   } else {
     engine = await connectPostgres(dbc.url, dbc.poolSize, "api", config.databaseQueue);
     if (options.migrate) {
@@ -96,7 +102,9 @@ export async function openDatabase(config: Config, options: OpenOptions): Promis
   return db;
 }
 
-async function runMigrations(engine: Engine, logger?: Pick<Logger, "info">): Promise<void> {
+/** Applies pending migrations; returns how many. */
+async function runMigrations(engine: Engine, logger?: Pick<Logger, "info">): Promise<number> {
   const applied = await migrate(engine, loadMigrations());
   for (const m of applied) logger?.info({ version: m.version, name: m.name }, "migration applied");
+  return applied.length;
 }

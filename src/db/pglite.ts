@@ -2,7 +2,7 @@ import fs from "node:fs";
 import { MessageChannel, Worker } from "node:worker_threads";
 import { Admission, DEFAULT_QUEUE_LIMITS, type PoolStats, type QueueLimits } from "./admission.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
-import { host, type Port, type Reply, type Request } from "./pglite-host.ts";
+import type { Port, Reply, Request } from "./pglite-host.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
 export { DataDirInUseError } from "./data-dir-lock.ts";
@@ -39,6 +39,8 @@ export interface PgliteOpenOptions {
 export class PgliteEngine implements Engine {
   readonly kind = "pglite";
 
+  /** What it was opened with (reopen() opens the same). */
+  private readonly options: PgliteOpenOptions;
   private readonly port: { postMessage(m: Request): void };
   /** Keeps the process alive while calls wait for the thread, and only then (see call()). */
   private readonly hold: { ref(): void; unref(): void } | undefined;
@@ -52,12 +54,14 @@ export class PgliteEngine implements Engine {
   private dead: Error | undefined;
 
   private constructor(
+    options: PgliteOpenOptions,
     port: { postMessage(m: Request): void },
     stopThread: () => Promise<void>,
     lock: DataDirLock | undefined,
     queue: QueueLimits,
     hold?: { ref(): void; unref(): void },
   ) {
+    this.options = { ...options, loadDataDir: undefined };
     this.port = port;
     this.hold = hold;
     hold?.unref();
@@ -73,57 +77,85 @@ export class PgliteEngine implements Engine {
       lock = await DataDirLock.acquire(options.dataDir);
     }
     try {
-      const loadDataDir = options.loadDataDir ? await options.loadDataDir.arrayBuffer() : undefined;
-      const open = { dataDir: options.dataDir, loadDataDir, sharedBuffers: options.sharedBuffers };
-      const queue = options.queue ?? DEFAULT_QUEUE_LIMITS;
-      if (options.thread === "main") {
-        const { port1, port2 } = new MessageChannel();
-        const ports = {
-          ref: () => {
-            port1.ref();
-            port2.ref();
-          },
-          unref: () => {
-            port1.unref();
-            port2.unref();
-          },
-        };
-        const engine = new PgliteEngine(port1, async () => port1.close(), lock, queue, ports);
-        port1.on("message", (m: Reply) => engine.onReply(m));
-        await host(port2 as unknown as Port, open);
-        ports.unref();
-        return engine;
-      }
-      const worker = new Worker(new URL("./pglite-thread.ts", import.meta.url), {
-        workerData: open,
-        transferList: loadDataDir ? [loadDataDir] : [],
-      });
-      const engine = new PgliteEngine(
-        worker,
-        async () => {
-          await worker.terminate();
-        },
-        lock,
-        queue,
-        worker,
-      );
-      await new Promise<void>((resolve, reject) => {
-        worker.once("error", reject);
-        worker.once("message", (m: { ready: boolean; message?: string }) => {
-          worker.off("error", reject);
-          if (m.ready) resolve();
-          else reject(new Error(`The embedded database could not open: ${m.message}`));
-        });
-      });
-      worker.on("message", (m: Reply) => engine.onReply(m));
-      // A thread that dies (a WASM abort, out of memory) fails what waits on it and everything after.
-      worker.on("error", (error) => engine.fail(error));
-      worker.on("exit", (code) => engine.fail(new Error(`The embedded database's thread exited (${code}).`)));
-      return engine;
+      return await PgliteEngine.start(options, lock);
     } catch (error) {
       lock?.release();
       throw error;
     }
+  }
+
+  /**
+   * The same data directory in a new thread, holding the lock throughout; this engine is closed.
+   * What initdb and the migrations made PGlite hold (WebAssembly memory only grows, and compiled
+   * code and caches stay) goes with the old thread, so a first start ends where a restart does
+   * (bench/README.md, "Memory of the embedded default"). A persistent database in a worker only.
+   */
+  async reopen(): Promise<PgliteEngine> {
+    if (!this.options.dataDir || this.options.thread === "main")
+      throw new Error("only a data directory opened in a worker thread can be reopened");
+    await this.stop({ releaseLock: false });
+    try {
+      return await PgliteEngine.start(this.options, this.lock);
+    } catch (error) {
+      this.lock?.release();
+      throw error;
+    }
+  }
+
+  private static async start(
+    options: PgliteOpenOptions,
+    lock: DataDirLock | undefined,
+  ): Promise<PgliteEngine> {
+    const loadDataDir = options.loadDataDir ? await options.loadDataDir.arrayBuffer() : undefined;
+    const open = { dataDir: options.dataDir, loadDataDir, sharedBuffers: options.sharedBuffers };
+    const queue = options.queue ?? DEFAULT_QUEUE_LIMITS;
+    if (options.thread === "main") {
+      const { port1, port2 } = new MessageChannel();
+      const ports = {
+        ref: () => {
+          port1.ref();
+          port2.ref();
+        },
+        unref: () => {
+          port1.unref();
+          port2.unref();
+        },
+      };
+      const engine = new PgliteEngine(options, port1, async () => port1.close(), lock, queue, ports);
+      port1.on("message", (m: Reply) => engine.onReply(m));
+      // PGlite itself is loaded here only in this mode; by default only the thread loads it.
+      const { host } = await import("./pglite-host.ts");
+      await host(port2 as unknown as Port, open);
+      ports.unref();
+      return engine;
+    }
+    const worker = new Worker(new URL("./pglite-thread.ts", import.meta.url), {
+      workerData: open,
+      transferList: loadDataDir ? [loadDataDir] : [],
+    });
+    const engine = new PgliteEngine(
+      options,
+      worker,
+      async () => {
+        await worker.terminate();
+      },
+      lock,
+      queue,
+      worker,
+    );
+    await new Promise<void>((resolve, reject) => {
+      worker.once("error", reject);
+      worker.once("message", (m: { ready: boolean; message?: string }) => {
+        worker.off("error", reject);
+        if (m.ready) resolve();
+        else reject(new Error(`The embedded database could not open: ${m.message}`));
+      });
+    });
+    worker.on("message", (m: Reply) => engine.onReply(m));
+    // A thread that dies (a WASM abort, out of memory) fails what waits on it and everything after.
+    worker.on("error", (error) => engine.fail(error));
+    worker.on("exit", (code) => engine.fail(new Error(`The embedded database's thread exited (${code}).`)));
+    return engine;
   }
 
   private onReply(m: Reply): void {
@@ -213,13 +245,17 @@ export class PgliteEngine implements Engine {
     return new Blob([await this.call<ArrayBuffer>({ op: "dump" })]);
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    return this.stop({ releaseLock: true });
+  }
+
+  private async stop({ releaseLock }: { releaseLock: boolean }): Promise<void> {
     try {
       if (!this.dead) await this.call({ op: "close" });
     } finally {
       this.dead ??= new Error("The embedded database is closed.");
       await this.stopThread();
-      this.lock?.release();
+      if (releaseLock) this.lock?.release();
     }
   }
 }

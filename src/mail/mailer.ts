@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
@@ -54,7 +54,9 @@ export interface MailRow {
 
 export class Mailer {
   private readonly db: Db;
-  private readonly transport: Transporter | undefined;
+  private readonly smtpUrl: string | undefined;
+  /** The SMTP transport, made when the first mail is sent: nodemailer is loaded only then. */
+  private transport: Promise<Transporter> | undefined;
   private readonly from: string;
   private readonly logger: Pick<Logger, "warn" | "error"> | undefined;
   private delivering: Promise<void> = Promise.resolve();
@@ -74,19 +76,24 @@ export class Mailer {
     this.from = options.from;
     this.logger = options.logger;
     // Sending waits at most 15 s per step: a slow mail server must not hold requests or shutdown.
-    this.transport = options.smtpUrl
-      ? nodemailer.createTransport({
-          url: options.smtpUrl,
-          connectionTimeout: 15_000,
-          greetingTimeout: 15_000,
-          socketTimeout: 15_000,
-        } as Parameters<typeof nodemailer.createTransport>[0])
-      : undefined;
+    this.smtpUrl = options.smtpUrl || undefined;
+  }
+
+  private smtp(url: string): Promise<Transporter> {
+    this.transport ??= import("nodemailer").then(({ default: nodemailer }) =>
+      nodemailer.createTransport({
+        url,
+        connectionTimeout: 15_000,
+        greetingTimeout: 15_000,
+        socketTimeout: 15_000,
+      } as Parameters<typeof nodemailer.createTransport>[0]),
+    );
+    return this.transport;
   }
 
   /** Whether mail leaves by SMTP (else it stays in the local mailbox). */
   get sendsMail(): boolean {
-    return this.transport !== undefined;
+    return this.smtpUrl !== undefined;
   }
 
   /** Writes the message in `tx`; it is sent (with SMTP) once the transaction commits and `deliver()` runs. */
@@ -102,7 +109,7 @@ export class Mailer {
         message.text,
         message.html ?? null,
         message.kind,
-        this.transport ? "queued" : "stored",
+        this.smtpUrl ? "queued" : "stored",
         message.secretTtlSeconds ?? (message.kind.startsWith("auth.") ? AUTH_LINK_MAX_SECONDS : null),
       ],
     );
@@ -116,7 +123,7 @@ export class Mailer {
    * `backline_mail`) and every `pollMs`. Without SMTP there is nothing to send: it does nothing.
    */
   async start(pollMs = MAIL_POLL_MS): Promise<void> {
-    if (!this.transport || this.started || this.closed) return;
+    if (!this.smtpUrl || this.started || this.closed) return;
     this.started = true;
     try {
       this.unlisten = await this.db.listen(MAIL_CHANNEL, () => void this.deliver());
@@ -140,7 +147,7 @@ export class Mailer {
    * waits to begin share it.
    */
   deliver(): Promise<void> {
-    if (!this.transport) return Promise.resolve();
+    if (!this.smtpUrl) return Promise.resolve();
     if (this.waiting) return this.waiting;
     const run = this.delivering
       .then(() => {
@@ -156,8 +163,8 @@ export class Mailer {
   }
 
   private async deliverQueued(): Promise<void> {
-    const transport = this.transport;
-    if (!transport) return;
+    const url = this.smtpUrl;
+    if (!url) return;
     for (;;) {
       // Claim in one short transaction and send outside it: a slow mail server never holds a
       // database connection (on PGlite, the only one).
@@ -182,7 +189,7 @@ export class Mailer {
       if (!row) return;
       let error: string | null = null;
       try {
-        await transport.sendMail({
+        await (await this.smtp(url)).sendMail({
           from: this.from,
           to: row.to_address,
           subject: row.subject,
@@ -240,7 +247,7 @@ export class Mailer {
     await this.unlisten?.().catch(() => {});
     this.unlisten = undefined;
     await this.delivering;
-    this.transport?.close();
+    (await this.transport?.catch(() => undefined))?.close();
   }
 }
 

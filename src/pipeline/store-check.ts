@@ -1,5 +1,4 @@
 import { access, constants } from "node:fs/promises";
-import { HeadBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import type { Db } from "../db/db.ts";
 import { ddexSettingsOf } from "./ddex/adapter.ts";
 import { openSftp } from "./ddex/sftp.ts";
@@ -42,6 +41,7 @@ export async function checkStore(db: Db, code: string): Promise<StoreCheck> {
       return { ok: true, message: `the directory ${d.path} is there and writable` };
     }
     if (d.type === "s3") {
+      const { HeadBucketCommand, S3Client } = await import("@aws-sdk/client-s3");
       const client = new S3Client({
         region: d.region ?? "us-east-1",
         ...(d.endpoint ? { endpoint: d.endpoint } : {}),

@@ -2,13 +2,6 @@ import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import {
-  CopyObjectCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  S3Client,
-} from "@aws-sdk/client-s3";
 import type { Db } from "../db/db.ts";
 import { enqueue } from "../jobs/queue.ts";
 import { ImportError, importRoyalties } from "../royalties/import.ts";
@@ -260,6 +253,9 @@ async function openFolder(source: Destination, store: string): Promise<Folder> {
       },
     };
   }
+  // The AWS SDK is loaded by the first S3 folder polled, not by every process.
+  const { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, S3Client } =
+    await import("@aws-sdk/client-s3");
   const client = new S3Client({
     region: source.region ?? "us-east-1",
     ...(source.endpoint ? { endpoint: source.endpoint } : {}),

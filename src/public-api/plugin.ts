@@ -92,13 +92,16 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     storage: options.storage,
     uploadLimits: options.uploadLimits,
   };
-  const openapi = openApiDocument(
-    ROUTES,
-    `${options.publicUrl}/api/public/v1`,
-    PUBLIC_API_VERSION,
-    WEBHOOK_EVENTS,
-  );
-  const docsPage = renderDocsPage(openapi);
+  // The document and its HTML page (3 MB) are made by their first request, not held from start.
+  let openapi: ReturnType<typeof openApiDocument> | undefined;
+  let docsPage: string | undefined;
+  const document = () =>
+    (openapi ??= openApiDocument(
+      ROUTES,
+      `${options.publicUrl}/api/public/v1`,
+      PUBLIC_API_VERSION,
+      WEBHOOK_EVENTS,
+    ));
 
   const send = (reply: FastifyReply, r: StoredResponse) => {
     for (const [k, v] of Object.entries(r.headers)) reply.header(k, v);
@@ -121,8 +124,11 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     return send(reply, { status: r.status, body: r.body, headers: r.headers });
   });
 
-  app.get("/openapi.json", async (_request, reply) => reply.type("application/json").send(openapi));
-  app.get("/docs", async (_request, reply) => reply.type("text/html; charset=utf-8").send(docsPage));
+  app.get("/openapi.json", async (_request, reply) => reply.type("application/json").send(document()));
+  app.get("/docs", async (_request, reply) => {
+    docsPage ??= renderDocsPage(document());
+    return reply.type("text/html; charset=utf-8").send(docsPage);
+  });
 
   // A caller's limit is decided before any database work (docs/public-api.md, "Rate limits"): the
   // first call of a token looks the key up and learns its limit; from then on the token's hash

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
-import { Client, type SFTPWrapper } from "ssh2";
+import type { Client, SFTPWrapper } from "ssh2";
 import { z } from "zod";
 import { DeliveryConfigError } from "../stores.ts";
 
@@ -227,6 +227,8 @@ export async function openSftp(
   signal?: AbortSignal,
   limitKey?: string,
 ): Promise<SftpSession> {
+  // ssh2 is loaded by the first connection, not by every process that imports this file.
+  const { Client } = await import("ssh2");
   const key = limitKey ?? `${settings.username}@${settings.host}:${settings.port}`;
   const release = await acquire(key, settings.max_connections, signal);
   const client = new Client();

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { asDbError } from "../../db/errors.ts";
 import type { Tx } from "../../db/types.ts";
 import { Timestamp, timestamp } from "../../http/formats.ts";
+import type { AssetRow } from "../../storage/uploads.ts";
 import { ApiError, type FieldError, notFound } from "../errors.ts";
 import {
   conditionalGet,
@@ -27,8 +28,8 @@ import {
   ReleaseUpdate,
   TRACK_COLUMNS,
 } from "./schemas.ts";
-import { columns, countAndPage, insertRow, updateRow } from "./sql.ts";
-import { assetOut, currentMedia, MediaAsset, TrackDetail } from "./uploads.ts";
+import { columns, countAndPage, insertRow, jsonRows, updateRow, withDates } from "./sql.ts";
+import { assetOut, currentMediaSql, MediaAsset, mediaSlots, TrackDetail } from "./uploads.ts";
 
 /** Releases (seed 001): the same rows as /rest/v1/releases, under the same row-level security. */
 
@@ -40,6 +41,36 @@ type Row = Record<string, unknown> & { id: string; status: string };
 export const releaseOut = (row: Record<string, unknown>) => ({ id: row.id, object: "release", ...row });
 export const trackOut = (row: Record<string, unknown>) => ({ id: row.id, object: "track", ...row });
 export const artistOut = (row: Record<string, unknown>) => ({ id: row.id, object: "artist", ...row });
+
+/** The timestamp columns of tracks and artist profiles. */
+const TIMESTAMPS = ["created_at", "updated_at"];
+
+interface DetailLists {
+  tracks__: Record<string, unknown>[];
+  artists__: Record<string, unknown>[];
+  media__: AssetRow[];
+}
+
+/**
+ * A release's detail in one statement (one round trip): the release row, and as JSON arrays its
+ * tracks (in disc and track order), the artist profiles the release and its tracks' contributors
+ * name (the release's own first, then by name), and its current media; all read as the caller.
+ */
+const RELEASE_DETAIL_SQL = `select ${columns(RELEASE_COLUMNS)}, ${VERSION_SQL},
+  ${jsonRows(
+    `select ${columns(TRACK_COLUMNS)} from public.tracks where release_id = r.id`,
+    "x.disc_number, x.track_number nulls last, x.created_at, x.id",
+  )} as "tracks__",
+  ${jsonRows(
+    `select ${columns(ARTIST_COLUMNS)} from public.artist_profiles
+     where id = r.artist_id or id in (
+       select (c ->> 'artist_id')::uuid from public.tracks t,
+         jsonb_array_elements(case jsonb_typeof(t.contributors) when 'array' then t.contributors else '[]' end) c
+       where t.release_id = r.id and coalesce(c ->> 'artist_id', '') <> '')`,
+    "(x.id = r.artist_id) desc, x.name",
+  )} as "artists__",
+  ${jsonRows(currentMediaSql("r.id"))} as "media__"
+  from public.releases r where r.id = $1`;
 
 export async function findRelease(tx: Tx, id: string, lock = false): Promise<Row> {
   const r = await tx.query<Row>(
@@ -294,42 +325,20 @@ export const releaseRoutes = [
     errors: [404],
     handler: async ({ params, read, request }) => {
       const { version, body } = await read(async (tx) => {
-        const found = (
-          await tx.query<Row>(
-            `select ${columns(RELEASE_COLUMNS)}, ${VERSION_SQL} from public.releases where id = $1`,
-            [params.id],
-          )
-        ).rows[0];
+        const found = (await tx.query<Row & DetailLists>(RELEASE_DETAIL_SQL, [params.id])).rows[0];
         if (!found) throw notFound("release", params.id);
-        const { version, row: release } = splitVersion(found);
-        const tracks = (
-          await tx.query<Record<string, unknown>>(
-            `select ${columns(TRACK_COLUMNS)} from public.tracks where release_id = $1
-             order by disc_number, track_number nulls last, created_at, id`,
-            [params.id],
-          )
-        ).rows;
-        const artistIds = new Set<string>([String(release.artist_id)]);
-        for (const t of tracks) {
-          for (const c of (t.contributors as { artist_id?: string }[]) ?? [])
-            if (c.artist_id) artistIds.add(c.artist_id);
-        }
-        const artists = (
-          await tx.query<Record<string, unknown>>(
-            `select ${columns(ARTIST_COLUMNS)} from public.artist_profiles where id = any ($1::uuid[])
-             order by (id = $2) desc, name`,
-            [[...artistIds], release.artist_id],
-          )
-        ).rows;
-        const media = await currentMedia(tx, params.id);
+        const { tracks__: tracks, artists__: artists, media__: assets, ...rest } = found;
+        const { version, row: release } = splitVersion(rest);
+        const media = mediaSlots(assets);
         const body = {
           ...releaseOut(release),
           artwork: media.artwork ? assetOut(media.artwork) : null,
-          tracks: tracks.map((track) => {
+          tracks: tracks.map((row) => {
+            const track = withDates(row, TIMESTAMPS);
             const audio = media.audio.get(String(track.id));
             return { ...trackOut(track), audio: audio ? assetOut(audio) : null };
           }),
-          artists: artists.map(artistOut),
+          artists: artists.map((row) => artistOut(withDates(row, TIMESTAMPS))),
         };
         return { version, body };
       });

@@ -11,6 +11,22 @@ export function columns(list: readonly string[], alias = ""): string {
   return list.map((c) => `${prefix}"${c}"`).join(", ");
 }
 
+/**
+ * The rows of `select` as one JSON array (`[]` for none), for a column of an outer statement: a
+ * parent and its children in one statement. The objects keep the select's column order; `order`
+ * names columns of the select (as `x.column`). Timestamps arrive as ISO text (see `withDates`).
+ */
+export function jsonRows(select: string, order?: string): string {
+  return `coalesce((select json_agg(x${order ? ` order by ${order}` : ""}) from (${select}) x), '[]')`;
+}
+
+/** A row read through `jsonRows` with its timestamp columns as Dates again, as the drivers return them. */
+export function withDates<T extends Record<string, unknown>>(row: T, names: readonly string[]): T {
+  const out: Record<string, unknown> = { ...row };
+  for (const name of names) if (typeof out[name] === "string") out[name] = new Date(out[name] as string);
+  return out as T;
+}
+
 /** `insert into table (a, b) values ($1, $2) returning ...` for the given fields; JSON values as jsonb. */
 export async function insertRow<T>(
   tx: Tx,

@@ -14,6 +14,7 @@ import {
 import { ApiError } from "../errors.ts";
 import { Id, route } from "../route.ts";
 import { Track } from "./schemas.ts";
+import { columns } from "./sql.ts";
 
 /**
  * Signed upload URLs (seed 001; docs/uploads.md). The file goes straight to storage: to
@@ -87,22 +88,28 @@ export function assetOut(a: AssetRow): z.infer<typeof MediaAsset> {
   };
 }
 
+/** The current assets of release `releaseId` (an SQL expression), as the caller sees them. */
+export const currentMediaSql = (releaseId: string): string =>
+  `select ${columns(ASSET_COLUMNS)} from public.media_assets
+   where release_id = ${releaseId} and status <> 'pending' and superseded_at is null`;
+
+/** A release's current assets by slot: artwork, and audio by track. */
+export function mediaSlots(rows: AssetRow[]): {
+  artwork: AssetRow | undefined;
+  audio: Map<string, AssetRow>;
+} {
+  return {
+    artwork: rows.find((r) => r.kind === "artwork"),
+    audio: new Map(rows.filter((r) => r.track_id).map((r) => [r.track_id as string, r])),
+  };
+}
+
 /** The current assets of a release's slots, as the caller sees them: artwork, and audio by track. */
 export async function currentMedia(
   tx: Tx,
   releaseId: string,
 ): Promise<{ artwork: AssetRow | undefined; audio: Map<string, AssetRow> }> {
-  const rows = (
-    await tx.query<AssetRow>(
-      `select ${ASSET_COLUMNS.map((c) => `"${c}"`).join(", ")} from public.media_assets
-       where release_id = $1 and status <> 'pending' and superseded_at is null`,
-      [releaseId],
-    )
-  ).rows;
-  return {
-    artwork: rows.find((r) => r.kind === "artwork"),
-    audio: new Map(rows.filter((r) => r.track_id).map((r) => [r.track_id as string, r])),
-  };
+  return mediaSlots((await tx.query<AssetRow>(currentMediaSql("$1"), [releaseId])).rows);
 }
 
 const UploadUrlRequest = (kind: "artwork" | "audio") =>
