@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import v8 from "node:v8";
 import { type DbOpener, processIo, RunOnServer } from "./context.ts";
 import { runCommandLine } from "./run.ts";
 import { cliSocketPath, forwardToServer } from "./socket.ts";
@@ -16,6 +17,7 @@ const openLocally: DbOpener = async (fn) => {
   const { openDatabase } = await import("../db/open.ts");
   const { default: pino } = await import("pino");
   const config = loadConfigOrDie();
+  if (config.database.engine === "pglite" && !longRunning(args)) baselineWasm();
   const logger = pino({ level: "warn" }, pino.destination(2));
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   try {
@@ -36,6 +38,23 @@ const openForCommand: DbOpener = async (fn) => {
   }
   return openLocally(fn);
 };
+
+/**
+ * A command that runs for seconds opens the embedded database's WebAssembly on V8's baseline
+ * compiler only: optimising PGlite's large module costs more than a short command gains from it
+ * (`backline jobs list`: 1.5 → 0.8 s of CPU, 690 → 190 MB peak; bench/README.md). The flags are
+ * process-wide, so the database's thread, started after this, runs the same way. The server, a
+ * worker and a royalty import run long and heavy: they keep V8's defaults.
+ */
+function baselineWasm(): void {
+  for (const flag of ["--liftoff", "--no-wasm-tier-up", "--no-wasm-dynamic-tiering"])
+    v8.setFlagsFromString(flag);
+}
+
+function longRunning(args: string[]): boolean {
+  const [group, command] = args.filter((a) => !a.startsWith("-"));
+  return group === "serve" || group === "worker" || (group === "royalties" && command === "import");
+}
 
 /** Commands that never use a running server: they run the server, or need no database. */
 const LOCAL_COMMANDS = new Set(["serve", "worker", "migrate", "db", "media", "help"]);
