@@ -80,7 +80,7 @@ test("docs/uploads.md's curl examples work as written, after the quickstart's fi
   const port = new URL(server.url).port;
   const doc = fs.readFileSync(path.join(ROOT, "docs/uploads.md"), "utf8");
   const section = doc.slice(doc.indexOf("## Try it with curl"), doc.indexOf("## The checks"));
-  const uploads = [...section.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+  const uploads = [...section.matchAll(/```bash(?: runnable)?\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
   assert.ok(uploads.length >= 5, `found ${uploads.length} shell blocks`);
   const firstSteps = quickstartBlocks().filter((b) => !/artwork-upload-url|submit|status/.test(b));
   const cli = `"${process.execPath}" "${path.join(ROOT, "bin/backline.js")}"`;
