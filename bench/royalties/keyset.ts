@@ -143,7 +143,7 @@ try {
     const row = (name: string, xs: number[]) =>
       `| ${name} | ${pct(xs, 0.5).toFixed(1)} | ${pct(xs, 0.99).toFixed(1)} | ${Math.max(...xs).toFixed(1)} |`;
     console.log(
-      `${LINES.toLocaleString("en")} lines, ${ACCOUNTS} accounts (${perAccount.toLocaleString("en")} for the key's account), ${REQUESTS} requests each, interleaved; PostgreSQL ${(await owner.query<{ v: string }>("show server_version")).rows[0]?.v}; ${os.cpus().length} cores, load ${os
+      `${LINES.toLocaleString("en")} lines, ${ACCOUNTS} accounts (${perAccount.toLocaleString("en")} for the key's account), ${REQUESTS} requests each, interleaved; PostgreSQL ${(await owner.query<{ server_version: string }>("show server_version")).rows[0]?.server_version}; ${os.cpus().length} cores, load ${os
         .loadavg()
         .map((l) => l.toFixed(1))
         .join(" ")}`,
