@@ -5,6 +5,7 @@ import type { Problem, ReleaseForReview, TrackForReview } from "../api/types.ts"
 import { Link, navigate } from "../router.tsx";
 import { ErrorState, Fields, Loading, Page, Status, TableWrap, Value, When } from "../ui/common.tsx";
 import { Dialog } from "../ui/Dialog.tsx";
+import { reviewQueueFirstPage } from "./ReviewQueue.tsx";
 
 /** Used when the server has no GET /review-reasons yet. */
 const FALLBACK_REASONS = [
@@ -44,7 +45,7 @@ export default function ReviewPage({ id }: { id: string }) {
     staleTime: 12 * 60_000,
   });
   // The queue's first page, for j/k and "next after deciding".
-  const queue = useQuery({ queryKey: ["reviews", {}, null, 50], queryFn: () => api.reviews({ limit: 50 }) });
+  const queue = useQuery(reviewQueueFirstPage);
   const ids = queue.data?.data.map((r) => r.id) ?? [];
   const index = ids.indexOf(id);
   const next = index >= 0 ? ids[index + 1] : ids.find((other) => other !== id);

@@ -4,7 +4,7 @@ import type { QueuedRelease, ReviewPage } from "../api/types.ts";
 import { Link } from "../router.tsx";
 import { Page, Status, When } from "../ui/common.tsx";
 import { PagedTable } from "../ui/PagedTable.tsx";
-import { prefetchFirstPage, useCursorPage } from "../ui/paging.ts";
+import { firstPageQuery, prefetchFirstPage, useCursorPage } from "../ui/paging.ts";
 
 const KEY = "reviews";
 const LIMIT = 50;
@@ -13,6 +13,9 @@ const LIMIT = 50;
 export function prefetchReviewQueue(client: QueryClient): void {
   prefetchFirstPage(client, KEY, api.reviews, LIMIT);
 }
+
+/** The queue's first page as a query of its own (the review page's j/k), the same cache entry as the list's. */
+export const reviewQueueFirstPage = firstPageQuery(KEY, api.reviews, LIMIT);
 
 /** The releases waiting for review, oldest first, with the queue's counts. */
 export function ReviewQueue() {

@@ -7,9 +7,14 @@ function pageKey(key: string, filters: Params, after: string | undefined, limit:
   return [key, filters, after ?? null, limit];
 }
 
+/** The query of a list's first page: the same cache entry useCursorPage reads for it. */
+export function firstPageQuery<P>(key: string, fetchPage: (params: Params) => Promise<P>, limit = 50) {
+  return { queryKey: pageKey(key, {}, undefined, limit), queryFn: () => fetchPage({ limit }) };
+}
+
 /**
- * Asks for the first page of a list before its page is drawn (the same cache entry
- * useCursorPage reads), so that it travels beside other requests instead of after them.
+ * Asks for the first page of a list before its page is drawn, so that it travels beside other
+ * requests instead of after them.
  */
 export function prefetchFirstPage<P>(
   client: QueryClient,
@@ -17,10 +22,7 @@ export function prefetchFirstPage<P>(
   fetchPage: (params: Params) => Promise<P>,
   limit = 50,
 ): void {
-  void client.prefetchQuery({
-    queryKey: pageKey(key, {}, undefined, limit),
-    queryFn: () => fetchPage({ limit }),
-  });
+  void client.prefetchQuery(firstPageQuery(key, fetchPage, limit));
 }
 
 /**
