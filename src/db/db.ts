@@ -2,6 +2,7 @@ import type { SecretBox } from "../secrets/box.ts";
 import type { PoolStats } from "./admission.ts";
 import { auditSetting } from "./audit-context.ts";
 import { operatorScope } from "./operator-scope.ts";
+import { prepared } from "./prepared.ts";
 import { type Claims, DB_ROLES, type DbRole, type Engine, type EngineKind, type Tx } from "./types.ts";
 
 export interface ContextOptions {
@@ -38,6 +39,17 @@ function timeoutOf(timeouts: StatementTimeouts, role: DbRole): number {
       ? timeouts.authenticated
       : timeouts.service;
 }
+
+// The first statement of every request's transaction, planned once per connection.
+const AS_CLAIMS = prepared(
+  "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('backline.audit', $3, true)",
+);
+const AS_CLAIMS_WITH_TIMEOUT = prepared(
+  "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true), set_config('backline.audit', $4, true)",
+);
+const AS_RESOLVER = prepared(
+  "select set_config('role', 'service_role', true), set_config('statement_timeout', $1, true), set_config('backline.audit', $2, true)",
+);
 
 /**
  * The only door to data. A request handler calls `withRequestContext` with the caller's claims:
@@ -113,10 +125,7 @@ export class Db {
     return this.engine.transaction(
       async (tx) => {
         // backline.audit as in run(): the client's address (and actor, once known) for the audit log.
-        await tx.query(
-          "select set_config('role', 'service_role', true), set_config('statement_timeout', $1, true), set_config('backline.audit', $2, true)",
-          [String(timeout), auditSetting() ?? ""],
-        );
+        await tx.query(AS_RESOLVER, [String(timeout), auditSetting() ?? ""]);
         const resolved = await resolve(tx);
         if (resolved !== role) throw new Error(`withResolvedContext: resolved to ${resolved}, not ${role}`);
         return fn(tx);
@@ -166,15 +175,14 @@ export class Db {
       async (tx) => {
         // backline.audit: who acts and from where, for the audit log (src/db/audit-context.ts).
         if (timeoutMs === undefined) {
-          await tx.query(
-            "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('backline.audit', $3, true)",
-            [claims.role, JSON.stringify(claims), audit],
-          );
+          await tx.query(AS_CLAIMS, [claims.role, JSON.stringify(claims), audit]);
         } else {
-          await tx.query(
-            "select set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('statement_timeout', $3, true), set_config('backline.audit', $4, true)",
-            [claims.role, JSON.stringify(claims), String(timeoutMs), audit],
-          );
+          await tx.query(AS_CLAIMS_WITH_TIMEOUT, [
+            claims.role,
+            JSON.stringify(claims),
+            String(timeoutMs),
+            audit,
+          ]);
         }
         return fn(tx);
       },

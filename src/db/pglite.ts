@@ -3,6 +3,7 @@ import { MessageChannel, Worker } from "node:worker_threads";
 import { Admission, DEFAULT_QUEUE_LIMITS, type PoolStats, type QueueLimits } from "./admission.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
 import type { Port, Reply, Request } from "./pglite-host.ts";
+import { type Prepared, textOf } from "./prepared.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
 export { DataDirInUseError } from "./data-dir-lock.ts";
@@ -207,8 +208,13 @@ export class PgliteEngine implements Engine {
       const id = this.nextTx++;
       this.call({ op: "begin", tx: id, readOnly: options.readOnly }).catch(() => {});
       const tx: Tx = {
-        query: <Row>(text: string, params?: readonly unknown[]) =>
-          this.call<QueryResult<Row>>({ op: "query", tx: id, text, params: params as unknown[] | undefined }),
+        query: <Row>(text: string | Prepared, params?: readonly unknown[]) =>
+          this.call<QueryResult<Row>>({
+            op: "query",
+            tx: id,
+            text: textOf(text),
+            params: params as unknown[] | undefined,
+          }),
         exec: async (sql: string) => {
           await this.call({ op: "exec", tx: id, sql });
         },

@@ -3,6 +3,7 @@ import pg from "pg";
 import { from as copyFromStdin } from "pg-copy-streams";
 import { Admission, DEFAULT_QUEUE_LIMITS, type PoolStats, type QueueLimits } from "./admission.ts";
 import { NoticeConnection } from "./notices.ts";
+import type { Prepared } from "./prepared.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
 // Return int8 and numeric as strings (never lossy floats), and dates as 'YYYY-MM-DD' text, as PGlite does.
@@ -67,8 +68,12 @@ export class PostgresEngine implements Engine {
     try {
       await client.query(options.readOnly ? "begin read only" : "begin");
       const tx: Tx = {
-        async query<Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-          const r = await client.query(text, params as unknown[] | undefined);
+        async query<Row>(text: string | Prepared, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+          const values = params as unknown[] | undefined;
+          const r =
+            typeof text === "string"
+              ? await client.query(text, values)
+              : await client.query({ name: text.name, text: text.text, values });
           return { rows: r.rows as Row[], rowCount: r.rowCount ?? 0 };
         },
         async exec(sql: string) {
@@ -84,6 +89,13 @@ export class PostgresEngine implements Engine {
       await client.query("commit");
       return result;
     } catch (error) {
+      // A prepared statement whose result type a migration changed fails on this connection for
+      // as long as it lives: drop the connection rather than answer the same error again.
+      if (
+        (error as { code?: string }).code === "0A000" &&
+        /cached plan/.test(String((error as Error).message))
+      )
+        broken = true;
       try {
         await client.query("rollback");
       } catch {

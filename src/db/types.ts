@@ -1,4 +1,5 @@
 import type { PoolStats } from "./admission.ts";
+import type { Prepared } from "./prepared.ts";
 
 /** What the rest of Backline sees of a database: queries inside transactions, nothing else. */
 
@@ -7,9 +8,15 @@ export interface QueryResult<Row> {
   rowCount: number;
 }
 
-/** A live transaction. Values are always bind parameters; `exec` is for trusted, multi-statement SQL. */
+/**
+ * A live transaction. Values are always bind parameters; `exec` is for trusted, multi-statement SQL.
+ * A statement of fixed text may be given `prepared()` (src/db/prepared.ts): planned once per connection.
+ */
 export interface Tx {
-  query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+  query<Row = Record<string, unknown>>(
+    text: string | Prepared,
+    params?: readonly unknown[],
+  ): Promise<QueryResult<Row>>;
   exec(sql: string): Promise<void>;
   /**
    * PostgreSQL only (undefined on PGlite): streams `source` into `COPY ... FROM STDIN` (`sql`)

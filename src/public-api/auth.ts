@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { peekClaims, TokenError, verifyToken } from "../auth/tokens.ts";
 import type { Db } from "../db/db.ts";
+import { prepared } from "../db/prepared.ts";
 import type { Claims, Tx } from "../db/types.ts";
 import { bearerOf } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
@@ -56,6 +57,22 @@ const unauthorized = (code: string, message: string) =>
 // Last-use times are written at most once a minute per key, outside the request's transaction.
 const LAST_USED_EVERY_MS = 60_000;
 
+/**
+ * A key known to this process, checked again as the first statement of a request's transaction
+ * (verifyInTransaction): its row, and the switch to `authenticated` with its claims only when it
+ * is active and unexpired. Planned once per connection.
+ */
+const VERIFY_KEY =
+  prepared(`select k.id, k.tenant_id, k.account_id, k.mode, k.status, k.expired, k.scopes, k.account_role, k.last_used_at,
+        k.ok,
+        set_config('role', case when k.ok then 'authenticated' else 'service_role' end, true) as _role,
+        set_config('request.jwt.claims', case when k.ok then jsonb_build_object(
+          'role', 'authenticated', 'tenant_id', k.tenant_id, 'account_id', k.account_id,
+          'account_role', k.account_role, 'api_key_id', k.id)::text else '{}' end, true) as _claims
+ from (select a.*, coalesce(a.expires_at <= now(), false) as expired,
+              a.status = 'active' and not coalesce(a.expires_at <= now(), false) as ok
+       from internal.api_keys a where a.key_hash = $1) k`);
+
 export class Authenticator {
   private readonly db: Db;
   private readonly directory: TenantDirectory;
@@ -92,20 +109,7 @@ export class Authenticator {
    * stops here, in every process, at its next request; no transaction of its own is spent.
    */
   async verifyInTransaction(tx: Tx, keyHash: string): Promise<KeyRow> {
-    const key = (
-      await tx.query<KeyRow & { ok: boolean }>(
-        `select k.id, k.tenant_id, k.account_id, k.mode, k.status, k.expired, k.scopes, k.account_role, k.last_used_at,
-                k.ok,
-                set_config('role', case when k.ok then 'authenticated' else 'service_role' end, true) as _role,
-                set_config('request.jwt.claims', case when k.ok then jsonb_build_object(
-                  'role', 'authenticated', 'tenant_id', k.tenant_id, 'account_id', k.account_id,
-                  'account_role', k.account_role, 'api_key_id', k.id)::text else '{}' end, true) as _claims
-         from (select a.*, coalesce(a.expires_at <= now(), false) as expired,
-                      a.status = 'active' and not coalesce(a.expires_at <= now(), false) as ok
-               from internal.api_keys a where a.key_hash = $1) k`,
-        [keyHash],
-      )
-    ).rows[0];
+    const key = (await tx.query<KeyRow & { ok: boolean }>(VERIFY_KEY, [keyHash])).rows[0];
     // Not active: refused (the transaction is rolled back before anything else runs in it).
     this.check(key);
     if (!key?.ok) throw unauthorized("api_key_unknown", "No such API key.");
