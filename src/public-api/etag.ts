@@ -24,10 +24,14 @@ export function splitVersion<T extends Record<string, unknown>>(row: T): { versi
   return { version: String(row_version__ ?? ""), row: rest as unknown as T };
 }
 
-/** The strong ETag of a representation `body` of a row at `version`. */
-export function etagOf(version: string, body: unknown): string {
-  const digest = createHash("sha256").update(JSON.stringify(body)).digest("base64url").slice(0, 16);
-  return `"${version}-${digest}"`;
+/**
+ * A representation `body` of a row at `version`, turned into JSON once for both its strong ETag
+ * and the answer: the body is answered as this text, never serialized a second time.
+ */
+export function tagged(version: string, body: unknown): { body: string; headers: { ETag: string } } {
+  const json = JSON.stringify(body);
+  const digest = createHash("sha256").update(json).digest("base64url").slice(0, 16);
+  return { body: json, headers: { ETag: `"${version}-${digest}"` } };
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -89,7 +93,8 @@ export function conditionalGet(
   version: string,
   body: unknown,
 ): { status?: number; body: unknown; headers: Record<string, string> } {
-  const etag = etagOf(version, body);
-  if (notModified(request, etag)) return { status: 304, body: undefined, headers: { ETag: etag } };
-  return { body, headers: { ETag: etag } };
+  const answer = tagged(version, body);
+  if (notModified(request, answer.headers.ETag))
+    return { status: 304, body: undefined, headers: answer.headers };
+  return answer;
 }

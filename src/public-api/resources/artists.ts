@@ -5,10 +5,10 @@ import { Timestamp } from "../../http/formats.ts";
 import { ApiError, notFound } from "../errors.ts";
 import {
   conditionalGet,
-  etagOf,
   ifMatchOf,
   preconditionFailed,
   splitVersion,
+  tagged,
   VERSION_SQL,
   versionIn,
   versionsToMatch,
@@ -180,7 +180,7 @@ export const artistRoutes = [
       if (!updated) throw notFound("artist", params.id);
       const { version, row } = splitVersion(updated);
       const out = artistOut(row);
-      return { body: out, headers: { ETag: etagOf(version, out) } };
+      return tagged(version, out);
     },
   }),
 

@@ -1,15 +1,16 @@
 import { z } from "zod";
 import { asDbError } from "../../db/errors.ts";
+import { prepared } from "../../db/prepared.ts";
 import type { Tx } from "../../db/types.ts";
 import { Timestamp, timestamp } from "../../http/formats.ts";
 import type { AssetRow } from "../../storage/uploads.ts";
 import { ApiError, type FieldError, notFound } from "../errors.ts";
 import {
   conditionalGet,
-  etagOf,
   ifMatchOf,
   preconditionFailed,
   splitVersion,
+  tagged,
   VERSION_SQL,
   versionIn,
   versionsToMatch,
@@ -52,25 +53,26 @@ interface DetailLists {
 }
 
 /**
- * A release's detail in one statement (one round trip): the release row, and as JSON arrays its
- * tracks (in disc and track order), the artist profiles the release and its tracks' contributors
- * name (the release's own first, then by name), and its current media; all read as the caller.
+ * A release's detail in one statement (one round trip), prepared (planned once per connection): the
+ * release row, and as JSON arrays its tracks (in disc and track order), the artist profiles the
+ * release and its tracks' contributors name (the release's own first, then by name), and its
+ * current media; all read as the caller. The tracks are read once (`t`) for both lists, and the
+ * artists by id, so row-level security's checks run once per table.
  */
-const RELEASE_DETAIL_SQL = `select ${columns(RELEASE_COLUMNS)}, ${VERSION_SQL},
-  ${jsonRows(
-    `select ${columns(TRACK_COLUMNS)} from public.tracks where release_id = r.id`,
-    "x.disc_number, x.track_number nulls last, x.created_at, x.id",
-  )} as "tracks__",
+const RELEASE_DETAIL = prepared(`with t as (
+    select ${columns(TRACK_COLUMNS)} from public.tracks where release_id = $1)
+  select ${columns(RELEASE_COLUMNS)}, ${VERSION_SQL},
+  ${jsonRows("select * from t", "x.disc_number, x.track_number nulls last, x.created_at, x.id")} as "tracks__",
   ${jsonRows(
     `select ${columns(ARTIST_COLUMNS)} from public.artist_profiles
-     where id = r.artist_id or id in (
-       select (c ->> 'artist_id')::uuid from public.tracks t,
+     where id in (select r.artist_id union
+       select (c ->> 'artist_id')::uuid from t,
          jsonb_array_elements(case jsonb_typeof(t.contributors) when 'array' then t.contributors else '[]' end) c
-       where t.release_id = r.id and coalesce(c ->> 'artist_id', '') <> '')`,
+       where coalesce(c ->> 'artist_id', '') <> '')`,
     "(x.id = r.artist_id) desc, x.name",
   )} as "artists__",
   ${jsonRows(currentMediaSql("r.id"))} as "media__"
-  from public.releases r where r.id = $1`;
+  from public.releases r where r.id = $1`);
 
 export async function findRelease(tx: Tx, id: string, lock = false): Promise<Row> {
   const r = await tx.query<Row>(
@@ -325,7 +327,7 @@ export const releaseRoutes = [
     errors: [404],
     handler: async ({ params, read, request }) => {
       const { version, body } = await read(async (tx) => {
-        const found = (await tx.query<Row & DetailLists>(RELEASE_DETAIL_SQL, [params.id])).rows[0];
+        const found = (await tx.query<Row & DetailLists>(RELEASE_DETAIL, [params.id])).rows[0];
         if (!found) throw notFound("release", params.id);
         const { tracks__: tracks, artists__: artists, media__: assets, ...rest } = found;
         const { version, row: release } = splitVersion(rest);
@@ -387,7 +389,7 @@ export const releaseRoutes = [
       if (!updated) throw notFound("release", params.id);
       const { version, row } = splitVersion(updated);
       const out = releaseOut(row);
-      return { body: out, headers: { ETag: etagOf(version, out) } };
+      return tagged(version, out);
     },
   }),
 

@@ -5,10 +5,10 @@ import type { Tx } from "../../db/types.ts";
 import { ApiError, notFound } from "../errors.ts";
 import {
   conditionalGet,
-  etagOf,
   ifMatchOf,
   preconditionFailed,
   splitVersion,
+  tagged,
   VERSION_SQL,
   versionIn,
   versionsToMatch,
@@ -206,7 +206,7 @@ export const trackRoutes = [
       if (!updated) throw notFound("track", params.trackId);
       const { version, row } = splitVersion(updated);
       const out = trackOut(row);
-      return { body: out, headers: { ETag: etagOf(version, out) } };
+      return tagged(version, out);
     },
   }),
 
