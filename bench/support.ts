@@ -1,7 +1,7 @@
 // What the benchmarks share: settings from the environment, database URLs, the servers of
 // bench/rest/servers.ts in their own processes, and autocannon measurements.
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -81,16 +81,68 @@ export interface Measure {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU milliseconds per request of the server's process (with `cpu` given to load). */
+  serverCpu?: number;
+  /** CPU milliseconds per request of the PostgreSQL backends serving that database. */
+  databaseCpu?: number;
 }
 
-/** Warms the pool and the plans for 2 s, then measures for DURATION seconds. */
-export async function load(url: string, headers: Record<string, string>): Promise<Measure> {
+/** CPU seconds (user + system) process `pid` has used so far, read from /proc (Linux). */
+export function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds used so far by the PostgreSQL backends connected to database `db` (their titles name it). */
+export function postgresCpuSeconds(db: string): number {
+  let total = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const title = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (title.startsWith("postgres: ") && title.split(" ").includes(db))
+        total += cpuSecondsOf(Number(entry));
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return total;
+}
+
+/**
+ * Warms the pool and the plans for 2 s, then measures for DURATION seconds. With `cpu`, also the
+ * CPU time per request of the server's process and of the database's backends over the
+ * measurement: a figure other work on the machine disturbs far less than requests per second.
+ */
+export async function load(
+  url: string,
+  headers: Record<string, string>,
+  cpu?: { server: Server; database?: string },
+): Promise<Measure> {
   await autocannon({ url, connections: CONNECTIONS, duration: 2, headers });
+  const pid = cpu?.server.child.pid;
+  const before = pid
+    ? { server: cpuSecondsOf(pid), db: cpu?.database ? postgresCpuSeconds(cpu.database) : 0 }
+    : undefined;
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+  const m: Measure = {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.non2xx,
+  };
+  if (pid && before && r.requests.total > 0) {
+    m.serverCpu = ((cpuSecondsOf(pid) - before.server) * 1000) / r.requests.total;
+    if (cpu?.database)
+      m.databaseCpu = ((postgresCpuSeconds(cpu.database) - before.db) * 1000) / r.requests.total;
+  }
+  return m;
 }
 
 export function average(ms: Measure[]): Measure {
-  const avg = (k: keyof Measure) => ms.reduce((a, m) => a + m[k], 0) / ms.length;
-  return { rps: avg("rps"), p50: avg("p50"), p99: avg("p99"), errors: avg("errors") };
+  const avg = (k: keyof Measure) => ms.reduce((a, m) => a + (m[k] ?? 0), 0) / ms.length;
+  const out: Measure = { rps: avg("rps"), p50: avg("p50"), p99: avg("p99"), errors: avg("errors") };
+  if (ms.every((m) => m.serverCpu !== undefined)) out.serverCpu = avg("serverCpu");
+  if (ms.every((m) => m.databaseCpu !== undefined)) out.databaseCpu = avg("databaseCpu");
+  return out;
 }

@@ -8,6 +8,9 @@
 //
 // Options (environment): BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS
 // (default 10), BENCH_ROUNDS (default 2: each pair measured this many times, order alternating).
+// Besides requests per second, each side's CPU time per request: its server process and the
+// PostgreSQL backends of the bench database (bench/support.ts load()), which the machine's other
+// work disturbs far less.
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -166,22 +169,30 @@ async function main() {
           for (const which of order) {
             const m =
               which === "public"
-                ? await load(`${servers.public.url}${q.publicPath}`, p.headers.public)
-                : await load(`${servers.rest.url}${q.restPath}`, { ...p.headers.rest, ...q.restHeaders });
+                ? await load(`${servers.public.url}${q.publicPath}`, p.headers.public, {
+                    server: servers.public,
+                    database: dbName,
+                  })
+                : await load(
+                    `${servers.rest.url}${q.restPath}`,
+                    { ...p.headers.rest, ...q.restHeaders },
+                    { server: servers.rest, database: dbName },
+                  );
             runs[which].push(m);
           }
         }
         const pub = average(runs.public);
         const rest = average(runs.rest);
+        const ms = (v: number | undefined) => (v === undefined ? "?" : v.toFixed(2));
         table.push(
-          `| ${q.name} | ${rest.rps.toFixed(0)} | ${pub.rps.toFixed(0)} | ${(pub.rps / rest.rps).toFixed(2)}x | ${rest.p50.toFixed(1)} / ${rest.p99.toFixed(1)} | ${pub.p50.toFixed(1)} / ${pub.p99.toFixed(1)} | ${(pub.p99 / rest.p99).toFixed(2)}x | ${pub.errors + rest.errors} |`,
+          `| ${q.name} | ${rest.rps.toFixed(0)} | ${pub.rps.toFixed(0)} | ${(pub.rps / rest.rps).toFixed(2)}x | ${rest.p50.toFixed(1)} / ${rest.p99.toFixed(1)} | ${pub.p50.toFixed(1)} / ${pub.p99.toFixed(1)} | ${(pub.p99 / rest.p99).toFixed(2)}x | ${ms(rest.serverCpu)} + ${ms(rest.databaseCpu)} | ${ms(pub.serverCpu)} + ${ms(pub.databaseCpu)} | ${pub.errors + rest.errors} |`,
         );
       }
       results.push(
         "",
         `PostgreSQL, ${CONNECTIONS} connections, ${DURATION} s x ${ROUNDS} rounds, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}), Node ${process.versions.node}`,
-        "| query | /rest/v1 req/s | public API req/s | ratio | /rest/v1 p50/p99 ms | public API p50/p99 ms | p99 ratio | errors |",
-        "|---|---|---|---|---|---|---|---|",
+        "| query | /rest/v1 req/s | public API req/s | ratio | /rest/v1 p50/p99 ms | public API p50/p99 ms | p99 ratio | /rest/v1 CPU ms per request (server + database) | public API CPU ms per request | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         ...table,
       );
     } finally {
@@ -211,8 +222,8 @@ async function pgliteFigures(): Promise<string> {
     const server = await startServer("backline", { DATA_DIR: dataDir, DATABASE_URL: "" });
     const lines = [
       `PGlite (embedded), ${CONNECTIONS} connections, ${DURATION} s`,
-      "| query | public API req/s | p50 / p99 ms | errors |",
-      "|---|---|---|---|",
+      "| query | public API req/s | p50 / p99 ms | CPU ms per request (the server, its database thread included) | errors |",
+      "|---|---|---|---|---|",
     ];
     try {
       for (const q of QUERIES(p.releaseId)) {
@@ -220,9 +231,9 @@ async function pgliteFigures(): Promise<string> {
         const a = await getJson(`${server.url}${q.publicPath}`, p.headers.public, true);
         const b = await getJson(`${server.url}${q.restPath}`, { ...p.headers.rest, ...q.restHeaders }, false);
         q.check(a.body as Json, b.body as Json[]);
-        const m = await load(`${server.url}${q.publicPath}`, p.headers.public);
+        const m = await load(`${server.url}${q.publicPath}`, p.headers.public, { server });
         lines.push(
-          `| ${q.name} | ${m.rps.toFixed(0)} | ${m.p50.toFixed(1)} / ${m.p99.toFixed(1)} | ${m.errors} |`,
+          `| ${q.name} | ${m.rps.toFixed(0)} | ${m.p50.toFixed(1)} / ${m.p99.toFixed(1)} | ${m.serverCpu?.toFixed(2) ?? "?"} | ${m.errors} |`,
         );
       }
     } finally {
