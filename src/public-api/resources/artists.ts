@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { asDbError } from "../../db/errors.ts";
+import { prepared } from "../../db/prepared.ts";
 import type { Tx } from "../../db/types.ts";
 import { Timestamp } from "../../http/formats.ts";
 import { ApiError, notFound } from "../errors.ts";
@@ -21,6 +22,10 @@ import { columns, countAndPage, insertRow, updateRow } from "./sql.ts";
 /** Artist profiles (seed 001): the rows of /rest/v1/artist_profiles; and Official Artist Channel requests. */
 
 const withId = z.object({ id: Id }).strict();
+
+const ARTIST_BY_ID = prepared(
+  `select ${columns(ARTIST_COLUMNS)}, ${VERSION_SQL} from public.artist_profiles where id = $1`,
+);
 
 const OacRequest = z
   .object({
@@ -132,13 +137,7 @@ export const artistRoutes = [
     errors: [404],
     handler: async ({ params, read, request }) => {
       const found = await read(
-        async (tx) =>
-          (
-            await tx.query<Record<string, unknown>>(
-              `select ${columns(ARTIST_COLUMNS)}, ${VERSION_SQL} from public.artist_profiles where id = $1`,
-              [params.id],
-            )
-          ).rows[0],
+        async (tx) => (await tx.query<Record<string, unknown>>(ARTIST_BY_ID, [params.id])).rows[0],
       );
       if (!found) throw notFound("artist", params.id);
       const { version, row } = splitVersion(found);

@@ -74,11 +74,11 @@ const RELEASE_DETAIL = prepared(`with t as (
   ${jsonRows(currentMediaSql("r.id"))} as "media__"
   from public.releases r where r.id = $1`);
 
+const RELEASE_BY_ID = prepared(`select ${columns(RELEASE_COLUMNS)} from public.releases where id = $1`);
+const RELEASE_BY_ID_LOCKED = prepared(`${RELEASE_BY_ID.text} for update`);
+
 export async function findRelease(tx: Tx, id: string, lock = false): Promise<Row> {
-  const r = await tx.query<Row>(
-    `select ${columns(RELEASE_COLUMNS)} from public.releases where id = $1${lock ? " for update" : ""}`,
-    [id],
-  );
+  const r = await tx.query<Row>(lock ? RELEASE_BY_ID_LOCKED : RELEASE_BY_ID, [id]);
   const row = r.rows[0];
   if (!row) throw notFound("release", id);
   return row;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { normaliseIsrc } from "../../catalog/identifiers.ts";
 import { asDbError } from "../../db/errors.ts";
+import { prepared } from "../../db/prepared.ts";
 import type { Tx } from "../../db/types.ts";
 import { ApiError, notFound } from "../errors.ts";
 import {
@@ -23,6 +24,10 @@ import { assetOut, currentMedia, TrackDetail } from "./uploads.ts";
 
 const ofRelease = z.object({ id: Id }).strict();
 const oneTrack = z.object({ id: Id, trackId: Id }).strict();
+
+const TRACK_BY_ID = prepared(
+  `select ${columns(TRACK_COLUMNS)}, ${VERSION_SQL} from public.tracks where id = $1 and release_id = $2`,
+);
 
 /** The track's database failures in the public API's words. */
 async function asTrackWrite<T>(fn: () => Promise<T>): Promise<T> {
@@ -150,12 +155,8 @@ export const trackRoutes = [
     errors: [404],
     handler: async ({ params, read, request }) => {
       const found = await read(async (tx) => {
-        const row = (
-          await tx.query<Record<string, unknown>>(
-            `select ${columns(TRACK_COLUMNS)}, ${VERSION_SQL} from public.tracks where id = $1 and release_id = $2`,
-            [params.trackId, params.id],
-          )
-        ).rows[0];
+        const row = (await tx.query<Record<string, unknown>>(TRACK_BY_ID, [params.trackId, params.id]))
+          .rows[0];
         return row
           ? { row, audio: (await currentMedia(tx, params.id)).audio.get(params.trackId) }
           : undefined;

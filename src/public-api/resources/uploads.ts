@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { prepared } from "../../db/prepared.ts";
 import type { Tx } from "../../db/types.ts";
 import { Timestamp, timestamp } from "../../http/formats.ts";
 import { stagingKey } from "../../storage/driver.ts";
@@ -105,11 +106,13 @@ export function mediaSlots(rows: AssetRow[]): {
 }
 
 /** The current assets of a release's slots, as the caller sees them: artwork, and audio by track. */
+const CURRENT_MEDIA = prepared(currentMediaSql("$1"));
+
 export async function currentMedia(
   tx: Tx,
   releaseId: string,
 ): Promise<{ artwork: AssetRow | undefined; audio: Map<string, AssetRow> }> {
-  return mediaSlots((await tx.query<AssetRow>(currentMediaSql("$1"), [releaseId])).rows);
+  return mediaSlots((await tx.query<AssetRow>(CURRENT_MEDIA, [releaseId])).rows);
 }
 
 const UploadUrlRequest = (kind: "artwork" | "audio") =>
