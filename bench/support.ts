@@ -93,19 +93,30 @@ export function cpuSecondsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-/** CPU seconds used so far by the PostgreSQL backends connected to database `db` (their titles name it). */
-export function postgresCpuSeconds(db: string): number {
-  let total = 0;
+/** CPU seconds used so far by each PostgreSQL backend connected to database `db` (their titles name it), by pid. */
+export function postgresCpuSeconds(db: string): Map<number, number> {
+  const out = new Map<number, number>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const title = readFileSync(`/proc/${entry}/cmdline`, "utf8");
       if (title.startsWith("postgres: ") && title.split(" ").includes(db))
-        total += cpuSecondsOf(Number(entry));
+        out.set(Number(entry), cpuSecondsOf(Number(entry)));
     } catch {
       // The process ended meanwhile.
     }
   }
+  return out;
+}
+
+/**
+ * The CPU seconds the backends used between two readings: per backend, so one that closed
+ * meanwhile (node-postgres closes connections idle for 10 s) takes nothing away, and one that
+ * opened counts whole.
+ */
+function postgresCpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
   return total;
 }
 
@@ -122,7 +133,10 @@ export async function load(
   await autocannon({ url, connections: CONNECTIONS, duration: 2, headers });
   const pid = cpu?.server.child.pid;
   const before = pid
-    ? { server: cpuSecondsOf(pid), db: cpu?.database ? postgresCpuSeconds(cpu.database) : 0 }
+    ? {
+        server: cpuSecondsOf(pid),
+        db: cpu?.database ? postgresCpuSeconds(cpu.database) : new Map<number, number>(),
+      }
     : undefined;
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers });
   const m: Measure = {
@@ -134,7 +148,8 @@ export async function load(
   if (pid && before && r.requests.total > 0) {
     m.serverCpu = ((cpuSecondsOf(pid) - before.server) * 1000) / r.requests.total;
     if (cpu?.database)
-      m.databaseCpu = ((postgresCpuSeconds(cpu.database) - before.db) * 1000) / r.requests.total;
+      m.databaseCpu =
+        (postgresCpuBetween(before.db, postgresCpuSeconds(cpu.database)) * 1000) / r.requests.total;
   }
   return m;
 }
