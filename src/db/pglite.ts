@@ -2,7 +2,7 @@ import fs from "node:fs";
 import { MessageChannel, Worker } from "node:worker_threads";
 import { Admission, DEFAULT_QUEUE_LIMITS, type PoolStats, type QueueLimits } from "./admission.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
-import type { Port, Reply, Request } from "./pglite-host.ts";
+import type { Port, Reply, Request } from "./pglite-protocol.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
 export { DataDirInUseError } from "./data-dir-lock.ts";
@@ -124,12 +124,12 @@ export class PgliteEngine implements Engine {
       const engine = new PgliteEngine(options, port1, async () => port1.close(), lock, queue, ports);
       port1.on("message", (m: Reply) => engine.onReply(m));
       // PGlite itself is loaded here only in this mode; by default only the thread loads it.
-      const { host } = await import("./pglite-host.ts");
+      const { host } = await import("./pglite-host.js");
       await host(port2 as unknown as Port, open);
       ports.unref();
       return engine;
     }
-    const worker = new Worker(new URL("./pglite-thread.ts", import.meta.url), {
+    const worker = new Worker(new URL("./pglite-thread.js", import.meta.url), {
       workerData: open,
       transferList: loadDataDir ? [loadDataDir] : [],
     });
