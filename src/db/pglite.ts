@@ -24,6 +24,16 @@ export interface PgliteOpenOptions {
   thread?: "worker" | "main";
   /** PostgreSQL's shared_buffers (e.g. '32MB'); PGlite's own default (128MB) when unset. */
   sharedBuffers?: string | undefined;
+  /**
+   * Runs once the data directory is locked, before it is opened in this process: a first start
+   * creates the database in a child process there (src/db/open.ts).
+   */
+  prepare?: () => Promise<void>;
+  /**
+   * The parent process holds the data directory's lock and waits for this one: the child that
+   * creates a first start's database (src/db/first-start.ts). Nothing else may set it.
+   */
+  lockedByParent?: boolean;
 }
 
 /**
@@ -61,7 +71,7 @@ export class PgliteEngine implements Engine {
     queue: QueueLimits,
     hold?: { ref(): void; unref(): void },
   ) {
-    this.options = { ...options, loadDataDir: undefined };
+    this.options = { ...options, loadDataDir: undefined, prepare: undefined };
     this.port = port;
     this.hold = hold;
     hold?.unref();
@@ -74,9 +84,10 @@ export class PgliteEngine implements Engine {
     let lock: DataDirLock | undefined;
     if (options.dataDir) {
       fs.mkdirSync(options.dataDir, { recursive: true });
-      lock = await DataDirLock.acquire(options.dataDir);
+      if (!options.lockedByParent) lock = await DataDirLock.acquire(options.dataDir);
     }
     try {
+      await options.prepare?.();
       return await PgliteEngine.start(options, lock);
     } catch (error) {
       lock?.release();
