@@ -13,7 +13,7 @@ describe("loadConfig", () => {
       engine: "pglite",
       dataDir: path.resolve(".backline/pgdata"),
       thread: "worker",
-      sharedBuffers: "16MB",
+      sharedBuffers: "8MB",
     });
     assert.equal(c.publicUrl, "http://127.0.0.1:54321");
     assert.equal(c.devTenant, true);

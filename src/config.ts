@@ -52,7 +52,7 @@ const schema = z.object({
   PGLITE_SHARED_BUFFERS: z
     .string()
     .regex(/^[1-9][0-9]{0,5}(kB|MB|GB)$/, { message: "must be a size such as 32MB" })
-    .default("16MB"),
+    .default("8MB"),
   PGLITE_THREAD: z.enum(["worker", "main"], { message: "must be worker or main" }).default("worker"),
   DATABASE_QUEUE_MAX: z.coerce
     .number({ message: "must be a number" })

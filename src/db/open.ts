@@ -1,9 +1,12 @@
+import fs from "node:fs";
+import path from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { sealPlainSecrets } from "../secrets/at-rest.ts";
 import { loadSecretBox } from "../secrets/box.ts";
 import type { QueueLimits } from "./admission.ts";
 import { Db } from "./db.ts";
+import type { FirstStartJob, FirstStartResult } from "./first-start.ts";
 import { loadMigrations, migrate, migrationStatus } from "./migrate.ts";
 import { PgliteEngine } from "./pglite.ts";
 import type { PostgresEngine } from "./postgres.ts";
@@ -57,14 +60,30 @@ export async function openDatabase(config: Config, options: OpenOptions): Promis
   const secrets = loadSecretBox(config);
   let engine: Engine;
   if (dbc.engine === "pglite") {
+    // A first start (no database in the directory yet) creates it and applies the migrations in a
+    // child process, with the directory locked by this one; the memory they take goes back to
+    // the operating system when it exits (src/db/first-start.ts, docs/operations.md, "Memory").
+    const firstStart =
+      options.migrate && dbc.thread === "worker"
+        ? async () => {
+            if (fs.existsSync(path.join(dbc.dataDir, "PG_VERSION"))) return;
+            const applied = await createInChildProcess({
+              dataDir: dbc.dataDir,
+              sharedBuffers: dbc.sharedBuffers,
+            });
+            for (const m of applied)
+              options.logger?.info({ version: m.version, name: m.name }, "migration applied");
+          }
+        : undefined;
     let pglite = await PgliteEngine.open({
       dataDir: dbc.dataDir,
       queue: config.databaseQueue,
       thread: dbc.thread,
       sharedBuffers: dbc.sharedBuffers,
+      ...(firstStart ? { prepare: firstStart } : {}),
     });
-    // After a first start's initdb and migrations (or an upgrade's), the database continues in a
-    // fresh thread: the old one's memory never shrinks back (docs/operations.md, "Memory").
+    // After an upgrade's migrations (or a first start's, with PGLITE_THREAD=main), the database
+    // continues in a fresh thread: the old one's memory never shrinks back.
     if (options.migrate && (await runMigrations(pglite, options.logger)) > 0 && dbc.thread === "worker")
       pglite = await pglite.reopen();
     engine = pglite;
@@ -100,6 +119,41 @@ export async function openDatabase(config: Config, options: OpenOptions): Promis
     throw error;
   }
   return db;
+}
+
+/**
+ * Runs src/db/first-start.ts in a child process (the same Node.js, flags and environment) and
+ * returns the migrations it applied; its error, if it fails.
+ */
+async function createInChildProcess(job: FirstStartJob): Promise<{ version: number; name: string }[]> {
+  const { fork } = await import("node:child_process");
+  const child = fork(new URL("./first-start.ts", import.meta.url), [JSON.stringify(job)], {
+    // WebAssembly on V8's baseline compiler only, as short `backline` commands run it (src/cli/main.ts):
+    // optimising PGlite's code for a process that ends after the migrations costs more than it
+    // saves (a first start's child 7.5 → 6.2 s here).
+    execArgv: [...process.execArgv, "--liftoff", "--no-wasm-tier-up", "--no-wasm-dynamic-tiering"],
+    stdio: ["ignore", "ignore", "pipe", "ipc"],
+  });
+  let stderr = "";
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    if (stderr.length < 64 * 1024) stderr += chunk;
+  });
+  let result: FirstStartResult | undefined;
+  child.on("message", (m: FirstStartResult) => {
+    result = m;
+  });
+  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
+    (resolve, reject) => {
+      child.once("error", reject);
+      child.once("close", (code, signal) => resolve({ code, signal }));
+    },
+  );
+  if (result?.ok) return result.applied;
+  if (result) throw Object.assign(new Error(result.message), { name: result.name, code: result.code });
+  const how = exit.signal ? `was killed by ${exit.signal}` : `exited with ${exit.code}`;
+  throw new Error(
+    `Creating the embedded database failed: its process ${how}.${stderr ? `\n${stderr.trim()}` : ""}`,
+  );
 }
 
 /** Applies pending migrations; returns how many. */

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import { MessageChannel, Worker } from "node:worker_threads";
 import { Admission, DEFAULT_QUEUE_LIMITS, type PoolStats, type QueueLimits } from "./admission.ts";
 import { DataDirLock } from "./data-dir-lock.ts";
-import type { Port, Reply, Request } from "./pglite-host.ts";
+import type { Port, Reply, Request } from "./pglite-protocol.ts";
 import { type Prepared, textOf } from "./prepared.ts";
 import type { Engine, QueryResult, Tx } from "./types.ts";
 
@@ -25,6 +25,16 @@ export interface PgliteOpenOptions {
   thread?: "worker" | "main";
   /** PostgreSQL's shared_buffers (e.g. '32MB'); PGlite's own default (128MB) when unset. */
   sharedBuffers?: string | undefined;
+  /**
+   * Runs once the data directory is locked, before it is opened in this process: a first start
+   * creates the database in a child process there (src/db/open.ts).
+   */
+  prepare?: () => Promise<void>;
+  /**
+   * The parent process holds the data directory's lock and waits for this one: the child that
+   * creates a first start's database (src/db/first-start.ts). Nothing else may set it.
+   */
+  lockedByParent?: boolean;
 }
 
 /**
@@ -62,7 +72,7 @@ export class PgliteEngine implements Engine {
     queue: QueueLimits,
     hold?: { ref(): void; unref(): void },
   ) {
-    this.options = { ...options, loadDataDir: undefined };
+    this.options = { ...options, loadDataDir: undefined, prepare: undefined };
     this.port = port;
     this.hold = hold;
     hold?.unref();
@@ -75,9 +85,10 @@ export class PgliteEngine implements Engine {
     let lock: DataDirLock | undefined;
     if (options.dataDir) {
       fs.mkdirSync(options.dataDir, { recursive: true });
-      lock = await DataDirLock.acquire(options.dataDir);
+      if (!options.lockedByParent) lock = await DataDirLock.acquire(options.dataDir);
     }
     try {
+      await options.prepare?.();
       return await PgliteEngine.start(options, lock);
     } catch (error) {
       lock?.release();
@@ -125,12 +136,12 @@ export class PgliteEngine implements Engine {
       const engine = new PgliteEngine(options, port1, async () => port1.close(), lock, queue, ports);
       port1.on("message", (m: Reply) => engine.onReply(m));
       // PGlite itself is loaded here only in this mode; by default only the thread loads it.
-      const { host } = await import("./pglite-host.ts");
+      const { host } = await import("./pglite-host.js");
       await host(port2 as unknown as Port, open);
       ports.unref();
       return engine;
     }
-    const worker = new Worker(new URL("./pglite-thread.ts", import.meta.url), {
+    const worker = new Worker(new URL("./pglite-thread.js", import.meta.url), {
       workerData: open,
       transferList: loadDataDir ? [loadDataDir] : [],
     });

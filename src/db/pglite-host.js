@@ -1,63 +1,46 @@
-import type { Transferable } from "node:worker_threads";
-import { PGlite, type Transaction } from "@electric-sql/pglite";
-import { toPostgresText } from "./params.ts";
+// @ts-check
+// Plain JavaScript, type-checked from its JSDoc: it runs in the embedded database's thread, which
+// loads no TypeScript file (src/db/pglite-protocol.ts says why; the messages' types are there).
+/** @import { Transferable } from "node:worker_threads" */
+/** @import { Results, Transaction } from "@electric-sql/pglite" */
+/** @import { OpenOptions, Port, Request } from "./pglite-protocol.ts" */
+import { PGlite } from "@electric-sql/pglite";
+import { toPostgresText } from "./params.js";
 
-/**
+/*
  * The side of the embedded database that owns the PGlite instance. It runs in a worker thread
- * (src/db/pglite-thread.ts), so a long statement blocks that thread, never the one that serves
- * HTTP. The main thread's PgliteEngine speaks to it with the messages below; one message, one
- * answer with the same `id`.
+ * (src/db/pglite-thread.js), so a long statement blocks that thread, never the one that serves
+ * HTTP. The main thread's PgliteEngine speaks to it with the messages of pglite-protocol.ts; one
+ * message, one answer with the same `id`.
  *
  * A transaction is opened by `begin` and stays open across messages until `end`: PGlite's own
  * transaction mutex makes a second `begin` wait until the first ends, exactly as before.
  */
 
-export type Request =
-  | { id: number; op: "begin"; tx: number; readOnly: boolean }
-  | { id: number; op: "query"; tx: number; text: string; params: unknown[] | undefined }
-  | { id: number; op: "exec"; tx: number; sql: string }
-  | { id: number; op: "end"; tx: number; commit: boolean }
-  | { id: number; op: "listen"; channel: string }
-  | { id: number; op: "unlisten"; listener: number }
-  | { id: number; op: "dump" }
-  | { id: number; op: "close" };
-
-export type Reply =
-  | { id: number; ok: true; value: unknown }
-  | { id: number; ok: false; error: Record<string, unknown> }
-  | { notify: number };
-
-export interface OpenOptions {
-  dataDir?: string | undefined;
-  /** A snapshot from `dump` (a tar file's bytes) to start from. */
-  loadDataDir?: ArrayBuffer | undefined;
-  /** shared_buffers: PGlite touches all of it at start, so it is resident memory (docs/operations.md, "Memory"). */
-  sharedBuffers?: string | undefined;
-}
-
-/** What the host needs of a port: a worker's parentPort or one end of a MessageChannel. */
-export interface Port {
-  postMessage(message: Reply, transfer?: Transferable[]): void;
-  on(event: "message", listener: (message: Request) => void): void;
-}
-
 // int8 and date as text, as the PostgreSQL adapter returns them: bigints never lose precision
 // and a date never shifts by a time zone. (numeric is text in both already.)
-const SAME_AS_NODE_POSTGRES = { 20: (v: string) => v, 1082: (v: string) => v };
+const SAME_AS_NODE_POSTGRES = { 20: (/** @type {string} */ v) => v, 1082: (/** @type {string} */ v) => v };
 
 class Rollback extends Error {}
 
-interface OpenTx {
-  ptx: Transaction;
-  /** Statements of one transaction run one after another, whatever the caller sends. */
-  chain: Promise<unknown>;
-  finish(commit: boolean): void;
-  done: Promise<void>;
-}
+/**
+ * @typedef {object} OpenTx
+ * @property {Transaction} ptx
+ * @property {Promise<unknown>} chain Statements of one transaction run one after another, whatever the caller sends.
+ * @property {(commit: boolean) => void} finish
+ * @property {Promise<void>} done
+ */
 
-/** Opens PGlite and answers `port`'s requests until `close`. Resolves once the database is open. */
-export async function host(port: Port, options: OpenOptions): Promise<void> {
-  const defaults = (PGlite as unknown as { defaultStartParams?: string[] }).defaultStartParams;
+/**
+ * Opens PGlite and answers `port`'s requests until `close`. Resolves once the database is open.
+ *
+ * @param {Port} port
+ * @param {OpenOptions} options
+ * @returns {Promise<void>}
+ */
+export async function host(port, options) {
+  const defaults = /** @type {{ defaultStartParams?: string[] }} */ (/** @type {unknown} */ (PGlite))
+    .defaultStartParams;
   const pg = await PGlite.create(options.dataDir, {
     parsers: SAME_AS_NODE_POSTGRES,
     ...(options.sharedBuffers && defaults
@@ -66,21 +49,32 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
     ...(options.loadDataDir ? { loadDataDir: new Blob([options.loadDataDir]) } : {}),
   });
   // Every parameter goes to PostgreSQL as text, as node-postgres sends it: the server parses it
-  // and a malformed value fails with its SQLSTATE, never with a client-side Error (src/db/params.ts).
+  // and a malformed value fails with its SQLSTATE, never with a client-side Error (src/db/params.js).
   const textForEveryType = new Proxy({}, { get: () => toPostgresText });
-  (pg as unknown as { serializers: Record<number, (v: unknown) => string | null> }).serializers =
-    textForEveryType;
-  /** Transactions by the id the caller gave them, from `begin` (still waiting for PGlite's lock) to `end`. */
-  const txs = new Map<number, Promise<OpenTx>>();
-  const listeners = new Map<number, () => Promise<void>>();
+  Object.assign(pg, { serializers: textForEveryType });
+  /**
+   * Transactions by the id the caller gave them, from `begin` (still waiting for PGlite's lock) to `end`.
+   * @type {Map<number, Promise<OpenTx>>}
+   */
+  const txs = new Map();
+  /** @type {Map<number, () => Promise<void>>} */
+  const listeners = new Map();
   let nextListener = 1;
 
   // The caller names the transaction and sends its first statement right behind `begin` without
   // waiting for an answer (one round trip less per transaction); statements wait here until it is open.
-  const begin = (id: number, readOnly: boolean): Promise<void> => {
-    const opened = new Promise<OpenTx>((resolve, reject) => {
-      let finish: (commit: boolean) => void = () => {};
-      const finished = new Promise<boolean>((r) => {
+  /**
+   * @param {number} id
+   * @param {boolean} readOnly
+   * @returns {Promise<void>}
+   */
+  const begin = (id, readOnly) => {
+    /** @type {Promise<OpenTx>} */
+    const opened = new Promise((resolve, reject) => {
+      /** @type {(commit: boolean) => void} */
+      let finish = () => {};
+      /** @type {Promise<boolean>} */
+      const finished = new Promise((r) => {
         finish = r;
       });
       let entered = false;
@@ -91,7 +85,7 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
         if (!(await finished)) throw new Rollback();
       });
       // Rejections of `done` are read by `end`; one that comes before the transaction began is begin's.
-      done.catch((error: unknown) => {
+      done.catch((/** @type {unknown} */ error) => {
         if (!entered) reject(error);
       });
     });
@@ -100,7 +94,13 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
     return opened.then(() => undefined);
   };
 
-  const inTx = async <T>(id: number, run: (ptx: Transaction) => Promise<T>): Promise<T> => {
+  /**
+   * @template T
+   * @param {number} id
+   * @param {(ptx: Transaction) => Promise<T>} run
+   * @returns {Promise<T>}
+   */
+  const inTx = async (id, run) => {
     const opened = txs.get(id);
     if (!opened) throw new Error(`transaction ${id} is not open`);
     const tx = await opened;
@@ -109,7 +109,11 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
     return result;
   };
 
-  const handle = async (m: Request): Promise<{ value: unknown; transfer?: Transferable[] }> => {
+  /**
+   * @param {Request} m
+   * @returns {Promise<{ value: unknown; transfer?: Transferable[] }>}
+   */
+  const handle = async (m) => {
     switch (m.op) {
       case "begin":
         await begin(m.tx, m.readOnly);
@@ -117,7 +121,8 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
       case "query":
         return {
           value: await inTx(m.tx, async (ptx) => {
-            const r = await ptx.query<Record<string, unknown>>(m.text, m.params);
+            /** @type {Results<Record<string, unknown>>} */
+            const r = await ptx.query(m.text, m.params);
             // PGlite counts affected rows only for writes (0 for a SELECT): take whichever says more.
             return { rows: r.rows, rowCount: Math.max(r.rows.length, r.affectedRows ?? 0) };
           }),
@@ -151,7 +156,7 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
         return { value: null };
       }
       case "dump": {
-        const blob = (await pg.dumpDataDir("none")) as Blob;
+        const blob = /** @type {Blob} */ (await pg.dumpDataDir("none"));
         const bytes = await blob.arrayBuffer();
         return { value: bytes, transfer: [bytes] };
       }
@@ -164,15 +169,22 @@ export async function host(port: Port, options: OpenOptions): Promise<void> {
   port.on("message", (m) => {
     handle(m).then(
       ({ value, transfer }) => port.postMessage({ id: m.id, ok: true, value }, transfer),
-      (error: unknown) => port.postMessage({ id: m.id, ok: false, error: serializeError(error) }),
+      (/** @type {unknown} */ error) =>
+        port.postMessage({ id: m.id, ok: false, error: serializeError(error) }),
     );
   });
 }
 
-/** An error as plain data: its message and PostgreSQL's fields (code, detail, hint, column, ...). */
-function serializeError(error: unknown): Record<string, unknown> {
+/**
+ * An error as plain data: its message and PostgreSQL's fields (code, detail, hint, column, ...).
+ *
+ * @param {unknown} error
+ * @returns {Record<string, unknown>}
+ */
+function serializeError(error) {
   if (!(error instanceof Error)) return { message: String(error) };
-  const out: Record<string, unknown> = { name: error.name, message: error.message };
+  /** @type {Record<string, unknown>} */
+  const out = { name: error.name, message: error.message };
   for (const [key, value] of Object.entries(error)) {
     if (value === undefined || typeof value === "function") continue;
     if (typeof value === "object" && value !== null) continue;
