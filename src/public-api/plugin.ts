@@ -166,6 +166,16 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     };
   }
 
+  /** The actor of the request's audit rows (acts on the service path name it; migration 0020). */
+  function actAs(request: FastifyRequest, caller: Caller): void {
+    setRequestActor(
+      request,
+      caller.kind === "api_key"
+        ? { type: "api_key", id: caller.keyId ?? "", detail: { account_id: caller.accountId } }
+        : { type: "user", id: caller.userId ?? "" },
+    );
+  }
+
   /**
    * Identifies the caller and counts the call, refusing one over a limit before the database where
    * it can. `fresh` is false for a key known from an earlier request: not looked up now, it is
@@ -182,7 +192,11 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     const failures = `auth-failures:${request.ip}`;
     if (known) {
       count(known.who, known.limit, reply);
-      if (known.caller) return { caller: known.caller, fresh: false, token: hash };
+      if (known.caller) {
+        // Known from an earlier request, and audited as itself all the same.
+        actAs(request, known.caller);
+        return { caller: known.caller, fresh: false, token: hash };
+      }
     } else {
       const r = limiter.peek(failures, FAILED_AUTH_LIMIT);
       if (!r.allowed) {
@@ -199,12 +213,7 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
       if (error instanceof ApiError && error.status === 401) limiter.hit(failures, FAILED_AUTH_LIMIT);
       throw error;
     }
-    setRequestActor(
-      request,
-      caller.kind === "api_key"
-        ? { type: "api_key", id: caller.keyId ?? "", detail: { account_id: caller.accountId } }
-        : { type: "user", id: caller.userId ?? "" },
-    );
+    actAs(request, caller);
     if (hash && !known) {
       const decided = await limitOf(caller);
       if (learned.size >= 100_000) learned.clear();
