@@ -23,7 +23,7 @@ type Outcome = number | "denied";
 
 describeEachEngine("rls: webhooks (migration 0009)", (t) => {
   const callers = new Map<string, Claims>();
-  const ids = { endpointA: "", endpointB: "", royaltiesA: "", accountA: "", accountB: "" };
+  const ids = { endpointA: "", endpointB: "", royaltiesA: "", accountA: "", accountB: "", deliveryA: "" };
 
   before(async () => {
     const db = t().db;
@@ -84,6 +84,11 @@ describeEachEngine("rls: webhooks (migration 0009)", (t) => {
         `insert into internal.webhook_attempts (delivery_id, endpoint_id, attempt, started_at, duration_ms, outcome)
          select id, endpoint_id, 1, now(), 5, 'timeout' from internal.webhook_deliveries`,
       );
+      const d = await tx.query<{ id: string }>(
+        "select id from internal.webhook_deliveries where endpoint_id = $1 limit 1",
+        [ids.endpointA],
+      );
+      ids.deliveryA = (d.rows[0] as { id: string }).id;
     });
   });
 
@@ -151,9 +156,27 @@ describeEachEngine("rls: webhooks (migration 0009)", (t) => {
       other: 0,
     },
     {
+      // The events are the server's (migration 0030): no request role reads them, managers neither.
       what: "read A's events",
       sql: () => "select id from internal.events where account_id = $1",
       params: () => [ids.accountA],
+      manager: "denied",
+      other: "denied",
+    },
+    {
+      // What the delivery log shows of an event: its type, for a delivery the caller may see.
+      what: "read the event type of A's deliveries",
+      sql: () =>
+        "select internal.delivery_event_type(id) from internal.webhook_deliveries where endpoint_id = $1 and internal.delivery_event_type(id) is not null",
+      params: () => [ids.endpointA],
+      manager: 1,
+      other: 0,
+    },
+    {
+      // Named by its id, the function still answers only for a delivery the caller may see.
+      what: "read the event type of A's delivery by its id",
+      sql: () => "select 1 where internal.delivery_event_type($1::uuid) is not null",
+      params: () => [ids.deliveryA],
       manager: 1,
       other: 0,
     },
@@ -234,7 +257,8 @@ describeEachEngine("rls: webhooks (migration 0009)", (t) => {
       assert.equal(
         await as(
           caller,
-          "insert into internal.webhook_deliveries (endpoint_id, event_id, account_id) select $1, id, account_id from internal.events where account_id = $2 limit 1",
+          // The events are not readable to a client (migration 0030): an invented event id.
+          "insert into internal.webhook_deliveries (endpoint_id, event_id, account_id) values ($1, gen_random_uuid(), $2)",
           [ids.endpointA, ids.accountA],
         ),
         "denied",

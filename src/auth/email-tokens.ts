@@ -1,6 +1,6 @@
 import type { Tx } from "../db/types.ts";
 import type { Mailer } from "../mail/mailer.ts";
-import { otpExpired } from "./errors.ts";
+import { codesVoid, otpExpired, Refusal } from "./errors.ts";
 import type { AuthSettings } from "./settings.ts";
 import { newOpaqueToken, newOtp, otpHash, sha256 } from "./tokens.ts";
 import { findUserByEmail, type UserRow } from "./users.ts";
@@ -63,6 +63,7 @@ export async function sendEmailToken(
     user.id,
     kind,
   ]);
+  await forgetCodeFailures(tx, ctx.tenant.id, to);
   await tx.query(
     `insert into internal.one_time_tokens (tenant_id, user_id, kind, email, token_hash, otp_hash, expires_at)
      values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
@@ -108,47 +109,121 @@ function kindsOf(type: VerifyType): EmailTokenKind[] {
   return type === "email" ? ["signup", "magiclink"] : [type];
 }
 
-/** Finds and uses up the token; the user it belongs to and the address it was sent to, or otp_expired. */
+/** How wrong codes are bounded: the tenant's max_code_attempts, counted while codes live (otp_expiry). */
+export interface CodeGuessBound {
+  tenantId: string;
+  maxAttempts: number;
+  windowSeconds: number;
+}
+
+export interface UsedToken {
+  user: UserRow;
+  email: string;
+  kind: EmailTokenKind;
+}
+
+type TokenRow = { id: string; user_id: string; email: string; kind: EmailTokenKind };
+
+/**
+ * Finds and uses up the token: the user it belongs to and the address it was sent to. A link token
+ * (256 random bits) that matches nothing is otp_expired. A code (six digits) is bounded per address
+ * (docs/security.md, "Guessing codes"): its wrong tries are counted in this transaction, which the
+ * caller commits before it answers the Refusal this returns; at `maxAttempts` the address's
+ * outstanding codes are void, and every answer says so until a new code is mailed to it.
+ */
 export async function useEmailToken(
   tx: Tx,
-  tenantId: string,
+  bound: CodeGuessBound,
   input: VerifyInput,
-): Promise<{ user: UserRow; email: string; kind: EmailTokenKind }> {
+): Promise<UsedToken | Refusal> {
+  const { tenantId } = bound;
   const kinds = kindsOf(input.type);
-  let row: { id: string; user_id: string; email: string; kind: EmailTokenKind } | undefined;
   if ("tokenHash" in input) {
-    row = (
-      await tx.query<{ id: string; user_id: string; email: string; kind: EmailTokenKind }>(
+    const row = (
+      await tx.query<TokenRow>(
         `select id, user_id, email, kind from internal.one_time_tokens
          where token_hash = $1 and tenant_id = $2 and kind = any($3::text[]) and used_at is null and expires_at > now()
          for update`,
         [sha256(input.tokenHash), tenantId, kinds],
       )
     ).rows[0];
-  } else {
-    // For an e-mail change the code went to the new address; otherwise to the user's address.
-    const userId =
-      input.type === "email_change"
-        ? (
-            await tx.query<{ id: string }>(
-              "select id from internal.users where tenant_id = $1 and email_change = $2 and deleted_at is null",
-              [tenantId, input.email],
-            )
-          ).rows[0]?.id
-        : (await findUserByEmail(tx, tenantId, input.email))?.id;
-    if (userId) {
-      row = (
-        await tx.query<{ id: string; user_id: string; email: string; kind: EmailTokenKind }>(
+    if (!row) throw otpExpired();
+    return spendToken(tx, tenantId, row);
+  }
+  // Guesses for one address wait for each other here, so none is judged on a stale count.
+  await tx.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+    `email-code:${tenantId}:${input.email}`,
+  ]);
+  const failures =
+    (
+      await tx.query<{ failures: number }>(
+        `select failures from internal.email_code_failures
+         where tenant_id = $1 and email = $2 and last_failed_at > now() - make_interval(secs => $3)`,
+        [tenantId, input.email, bound.windowSeconds],
+      )
+    ).rows[0]?.failures ?? 0;
+  if (failures >= bound.maxAttempts) return new Refusal(codesVoid());
+  // For an e-mail change the code went to the new address; otherwise to the user's address.
+  const userId =
+    input.type === "email_change"
+      ? (
+          await tx.query<{ id: string }>(
+            "select id from internal.users where tenant_id = $1 and email_change = $2 and deleted_at is null",
+            [tenantId, input.email],
+          )
+        ).rows[0]?.id
+      : (await findUserByEmail(tx, tenantId, input.email))?.id;
+  const row = userId
+    ? (
+        await tx.query<TokenRow>(
           `select id, user_id, email, kind from internal.one_time_tokens
            where user_id = $1 and tenant_id = $2 and kind = any($3::text[]) and otp_hash = $4 and used_at is null and expires_at > now()
            order by created_at desc limit 1
            for update`,
           [userId, tenantId, kinds, otpHash(userId, input.otp)],
         )
-      ).rows[0];
-    }
+      ).rows[0]
+    : undefined;
+  if (row) {
+    await forgetCodeFailures(tx, tenantId, input.email);
+    return spendToken(tx, tenantId, row);
   }
-  if (!row) throw otpExpired();
+  const counted = (
+    await tx.query<{ failures: number }>(
+      `insert into internal.email_code_failures as f (tenant_id, email, failures, last_failed_at)
+       values ($1, $2, 1, now())
+       on conflict (tenant_id, email) do update set
+         failures = case when f.last_failed_at > now() - make_interval(secs => $3) then f.failures + 1 else 1 end,
+         last_failed_at = now()
+       returning failures`,
+      [tenantId, input.email, bound.windowSeconds],
+    )
+  ).rows[0];
+  // Now and then, forget addresses whose last wrong code is long past.
+  if (Math.random() < 0.01) {
+    await tx.query(
+      "delete from internal.email_code_failures where last_failed_at < now() - interval '1 day'",
+    );
+  }
+  if ((counted?.failures ?? 1) < bound.maxAttempts) return new Refusal(otpExpired());
+  if (userId) {
+    await tx.query(
+      "update internal.one_time_tokens set used_at = now() where tenant_id = $1 and user_id = $2 and used_at is null",
+      [tenantId, userId],
+    );
+  }
+  return new Refusal(codesVoid());
+}
+
+/** A code mailed to the address (or asked for) starts its count of wrong codes again. */
+export async function forgetCodeFailures(tx: Tx, tenantId: string, email: string): Promise<void> {
+  await tx.query("delete from internal.email_code_failures where tenant_id = $1 and email = $2", [
+    tenantId,
+    email,
+  ]);
+}
+
+async function spendToken(tx: Tx, tenantId: string, row: TokenRow): Promise<UsedToken> {
   await tx.query("update internal.one_time_tokens set used_at = now() where id = $1", [row.id]);
   const user = (
     await tx.query<UserRow>(

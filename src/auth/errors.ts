@@ -29,6 +29,31 @@ export const validationFailed = (message: string) => new AuthError(400, "validat
 export const sessionNotFound = () =>
   new AuthError(403, "session_not_found", "Session from session_id claim in JWT does not exist");
 export const otpExpired = () => new AuthError(403, "otp_expired", "Token has expired or is invalid");
+/** The answer once an address's wrong codes reached max_code_attempts: its codes are void. */
+export const codesVoid = () =>
+  new AuthError(
+    403,
+    "otp_expired",
+    "Too many wrong codes were entered for this address: its codes no longer work. Request a new code.",
+  );
+
+/**
+ * A refusal whose transaction must still commit: a wrong code is counted in the same transaction
+ * that looked at it, so the flow returns this instead of throwing, and the caller throws `error`
+ * once the transaction has committed (`refusedAfterCommit`).
+ */
+export class Refusal {
+  readonly error: AuthError;
+  constructor(error: AuthError) {
+    this.error = error;
+  }
+}
+
+/** The outcome of a transaction that may have returned a Refusal: thrown now that it committed. */
+export function refusedAfterCommit<T>(outcome: T | Refusal): T {
+  if (outcome instanceof Refusal) throw outcome.error;
+  return outcome;
+}
 
 /** The API version whose error shape a client asked for (X-Supabase-Api-Version). */
 export const API_VERSION_2024 = "2024-01-01";

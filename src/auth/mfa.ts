@@ -1,6 +1,6 @@
 import type { Tx } from "../db/types.ts";
 import type { SecretBox } from "../secrets/box.ts";
-import { AuthError, validationFailed } from "./errors.ts";
+import { AuthError, Refusal, validationFailed } from "./errors.ts";
 import { type SessionContext, sessionJson } from "./sessions.ts";
 import { newOpaqueToken, sha256 } from "./tokens.ts";
 import { matchTotp, newTotpSecret, otpauthUri, qrSvg } from "./totp.ts";
@@ -41,6 +41,12 @@ export interface MfaSession {
 }
 
 const factorNotFound = () => new AuthError(404, "mfa_factor_not_found", "Factor not found");
+const challengeVoid = (id: string) =>
+  new AuthError(
+    422,
+    "mfa_challenge_expired",
+    `Too many wrong codes were entered for MFA challenge ${id}: it no longer works. Create a new challenge.`,
+  );
 
 /** The factors of the user object (GoTrue's `factors`, absent when there are none). */
 export async function factorsJson(tx: Tx, tenantId: string, userId: string): Promise<unknown[]> {
@@ -203,7 +209,7 @@ export async function verifyFactor(
   session: MfaSession,
   factorId: string,
   body: Record<string, unknown>,
-): Promise<Record<string, unknown>> {
+): Promise<Record<string, unknown> | Refusal> {
   const challengeId = body.challenge_id;
   const code = typeof body.code === "string" ? body.code.trim() : body.code;
   if (typeof challengeId !== "string" || !UUID.test(challengeId))
@@ -211,8 +217,15 @@ export async function verifyFactor(
   if (typeof code !== "string" || code === "") throw validationFailed("Code needs to be non-empty");
   const factor = await findFactor(tx, user, factorId, true);
   const challenge = (
-    await tx.query<{ id: string; ip: string | null; created_at: Date; verified_at: Date | null }>(
-      "select id, ip, created_at, verified_at from internal.mfa_challenges where id = $1 and factor_id = $2",
+    await tx.query<{
+      id: string;
+      ip: string | null;
+      created_at: Date;
+      verified_at: Date | null;
+      failed_attempts: number;
+    }>(
+      `select id, ip, created_at, verified_at, failed_attempts from internal.mfa_challenges
+       where id = $1 and factor_id = $2 for update`,
       [challengeId, factor.id],
     )
   ).rows[0];
@@ -229,11 +242,24 @@ export async function verifyFactor(
       `MFA challenge ${challenge.id} has expired, verify against another challenge or create a new challenge.`,
     );
   }
+  if (challenge.failed_attempts >= ctx.settings.max_code_attempts)
+    return new Refusal(challengeVoid(challenge.id));
   const secret = box.decrypt(factor.secret_sealed);
   const lastUsed = factor.last_used_step === null ? null : Number(factor.last_used_step);
   const step = matchTotp(secret, code, lastUsed);
   if (step === undefined) {
-    throw new AuthError(422, "mfa_verification_failed", "Invalid TOTP code entered");
+    // Counted on the challenge (the transaction commits; the caller throws after it): at
+    // max_code_attempts the challenge is void, whatever the client address.
+    const counted = await tx.query<{ failed_attempts: number }>(
+      "update internal.mfa_challenges set failed_attempts = failed_attempts + 1 where id = $1 returning failed_attempts",
+      [challenge.id],
+    );
+    const failures = counted.rows[0]?.failed_attempts ?? ctx.settings.max_code_attempts;
+    return new Refusal(
+      failures >= ctx.settings.max_code_attempts
+        ? challengeVoid(challenge.id)
+        : new AuthError(422, "mfa_verification_failed", "Invalid TOTP code entered"),
+    );
   }
   await tx.query("update internal.mfa_factors set last_used_step = $2, status = 'verified' where id = $1", [
     factor.id,

@@ -5,8 +5,15 @@ import { consume } from "../http/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import type { TenantAuthInfo } from "../tenancy/directory.ts";
 import { displayNameOf, provisionAccounts } from "../tenancy/memberships.ts";
-import { sendEmailToken, useEmailToken, type VerifyInput } from "./email-tokens.ts";
-import { AuthError, invalidCredentials, sessionNotFound, validationFailed } from "./errors.ts";
+import { forgetCodeFailures, sendEmailToken, useEmailToken, type VerifyInput } from "./email-tokens.ts";
+import {
+  AuthError,
+  invalidCredentials,
+  Refusal,
+  refusedAfterCommit,
+  sessionNotFound,
+  validationFailed,
+} from "./errors.ts";
 import { inviteAddress } from "./invite.ts";
 import { challengeFactor, enrollFactor, loadSession, unenrollFactor, verifyFactor } from "./mfa.ts";
 import { hashPassword, MAX_PASSWORD_LENGTH, verifyPassword, weakPasswordReasons } from "./passwords.ts";
@@ -389,11 +396,12 @@ export class AuthService {
   async verifyFactor(req: RequestInfo, who: TokenUser, factorId: string, body: Record<string, unknown>) {
     const ctx = this.context(req);
     await this.limit(req, "mfa_verify_per_user", who.userId);
-    return this.db.asService(async (tx) => {
+    const outcome = await this.db.asService(async (tx) => {
       const user = await this.currentUser(tx, req, who, true);
       const session = await loadSession(tx, who.sessionId);
       return verifyFactor(tx, this.db.secrets, ctx, user, session, factorId, body);
     });
+    return refusedAfterCommit(outcome);
   }
 
   /** DELETE /factors/{id}: a verified factor only from an aal2 session. */
@@ -460,6 +468,8 @@ export class AuthService {
     await this.db.asService(async (tx) => {
       const user = await findUserByEmail(tx, req.tenant.id, email);
       if (user) await sendEmailToken(tx, this.mailer, ctx, user, "recovery", email, redirectTo);
+      // An address with no user starts its count of wrong codes again too, as if a code had gone.
+      else await forgetCodeFailures(tx, req.tenant.id, email);
     });
     void this.mailer.deliver();
     return {};
@@ -476,8 +486,16 @@ export class AuthService {
   async verify(req: RequestInfo, input: VerifyInput) {
     const ctx = this.context(req);
     await this.limit(req, "verify_per_ip", req.ip ?? "unknown");
-    return this.db.asService(async (tx) => {
-      const { user, email, kind } = await useEmailToken(tx, req.tenant.id, input);
+    const bound = {
+      tenantId: req.tenant.id,
+      maxAttempts: ctx.settings.max_code_attempts,
+      windowSeconds: ctx.settings.otp_expiry,
+    };
+    const outcome = await this.db.asService(async (tx) => {
+      const used = await useEmailToken(tx, bound, input);
+      // A wrong code: counted in this transaction, which commits; refused after it.
+      if (used instanceof Refusal) return used;
+      const { user, email, kind } = used;
       const now = new Date();
       let changes: Record<string, unknown>;
       if (kind === "email_change") {
@@ -518,6 +536,7 @@ export class AuthService {
       const method = kind === "recovery" ? "recovery" : kind === "email_change" ? "email_change" : "otp";
       return startSession(tx, ctx, updated, method);
     });
+    return refusedAfterCommit(outcome);
   }
 
   /**

@@ -27,6 +27,13 @@ const schema = z.object({
     .min(60)
     .max(7 * 24 * 3600)
     .default(3600),
+  /**
+   * Wrong codes before a code stops working, whatever the client address (docs/security.md,
+   * "Guessing codes"): per e-mail address, the address's outstanding e-mailed codes are void after
+   * this many wrong ones (a newly mailed code starts the count again); per MFA challenge, the
+   * challenge is void.
+   */
+  max_code_attempts: z.number().int().min(1).max(20).default(5),
   rate_limits: z
     .object({
       /** Password sign-ins from one client address, whatever the e-mail address. */

@@ -1,6 +1,7 @@
 import { createHash, randomInt } from "node:crypto";
 import type { Db } from "../../db/db.ts";
 import type { Tx } from "../../db/types.ts";
+import { consumeIn } from "../../http/rate-limit.ts";
 import type { Mailer } from "../../mail/mailer.ts";
 import type { Caller, Scope } from "../auth.ts";
 import { ApiError } from "../errors.ts";
@@ -60,6 +61,15 @@ export const REVEAL_LIMITS = {
   KEY_FAILURES: 10,
   ACCOUNT_FAILURES: 20,
   ACCOUNT_WINDOW_HOURS: 24,
+} as const;
+
+/**
+ * Codes mailed (a key's first code and every new one asked for), per key and per account's keys
+ * in all, each per hour: the owners' mailbox is not a channel anyone with keys:manage can flood.
+ */
+export const REVEAL_CODE_LIMITS = {
+  PER_KEY: { max: 5, windowSeconds: 3600 },
+  PER_ACCOUNT: { max: 20, windowSeconds: 3600 },
 } as const;
 
 function notPending(status: string): ApiError {
@@ -125,6 +135,22 @@ export async function sendRevealCode(
     if (key.status !== "pending_reveal") throw notPending(key.status);
     // A new code gives a locked key no new tries: its wrong codes count for good.
     if (key.locked) throw revealLocked();
+    for (const [name, subject, limit] of [
+      ["key", keyId, REVEAL_CODE_LIMITS.PER_KEY],
+      ["account", key.account_id, REVEAL_CODE_LIMITS.PER_ACCOUNT],
+    ] as const) {
+      // Counted in this transaction: only a code that is sent counts.
+      const r = await consumeIn(tx, `reveal-codes:${name}:${subject}`, limit);
+      if (!r.allowed) {
+        throw new ApiError(
+          429,
+          "verification_codes_exceeded",
+          `Too many verification codes were sent for ${name === "key" ? "this key" : "this account's keys"} ` +
+            `(${limit.max} an hour). Use the last code sent, or ask again in ${r.retryAfter} s.`,
+          { headers: { "Retry-After": String(r.retryAfter) } },
+        );
+      }
+    }
     const owners = await ownerAddresses(tx, key.account_id);
     if (owners.length === 0) {
       throw new ApiError(

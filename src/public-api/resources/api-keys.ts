@@ -6,6 +6,7 @@ import {
   DEFAULT_SCOPES,
   KEY_COLUMNS,
   newKeyScopes,
+  REVEAL_CODE_LIMITS,
   REVEAL_LIMITS,
   revealKey,
   sendRevealCode,
@@ -170,7 +171,8 @@ export const keyRoutes = [
     summary: "Create an API key (revealed after e-mail verification)",
     description:
       "Creates a live key in pending_reveal and e-mails a six-digit code to the account's owners. " +
-      "POST /api-keys/{id}/reveal with the code shows the secret, once. Test-mode keys are issued by the operator.",
+      "POST /api-keys/{id}/reveal with the code shows the secret, once. Test-mode keys are issued by the operator. " +
+      "When the account's owners were already sent the most codes an hour allows, no key is made (429 verification_codes_exceeded).",
     body: KeyCreate,
     response: { status: 201, description: "The key, waiting to be revealed.", schema: ApiKeyCreated },
     errors: [404, 409, 413, 415, 422],
@@ -242,7 +244,9 @@ export const keyRoutes = [
     summary: "Send a new reveal code",
     description:
       "E-mails a new code to the account's owners; earlier codes stop working. A new code gives no new tries " +
-      "against the key's and the account's limits (see the reveal); a locked key gets none (409 api_key_reveal_locked).",
+      "against the key's and the account's limits (see the reveal); a locked key gets none (409 api_key_reveal_locked). " +
+      `At most ${REVEAL_CODE_LIMITS.PER_KEY.max} codes an hour per key and ${REVEAL_CODE_LIMITS.PER_ACCOUNT.max} per account are mailed ` +
+      "(429 verification_codes_exceeded, with Retry-After).",
     params: withId,
     response: { status: 201, description: "Where the code went.", schema: Verification },
     errors: [404, 409],

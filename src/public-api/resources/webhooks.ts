@@ -181,10 +181,11 @@ async function deliveriesOf(tx: Tx, endpointId: string, where: string, params: u
   const { rows, total, has_more } = await countAndPage<Record<string, unknown>>(
     tx,
     {
-      from: "internal.webhook_deliveries d join internal.events ev on ev.id = d.event_id",
+      // An event's type through a definer function: the events themselves are the server's (migration 0030).
+      from: "internal.webhook_deliveries d",
       where: `d.endpoint_id = $1 ${where}`,
       order: "d.created_at desc, d.id",
-      columns: `d.id, d.endpoint_id, d.event_id, ev.type as event_type, d.status, d.attempts,
+      columns: `d.id, d.endpoint_id, d.event_id, internal.delivery_event_type(d.id) as event_type, d.status, d.attempts,
         case when d.status = 'pending' then d.next_attempt_at end as next_attempt_at, d.last_status_code, d.last_error,
         d.completed_at, d.created_at`,
     },
