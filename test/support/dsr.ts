@@ -1,15 +1,15 @@
 import fs from "node:fs";
 import path from "node:path";
-import { ROOT } from "./process.ts";
+import { SHARED_REQUIRED, sharedPath } from "./shared.ts";
 
 /**
- * The real DDEX DSR flat files of ../shared/ddex/dsr/ (or DDEX_DSR_DIR), read from there, never
+ * The real DDEX DSR flat files of shared/ddex/dsr/ (test/support/shared.ts; or DDEX_DSR_DIR), read from there, never
  * copied into the repository. Without them the tests that need them skip with this reason;
  * under CI=true they fail instead.
  */
 export const DSR_DIR = process.env.DDEX_DSR_DIR
   ? path.resolve(process.env.DDEX_DSR_DIR)
-  : path.resolve(ROOT, "..", "shared", "ddex", "dsr");
+  : sharedPath("ddex", "dsr");
 
 export const DSR_FILES = {
   unlimited:
@@ -21,7 +21,7 @@ export const DSR_FILES = {
 } as const;
 
 const present = Object.values(DSR_FILES).every((f) => fs.existsSync(path.join(DSR_DIR, f)));
-export const dsrMissingFails = !present && process.env.CI === "true";
+export const dsrMissingFails = !present && SHARED_REQUIRED;
 export const dsrSkip: string | false = present
   ? false
   : `the DDEX DSR sample files are not at ${DSR_DIR}: set DDEX_DSR_DIR to test the ddex-dsr format against them`;

@@ -1,21 +1,20 @@
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { validateXML, type XMLFileInfo } from "xmllint-wasm";
+import { SHARED_REQUIRED, sharedPath } from "./shared.ts";
 
 /**
  * Validation against DDEX's own ERN 4.3 schema (`release-notification.xsd` with the
  * `allowed-value-sets.xsd` it imports), with libxml2 compiled to WebAssembly (xmllint-wasm).
  * The schema files are DDEX's and never kept in this repository: they are read from
- * `DDEX_SCHEMA_DIR`, or else from `../shared/ddex/ern43/` beside the repository. Without them the
+ * `DDEX_SCHEMA_DIR`, or else from shared/ddex/ern43/ (test/support/shared.ts). Without them the
  * suites that use this are skipped with a message saying so — except under `CI=true`, where a
  * missing schema fails (`schemaMissing()`).
  */
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const ERN_SCHEMA_DIR = process.env.DDEX_SCHEMA_DIR
   ? path.resolve(process.env.DDEX_SCHEMA_DIR)
-  : path.resolve(REPO, "..", "shared", "ddex", "ern43");
+  : sharedPath("ddex", "ern43");
 const MAIN = "release-notification.xsd";
 const AVS = "allowed-value-sets.xsd";
 
@@ -28,7 +27,7 @@ export const ernSchemaSkip = ernSchemaPresent
   : `the DDEX ERN 4.3 schema is not at ${ERN_SCHEMA_DIR} (${MAIN} and ${AVS}): set DDEX_SCHEMA_DIR to validate messages against it`;
 
 /** Under CI a missing schema is a failure, not a skip. */
-export const schemaMissingFails = !ernSchemaPresent && process.env.CI === "true";
+export const schemaMissingFails = !ernSchemaPresent && SHARED_REQUIRED;
 
 let files: { schema: XMLFileInfo; avs: XMLFileInfo } | undefined;
 
