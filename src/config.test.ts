@@ -171,6 +171,23 @@ describe("loadConfig", () => {
     }
   });
 
+  test("TRUST_PROXY: off by default; true is one proxy; a number of proxies; or the proxies' addresses", () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    for (const off of ["false", "0", "no"])
+      assert.equal(loadConfig({ TRUST_PROXY: off }).trustProxy, false, off);
+    // true never trusts every entry any more: one hop, remembered as "true" for the warning.
+    assert.deepEqual(loadConfig({ TRUST_PROXY: "true" }).trustProxy, { hops: 1, fromTrue: true });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: "yes" }).trustProxy, { hops: 1, fromTrue: true });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: "1" }).trustProxy, { hops: 1, fromTrue: false });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: "2" }).trustProxy, { hops: 2, fromTrue: false });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: "10" }).trustProxy, { hops: 10, fromTrue: false });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: "127.0.0.0/8" }).trustProxy, { proxies: ["127.0.0.0/8"] });
+    // Single addresses become /32 and /128; IPv6 ranges; spaces after the commas.
+    assert.deepEqual(loadConfig({ TRUST_PROXY: "10.0.0.7, ::1,fd00::/8 , 192.168.0.0/16" }).trustProxy, {
+      proxies: ["10.0.0.7/32", "::1/128", "fd00::/8", "192.168.0.0/16"],
+    });
+  });
+
   test("STORAGE_DRIVER=s3 needs S3_BUCKET", () => {
     assert.throws(
       () => loadConfig({ STORAGE_DRIVER: "s3" }),
@@ -252,6 +269,54 @@ describe("loadConfig", () => {
     [
       { PUBLIC_URL: "not a url" },
       'Invalid configuration: PUBLIC_URL must be an absolute URL such as https://api.example.com (got "not a url")',
+    ],
+    [
+      { TRUST_PROXY: "sometimes" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8 (got "sometimes")`,
+    ],
+    [
+      { TRUST_PROXY: "TRUE" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8 (got "TRUE")`,
+    ],
+    [
+      { TRUST_PROXY: "11" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8 (got "11")`,
+    ],
+    [
+      { TRUST_PROXY: "1.5" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8 (got "1.5")`,
+    ],
+    [
+      { TRUST_PROXY: "-1" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8 (got "-1")`,
+    ],
+    [
+      { TRUST_PROXY: "10.0.0.1,10.0.0.300" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8; "10.0.0.300" is neither an address nor a CIDR range (got "10.0.0.1,10.0.0.300")`,
+    ],
+    [
+      { TRUST_PROXY: "10.0.0.0/8,fd00::/129" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8; "fd00::/129" is neither an address nor a CIDR range (got "10.0.0.0/8,fd00::/129")`,
+    ],
+    [
+      { TRUST_PROXY: "10.0.0.0/33,::1" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8; "10.0.0.0/33" is neither an address nor a CIDR range (got "10.0.0.0/33,::1")`,
+    ],
+    [
+      { TRUST_PROXY: "10.0.0.1,,10.0.0.2" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8; an empty entry is neither an address nor a CIDR range (got "10.0.0.1,,10.0.0.2")`,
+    ],
+    [
+      { TRUST_PROXY: "nginx.internal,10.0.0.2" },
+      `Invalid configuration: TRUST_PROXY must be false, true (one proxy), the number of proxies in front (1 to 10), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8; "nginx.internal" is neither an address nor a CIDR range (got "nginx.internal,10.0.0.2")`,
+    ],
+    [
+      { TRUST_PROXY: "10.0.0.2,0.0.0.0/0" },
+      'Invalid configuration: TRUST_PROXY must not trust every address (0.0.0.0/0): clients write the first X-Forwarded-For entries themselves, so list only the proxies (got "10.0.0.2,0.0.0.0/0")',
+    ],
+    [
+      { TRUST_PROXY: "::/0" },
+      'Invalid configuration: TRUST_PROXY must not trust every address (::/0): clients write the first X-Forwarded-For entries themselves, so list only the proxies (got "::/0")',
     ],
   ];
   for (const [env, message] of bad) {

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
 import type { StatementTimeouts } from "./db/db.ts";
@@ -41,6 +42,57 @@ const port = () =>
     .min(0, { message: "must be between 0 and 65535" })
     .max(65535, { message: "must be between 0 and 65535" });
 
+/**
+ * Whose X-Forwarded-For entries to believe (docs/security.md, "Behind a proxy"): nobody's; the
+ * nearest `hops` proxies' (the client address is the entry the farthest of them appended); or
+ * proxies at these addresses (`proxies`: CIDR ranges, a single address as /32 or /128).
+ * `fromTrue`: the setting was `true`, which once trusted every entry; the server warns once when
+ * a request names more than one (src/http/trust-proxy.ts).
+ */
+export type TrustProxy = false | { hops: number; fromTrue: boolean } | { proxies: string[] };
+
+const MAX_PROXY_HOPS = 10;
+const TRUST_PROXY_FORMS = `must be false, true (one proxy), the number of proxies in front (1 to ${MAX_PROXY_HOPS}), or a comma-separated list of the proxies' addresses and CIDR ranges such as 10.0.0.0/8,fd00::/8`;
+
+/** A list of proxy addresses and CIDR ranges as `address/prefix` strings, or what is wrong with it. */
+function parseProxyList(value: string): { proxies: string[] } | { problem: string } {
+  const proxies: string[] = [];
+  for (const item of value.split(",")) {
+    const entry = item.trim();
+    const [address = "", prefix, ...rest] = entry.split("/");
+    const family = entry.includes("%") || rest.length > 0 ? 0 : isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    if (family === 0 || (prefix !== undefined && (!/^[0-9]{1,3}$/.test(prefix) || Number(prefix) > bits))) {
+      // The whole value when it is one word (`maybe`); the entry at fault within a list.
+      if (entry === value.trim()) return { problem: TRUST_PROXY_FORMS };
+      const what = entry === "" ? "an empty entry" : JSON.stringify(entry);
+      return { problem: `${TRUST_PROXY_FORMS}; ${what} is neither an address nor a CIDR range` };
+    }
+    if (prefix !== undefined && Number(prefix) === 0) {
+      return {
+        problem: `must not trust every address (${entry}): clients write the first X-Forwarded-For entries themselves, so list only the proxies`,
+      };
+    }
+    proxies.push(`${address}/${prefix === undefined ? bits : Number(prefix)}`);
+  }
+  return { proxies };
+}
+
+const trustProxy = z.string().transform((value, ctx): TrustProxy => {
+  if (value === "false" || value === "0" || value === "no") return false;
+  if (value === "true" || value === "yes") return { hops: 1, fromTrue: true };
+  if (/^[0-9]+$/.test(value)) {
+    const hops = Number(value);
+    if (hops <= MAX_PROXY_HOPS) return { hops, fromTrue: false };
+    ctx.addIssue({ code: "custom", message: TRUST_PROXY_FORMS });
+    return z.NEVER;
+  }
+  const list = parseProxyList(value);
+  if ("proxies" in list) return list;
+  ctx.addIssue({ code: "custom", message: list.problem });
+  return z.NEVER;
+});
+
 const schema = z.object({
   PORT: port().default(54321),
   HOST: z.string().min(1).default("127.0.0.1"),
@@ -75,7 +127,7 @@ const schema = z.object({
     .refine((v) => /^smtps?:\/\//.test(v), { message: "must be an smtp:// or smtps:// URL" })
     .optional(),
   MAIL_FROM: z.string().min(3).default("Backline <no-reply@backline.local>"),
-  TRUST_PROXY: bool.default(false),
+  TRUST_PROXY: trustProxy.default(false),
   STATEMENT_TIMEOUT_ANON_MS: millis().default(3000),
   STATEMENT_TIMEOUT_AUTHENTICATED_MS: millis().default(8000),
   STATEMENT_TIMEOUT_SERVICE_MS: millis().default(60_000),
@@ -198,8 +250,11 @@ export interface Config {
   devTenant: boolean;
   logLevel: z.infer<typeof schema>["LOG_LEVEL"];
   shutdownTimeoutMs: number;
-  /** Take the client address from X-Forwarded-For (behind a load balancer): rate limits count per client. */
-  trustProxy: boolean;
+  /**
+   * Whose X-Forwarded-For to believe for the client address (per-address rate limits, the audit
+   * log): nobody's unless TRUST_PROXY says which proxies are in front.
+   */
+  trustProxy: TrustProxy;
   /** The most rows one /rest/v1 response returns, whatever the request asks (PostgREST's db-max-rows). */
   restMaxRows: number;
   /** Each request statement's time limit per role on PostgreSQL (ms, 0: none); not for workers or the CLI. */

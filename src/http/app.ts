@@ -27,6 +27,7 @@ import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
 import { MemoryRateLimiter } from "./rate-limit.ts";
 import { redactingLogger } from "./redact.ts";
+import { proxyChainWarning, trustProxyOption } from "./trust-proxy.ts";
 
 export interface AppDeps {
   config: Config;
@@ -58,15 +59,19 @@ export function buildApp(given: AppDeps): FastifyInstance {
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
-    trustProxy: deps.config.trustProxy,
+    // request.ip is the client address everywhere; which X-Forwarded-For entries count (./trust-proxy.ts).
+    trustProxy: trustProxyOption(deps.config.trustProxy),
     bodyLimit: 1024 * 1024,
     // Close idle keep-alive sockets on shutdown so close() does not wait for them.
     forceCloseConnections: "idle",
     routerOptions: { ignoreTrailingSlash: true },
   });
 
+  // TRUST_PROXY=true and a chain of several addresses: said once in the log (./trust-proxy.ts).
+  const noteProxyChain = proxyChainWarning(deps.config.trustProxy);
   // Everything a request does runs in requestScope: its wait for a database connection is bounded.
   app.addHook("onRequest", (request, reply, done) => {
+    noteProxyChain?.(request);
     reply.header("x-request-id", request.id);
     // The audit scope (who acts, from which address) is entered here and again before the
     // handler, since reading the body may run outside it (src/db/audit-context.ts).

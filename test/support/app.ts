@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import type { FastifyInstance } from "fastify";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { type Config, loadConfig } from "../../src/config.ts";
 import { buildApp } from "../../src/http/app.ts";
 import type { TenantKeys } from "../../src/tenancy/keys.ts";
@@ -21,9 +21,14 @@ export { TEST_ENCRYPTION_KEY };
 
 /**
  * Its DATA_DIR (uploaded media) is a temporary folder unless `env` names one; every app of a test
- * run shares one ENCRYPTION_KEY, as the processes of one deployment do.
+ * run shares one ENCRYPTION_KEY, as the processes of one deployment do. It logs nowhere unless
+ * given a `logger` (or TEST_LOG_LEVEL is set).
  */
-export async function startApp(t: TestDb, env: Record<string, string> = {}): Promise<RunningApp> {
+export async function startApp(
+  t: TestDb,
+  env: Record<string, string> = {},
+  options: { logger?: Logger } = {},
+): Promise<RunningApp> {
   const port = await freePort();
   const ownDir = env.DATA_DIR ? undefined : tempDir("backline-app-");
   const config = loadConfig({
@@ -33,7 +38,8 @@ export async function startApp(t: TestDb, env: Record<string, string> = {}): Pro
     ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     ...env,
   });
-  const app = buildApp({ config, db: t.db, logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }) });
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+  const app = buildApp({ config, db: t.db, logger });
   await app.listen({ port, host: "127.0.0.1" });
   return {
     app,
