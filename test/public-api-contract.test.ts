@@ -849,8 +849,15 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
         });
         assert.equal(none.body.code, "resource_missing", o.operationId);
       }
-      // 400: a body that is not JSON, sent as JSON, wherever a body is read (every method but GET).
+      // 400: a Backline-Account header that names no account id (any operation).
       const params = pathIds(o, randomUUID);
+      const badAccount = await call(o.operationId, 400, {
+        key: everything,
+        params,
+        headers: { "backline-account": "not-an-account" },
+      });
+      assert.equal(badAccount.body.param, "Backline-Account", o.operationId);
+      // 400: a body that is not JSON, sent as JSON, wherever a body is read (every method but GET).
       if (((o.op.parameters as Json[] | undefined) ?? []).some((p) => p.in === "query")) {
         const badQuery = await call(o.operationId, 400, {
           key: everything,

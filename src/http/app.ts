@@ -130,6 +130,10 @@ export function buildApp(given: AppDeps): FastifyInstance {
       "content-profile",
       "idempotency-key",
       "backline-tenant",
+      // A member's public-API calls name their account (docs/public-api.md); conditional writes.
+      "backline-account",
+      "if-match",
+      "if-none-match",
     ],
     exposedHeaders: [
       "content-range",
@@ -141,6 +145,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
       "ratelimit-policy",
       "idempotent-replayed",
       "www-authenticate",
+      "etag",
     ],
     maxAge: 86400,
   });

@@ -5,6 +5,7 @@ import { prepared } from "../db/prepared.ts";
 import type { Claims, Tx } from "../db/types.ts";
 import { bearerOf } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
+import type { MembershipRole } from "../tenancy/memberships.ts";
 import { ApiError } from "./errors.ts";
 import { hashApiKey, type KeyMode, looksLikeApiKey, parseApiKey } from "./keys/format.ts";
 
@@ -23,6 +24,24 @@ export const SCOPES = [
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
+/**
+ * The header in which a signed-in member names the account they act for (docs/public-api.md,
+ * "A member's access token"), as Stripe's `Stripe-Account` names a connected account.
+ */
+export const ACCOUNT_HEADER = "backline-account";
+
+/**
+ * What a member may do through the public API, by their role in the account they name: the same
+ * split as the membership roles' rights in the database (docs/security.md, "Membership roles"),
+ * which row security enforces in any case.
+ */
+export const ROLE_SCOPES: Record<MembershipRole, readonly Scope[]> = {
+  owner: SCOPES,
+  admin: SCOPES,
+  member: ["catalog:read", "catalog:write", "royalties:read"],
+  viewer: ["catalog:read", "royalties:read"],
+};
+
 export interface Caller {
   kind: "api_key" | "user";
   tenantId: string;
@@ -35,6 +54,8 @@ export interface Caller {
   scopes: readonly Scope[];
   /** An API key's hash: its requests' transactions check the key again in their first statement. */
   keyHash?: string | undefined;
+  /** A member acting for the account they named: their role in it. */
+  memberRole?: MembershipRole | undefined;
 }
 
 interface KeyRow {
@@ -73,6 +94,33 @@ const VERIFY_KEY =
               a.status = 'active' and not coalesce(a.expires_at <= now(), false) as ok
        from internal.api_keys a where a.key_hash = $1) k`);
 
+/**
+ * A member's role in the account they name, read on the server's path: a membership of the account
+ * itself, or (owners and admins) of the live account a sandbox twin belongs to, as
+ * auth.manageable_account_ids() reaches it; with whether the account asks aal2 of its members.
+ */
+const MEMBER_ROLE = prepared(`select m.role, a.require_aal2
+ from internal.accounts a
+ join internal.memberships m on m.tenant_id = a.tenant_id and m.user_id = $1
+   and (m.account_id = a.id or (a.sandbox_of = m.account_id and m.role in ('owner', 'admin')))
+ where a.id = $2 and a.tenant_id = $3
+ order by m.account_id = a.id desc
+ limit 1`);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The account id a Backline-Account header names, or 400 naming the header. */
+export function namedAccount(header: string | string[]): string {
+  const value = (Array.isArray(header) ? header.join(",") : header).trim();
+  if (!UUID.test(value)) {
+    throw new ApiError(400, "validation_failed", "Backline-Account must be an account id (a UUID).", {
+      param: "Backline-Account",
+      errors: [{ param: "Backline-Account", code: "invalid_string", message: "must be a UUID" }],
+    });
+  }
+  return value.toLowerCase();
+}
+
 export class Authenticator {
   private readonly db: Db;
   private readonly directory: TenantDirectory;
@@ -99,7 +147,53 @@ export class Authenticator {
         "This endpoint takes an API key (bk_live_... or bk_test_...), not a user's access token.",
       );
     }
-    return this.byUserToken(token);
+    const user = await this.byUserToken(token);
+    const named = request.headers[ACCOUNT_HEADER];
+    return named === undefined ? user : this.actingFor(user, named);
+  }
+
+  /**
+   * A member acting for one account: the claims name the account and the member's role in it,
+   * so row security reaches that account alone with that role's rights (the helpers of migration
+   * 0002/0020 read `account_id` and `account_role` from the claims). The role is read here from
+   * the memberships, per request; one the member does not hold is refused before any handler runs.
+   */
+  private async actingFor(user: Caller, accountId: string | string[]): Promise<Caller> {
+    const id = namedAccount(accountId);
+    const membership = await this.db.asService(
+      async (tx) =>
+        (
+          await tx.query<{ role: MembershipRole; require_aal2: boolean }>(MEMBER_ROLE, [
+            user.userId,
+            id,
+            user.tenantId,
+          ])
+        ).rows[0],
+      { readOnly: true },
+    );
+    if (!membership) {
+      throw new ApiError(
+        403,
+        "account_not_accessible",
+        `You are not a member of account ${id}: name one of your accounts in Backline-Account.`,
+        { param: "Backline-Account" },
+      );
+    }
+    if (membership.require_aal2 && user.claims.aal !== "aal2") {
+      throw new ApiError(
+        403,
+        "aal2_required",
+        "This account asks its members to sign in with a second factor: verify one (aal2) and use the new access token.",
+        { param: "Backline-Account" },
+      );
+    }
+    return {
+      ...user,
+      accountId: id,
+      memberRole: membership.role,
+      scopes: ROLE_SCOPES[membership.role],
+      claims: { ...user.claims, account_id: id, account_role: membership.role },
+    };
   }
 
   /**
@@ -195,7 +289,8 @@ export class Authenticator {
       mode: undefined,
       keyId: undefined,
       userId: payload.sub,
-      // A user's authority comes from their memberships, checked by the database per account.
+      // A user's authority comes from their memberships, checked by the database per account;
+      // without Backline-Account only key management, over every account they manage.
       scopes: ["keys:manage"],
       // aal: an account may require aal2 of its members (migration 0020).
       claims: { role: "authenticated", sub: payload.sub, tenant_id: tenant.id, aal: payload.aal ?? "aal1" },

@@ -81,6 +81,8 @@ function errorStatuses(r: AnyRoute): number[] {
   return [
     ...EVERY_OPERATION_ERRORS,
     ...requestErrors(r),
+    // A malformed Backline-Account header, or a member's token without it.
+    ...(r.allowUser !== false ? [400] : []),
     429,
     ...(r.params ? [404] : []),
     ...(r.body ? [422] : []),
@@ -156,6 +158,7 @@ export function openApiDocument(
         ? [{ $ref: `#/components/parameters/${r.method === "GET" ? "IfNoneMatch" : "IfMatch"}` }]
         : []),
       ...(idempotent(r) ? [{ $ref: "#/components/parameters/IdempotencyKey" }] : []),
+      ...(r.allowUser !== false ? [{ $ref: "#/components/parameters/BacklineAccount" }] : []),
     ];
     const operation: Json = {
       operationId: r.operationId,
@@ -168,7 +171,7 @@ export function openApiDocument(
             description: `${r.description ?? r.summary} Deprecated since ${r.deprecated.since}; answers until at least ${r.deprecated.sunset}${r.deprecated.successor ? `; use ${r.deprecated.successor}` : ""}.`,
           }
         : {}),
-      security: r.allowUser ? [{ apiKey: [r.scope] }, { userToken: [] }] : [{ apiKey: [r.scope] }],
+      security: r.allowUser !== false ? [{ apiKey: [r.scope] }, { userToken: [] }] : [{ apiKey: [r.scope] }],
       ...(parameters.length ? { parameters } : {}),
       ...(r.body
         ? {
@@ -237,7 +240,9 @@ export function openApiDocument(
           type: "http",
           scheme: "bearer",
           bearerFormat: "JWT",
-          description: "A signed-in user's access token from /auth/v1 (key management only).",
+          description:
+            "A signed-in member's access token from /auth/v1, with Backline-Account naming the account to act for " +
+            "(without it: key management only).",
         },
       },
       parameters: {
@@ -256,6 +261,17 @@ export function openApiDocument(
           required: false,
           description: "The ETag you hold: 304 without a body while the object is unchanged.",
           schema: { type: "string" },
+        },
+        BacklineAccount: {
+          name: "Backline-Account",
+          in: "header",
+          required: false,
+          description:
+            "With a member's access token: the id of the account to act for, one the member belongs to. Their role in " +
+            "it decides what they may do (owner and admin: every scope; member: catalog:read, catalog:write, " +
+            "royalties:read; viewer: catalog:read, royalties:read). Needed on every route but /api-keys, where without " +
+            "it the member reaches every account they manage. With an API key it may only name the key's own account.",
+          schema: { type: "string", format: "uuid" },
         },
         IdempotencyKey: {
           name: "Idempotency-Key",

@@ -12,7 +12,7 @@ import type { UploadLimits } from "../storage/uploads.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { WEBHOOK_EVENTS } from "../webhooks/events.ts";
 import type { SecretBox } from "../webhooks/secrets.ts";
-import { Authenticator, type Caller } from "./auth.ts";
+import { ACCOUNT_HEADER, Authenticator, type Caller, namedAccount, type Scope } from "./auth.ts";
 import { deprecationHeaders } from "./deprecation.ts";
 import { renderDocsPage } from "./docs-page.ts";
 import { ApiError, renderError } from "./errors.ts";
@@ -46,7 +46,7 @@ export interface PublicApiOptions {
   limiter?: MemoryRateLimiter;
 }
 
-export const PUBLIC_API_VERSION = "1.1.0";
+export const PUBLIC_API_VERSION = "1.2.0";
 
 export const ROUTES: readonly AnyRoute[] = [
   ...releaseRoutes,
@@ -166,6 +166,36 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     };
   }
 
+  /**
+   * Backline-Account: a member must name the account they act for on every route but key
+   * management; a key may name only its own account.
+   */
+  function actingAccount(request: FastifyRequest, caller: Caller, scope: Scope): void {
+    const named = request.headers[ACCOUNT_HEADER];
+    if (caller.kind === "api_key") {
+      if (named !== undefined && namedAccount(named) !== caller.accountId) {
+        throw new ApiError(
+          403,
+          "account_not_accessible",
+          "An API key acts for its own account only: leave Backline-Account out, or name the key's account.",
+          { param: "Backline-Account" },
+        );
+      }
+      return;
+    }
+    if (caller.accountId === undefined && scope !== "keys:manage") {
+      throw new ApiError(
+        400,
+        "account_required",
+        "Name the account to act for: send its id in the Backline-Account header with your access token.",
+        {
+          param: "Backline-Account",
+          errors: [{ param: "Backline-Account", code: "required", message: "the account to act for" }],
+        },
+      );
+    }
+  }
+
   /** The actor of the request's audit rows (acts on the service path name it; migration 0020). */
   function actAs(request: FastifyRequest, caller: Caller): void {
     setRequestActor(
@@ -230,7 +260,7 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
       url: fastifyPath(spec.path),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         if (sunsetting) reply.headers(sunsetting);
-        const { caller, fresh, token } = await admit(request, reply, spec.allowUser === true);
+        const { caller, fresh, token } = await admit(request, reply, spec.allowUser !== false);
         request.publicApiCaller = caller;
         // A key known from earlier requests is checked again (active, unexpired, its scope) in the
         // first statement of each transaction the handler opens; `verified` says one did.
@@ -271,7 +301,7 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
         const verifyAlone = async (): Promise<StoredResponse | undefined> => {
           if (verified) return undefined;
           try {
-            await authenticator.identify(request, spec.allowUser === true);
+            await authenticator.identify(request, spec.allowUser !== false);
             verified = true;
             return undefined;
           } catch (error) {
@@ -279,8 +309,12 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
             return { status: r.status, body: r.body, headers: r.headers };
           }
         };
+        actingAccount(request, caller, spec.scope);
         if (!caller.scopes.includes(spec.scope)) {
-          throw new ApiError(403, "insufficient_scope", `This API key lacks the ${spec.scope} scope.`, {
+          const lacking = caller.memberRole
+            ? `Your role in this account (${caller.memberRole}) does not give the ${spec.scope} scope.`
+            : `This API key lacks the ${spec.scope} scope.`;
+          throw new ApiError(403, "insufficient_scope", lacking, {
             headers: {
               "WWW-Authenticate": `Bearer realm="backline", error="insufficient_scope", scope="${spec.scope}"`,
             },

@@ -61,7 +61,10 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   description?: string;
   tag: string;
   scope: Scope;
-  /** Whether a signed-in user's access token is accepted as well as an API key. */
+  /**
+   * Whether a signed-in member's access token (with Backline-Account naming the account) is
+   * accepted as well as an API key: true unless a route says false.
+   */
   allowUser?: boolean;
   /**
    * POST only: whether Idempotency-Key is honoured (default true). Off where the response holds a

@@ -132,7 +132,7 @@ function setStatus(status: "active" | "frozen" | "revoked") {
   };
 }
 
-const common = { tag: "API keys", scope: "keys:manage", allowUser: true } as const;
+const common = { tag: "API keys", scope: "keys:manage" } as const;
 
 export const keyRoutes = [
   route({
