@@ -294,6 +294,17 @@ describeEachEngine(
       return code;
     };
 
+    /** A key made by `who` with these scopes and revealed with the mailed code: its id and a client. */
+    async function revealedKey(env: Env, who: Owner, name: string, scopes: string[]) {
+      const made = await who.api<{ id: string }>("POST", "/api-keys", { name, scopes });
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+      const revealed = await who.api<{ secret: string }>("POST", `/api-keys/${made.body.id}/reveal`, {
+        code: await revealCode(env, who, name),
+      });
+      assert.equal(revealed.status, 200, JSON.stringify(revealed.body));
+      return { id: made.body.id, api: publicApi(app.url, revealed.body.secret) };
+    }
+
     test("reveal codes are mailed at most five times an hour per key and twenty per account", async () => {
       const env = await tenant();
       const who = await owner(env);
@@ -333,15 +344,8 @@ describeEachEngine(
     test("every act of a key is audited as that key, known to the server or not", async () => {
       const env = await tenant();
       const who = await owner(env);
-      const made = await who.api<{ id: string }>("POST", "/api-keys", {
-        name: "manager",
-        scopes: ["keys:manage", "catalog:read"],
-      });
-      const revealed = await who.api<{ secret: string }>("POST", `/api-keys/${made.body.id}/reveal`, {
-        code: await revealCode(env, who, "manager"),
-      });
-      assert.equal(revealed.status, 200);
-      const key = publicApi(app.url, revealed.body.secret);
+      const made = await revealedKey(env, who, "manager", ["keys:manage", "catalog:read"]);
+      const key = made.api;
       // The first request teaches the server the key; the acts below use what it knows.
       assert.equal((await key("GET", "/api-keys")).status, 200);
       const pending = await key<{ id: string }>("POST", "/api-keys", {
@@ -369,21 +373,15 @@ describeEachEngine(
       assert.ok(rows.length >= 3, JSON.stringify(rows));
       assert.deepEqual(
         rows.map((r) => [r.actor_type, r.actor]),
-        rows.map(() => ["api_key", made.body.id]),
+        rows.map(() => ["api_key", made.id]),
       );
     });
 
     test("no request role reads internal.events; the delivery log still names each event's type", async () => {
       const env = await tenant();
       const who = await owner(env);
-      const made = await who.api<{ id: string }>("POST", "/api-keys", {
-        name: "hooks",
-        scopes: ["webhooks:manage", "catalog:read"],
-      });
-      const revealed = await who.api<{ secret: string }>("POST", `/api-keys/${made.body.id}/reveal`, {
-        code: await revealCode(env, who, "hooks"),
-      });
-      const key = publicApi(app.url, revealed.body.secret);
+      const made = await revealedKey(env, who, "hooks", ["webhooks:manage", "catalog:read"]);
+      const key = made.api;
       const endpoint = await key<{ id: string }>("POST", "/webhooks", {
         url: "http://127.0.0.1:9/hooks",
         events: ["release.live"],
@@ -406,7 +404,7 @@ describeEachEngine(
         tenant_id: env.tenant.id,
         account_id: who.account.id,
         account_role: "admin",
-        api_key_id: made.body.id,
+        api_key_id: made.id,
       };
       await assert.rejects(
         t().db.withRequestContext(claims, (tx) => tx.query("select * from internal.events")),
