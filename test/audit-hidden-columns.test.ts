@@ -9,6 +9,7 @@ import { PgliteEngine } from "../src/db/pglite.ts";
 import { PostgresEngine } from "../src/db/postgres.ts";
 import type { Claims, Engine, Tx } from "../src/db/types.ts";
 import { listMail } from "../src/mail/mailer.ts";
+import { sealPlainSecrets } from "../src/secrets/at-rest.ts";
 import { createAccount, createTenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import {
@@ -494,6 +495,46 @@ describeEachEngine("the audit log's hidden columns", (t) => {
     assert.deepEqual((added.after.settings as Row).smtp, { host: "mail.example.com", password: "hidden" });
     assert.deepEqual(changed.after, { settings: "changed" });
     assert.equal(changed.before.settings, undefined);
+  });
+
+  test("the upgrade that seals a store's plain credentials logs none of them", async () => {
+    const secret = `s3-secret-${randomUUID()}`;
+    const owner = t().owner;
+    // As an older version left them: credentials in the store's plain settings (allowed for rows
+    // written before migration 0016, whose rule is NOT VALID for them).
+    await ownerRows(owner, "alter table internal.stores drop constraint stores_settings_hold_no_credentials");
+    await ownerRows(owner, "update internal.stores set settings = $1 where code = 'tidal'", [
+      JSON.stringify({
+        adapter: "ddex",
+        ddex: {
+          destination: {
+            type: "s3",
+            bucket: "drops",
+            access_key_id: "AKIDEXAMPLE",
+            secret_access_key: secret,
+          },
+        },
+      }),
+    ]);
+    await ownerRows(
+      owner,
+      `alter table internal.stores add constraint stores_settings_hold_no_credentials check (not jsonb_path_exists(settings,
+        'strict $.** ? (@.type() == "object").keyvalue() ? (@.key like_regex "secret|password|passphrase|private_key|token" flag "i")')) not valid`,
+    );
+    assert.equal((await sealPlainSecrets(db())).counts.store_credentials, 1);
+    const log = await ownerRows<{ before: Row | null; after: Row | null }>(
+      owner,
+      "select before, after from internal.audit_log where object_table = 'internal.stores' and object_id = 'tidal' order by id",
+    );
+    assert.equal(log.length, 2, JSON.stringify(log));
+    assert.ok(!JSON.stringify(log).includes(secret), JSON.stringify(log));
+    const [written, sealed] = log;
+    assert.ok(written?.after && sealed?.before && sealed.after);
+    const destination = (x: Row) => ((x.settings as Row).ddex as Row).destination as Row;
+    assert.equal(destination(written.after).secret_access_key, "hidden");
+    assert.equal(destination(written.after).access_key_id, "AKIDEXAMPLE", "not a secret");
+    assert.equal(destination(sealed.before).secret_access_key, "hidden");
+    assert.equal(sealed.after.credentials_sealed, "changed");
   });
 
   describe("internal.audit_rewrite: the one sanctioned change, the schema owner's alone", () => {
