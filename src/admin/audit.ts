@@ -67,8 +67,15 @@ const AuditEntry = z
     action: z.string(),
     object_table: z.string(),
     object_id: z.string().nullable(),
-    before: z.unknown().meta({ description: "The changed columns before (update, delete)." }),
-    after: z.unknown().meta({ description: "The changed columns after (insert, update)." }),
+    before: z.unknown().meta({
+      description:
+        "The changed columns before (update, delete). Columns holding a secret, or its hash or ciphertext, never appear.",
+    }),
+    after: z.unknown().meta({
+      description:
+        'The changed columns after (insert, update). A hidden column that changed reads "changed"; a secret inside a ' +
+        'setting "hidden"; a value removed later by the operator "redacted" (docs/security.md).',
+    }),
   })
   .meta({ id: "AuditEntry" });
 
