@@ -5,6 +5,7 @@ import * as auth from "./auth.ts";
 import { Cli, type CliIo, type DbOpener } from "./context.ts";
 import * as database from "./database.ts";
 import * as deliveries from "./deliveries.ts";
+import * as gen from "./gen.ts";
 import * as jobs from "./jobs.ts";
 import * as keys from "./keys.ts";
 import * as mail from "./mail.ts";
@@ -45,6 +46,7 @@ const GROUPS: ((program: Command, cli: Cli) => void)[] = [
   mail.register, // mail
   secrets.register, // secrets
   audit.register, // audit
+  gen.register, // gen types
 ];
 
 /** The whole `backline` program, printing to `io` and opening the database with `withDb`. */
