@@ -389,13 +389,17 @@ describeEachEngine("webhook order", (t) => {
         );
       }
     }
-    // The owner reads the event's number and sets the endpoint's ordering (its own endpoint only).
-    const seen = await db().withRequestContext(userClaims(owner), async (tx) => {
-      const ev = await tx.query<{ seq: string }>("select seq from internal.events where id = $1", [event.id]);
-      await tx.query("update internal.webhook_endpoints set ordering = 'strict' where id = $1", [e.id]);
-      return ev.rows[0]?.seq;
-    });
-    assert.equal(seen, event.seq);
+    // The events are the server's (migration 0030): the owner reads none, not even its number,
+    // which reaches them in each delivery's payload; they set the endpoint's ordering (their own only).
+    await assert.rejects(
+      db().withRequestContext(userClaims(owner), (tx) =>
+        tx.query("select seq from internal.events where id = $1", [event.id]),
+      ),
+      /permission denied/,
+    );
+    await db().withRequestContext(userClaims(owner), (tx) =>
+      tx.query("update internal.webhook_endpoints set ordering = 'strict' where id = $1", [e.id]),
+    );
     const [row] = await sql<{ ordering: string }>(
       db(),
       "select ordering from internal.webhook_endpoints where id = $1",
