@@ -17,6 +17,7 @@ import { spec } from "node:test/reporters";
 const LONGEST_FIRST = [
   "test/admin-desk-scale.test.ts",
   "test/console/desk.test.ts",
+  "test/portal/getting-in.test.ts",
   // Long on PostgreSQL only (five processes killed and restarted; Prism in front of a server).
   "test/chaos.test.ts",
   "test/public-api-contract.test.ts",

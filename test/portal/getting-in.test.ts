@@ -6,9 +6,9 @@ import {
   assertAccessible,
   assertNoOffsite,
   browserMissing,
-  consoleMissing,
   launchBrowser,
   newContext,
+  portalMissing,
   screenshot,
   watchPageErrors,
 } from "../support/browser.ts";
@@ -31,12 +31,7 @@ import { BRAND, PASSWORD, type PortalWorld, seedPortalWorld } from "../support/p
 const onceOnEmbedded = ENGINES.includes("pglite")
   ? false
   : "the browser tests run once, on the embedded database (the PGlite pass of the suite)";
-const portalBuilt = (() => {
-  const missing = consoleMissing();
-  if (missing) return missing;
-  return false;
-})();
-const skip = onceOnEmbedded || browserMissing() || portalBuilt;
+const skip = onceOnEmbedded || browserMissing() || portalMissing();
 
 describe("the portal in Chromium: getting in", { skip, concurrency: true }, () => {
   let stack: ConsoleStack;
