@@ -23,6 +23,7 @@ const LONGEST_FIRST = [
   "test/public-api-contract.test.ts",
   "test/pipeline-review.test.ts",
   "test/cli-catalogue.test.ts",
+  "test/portal-domains.test.ts",
   "test/auth-cli.test.ts",
   "test/cli-errors.test.ts",
   "test/royalties-operator.test.ts",
