@@ -191,9 +191,10 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
             </Link>
           </nav>
           {list.length > 1 ? (
-            <label className="account-switch">
-              Account
+            <span className="account-switch">
+              <label htmlFor="account-switch">Account</label>
               <select
+                id="account-switch"
                 value={current?.id ?? ""}
                 onChange={(e) => choose(e.target.value)}
                 data-testid="account-switch"
@@ -204,7 +205,7 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
                   </option>
                 ))}
               </select>
-            </label>
+            </span>
           ) : current ? (
             <span className="account-name" data-testid="current-account">
               {current.name}

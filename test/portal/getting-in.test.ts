@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
+import { createClient } from "@supabase/supabase-js";
 import type { Browser, Page } from "playwright-core";
+import { totpCode, totpStep } from "../../src/auth/totp.ts";
 import {
   assertAccessible,
   assertNoOffsite,
@@ -252,6 +254,15 @@ describe("the portal in Chromium: getting in", { skip, concurrency: true }, () =
       await page.locator(tid("release-row")).filter({ hasText: "Elsewhere Song" }).waitFor();
       assert.doesNotMatch(await page.locator("main").innerText(), /Harbour Lights|Moonlight Records/);
       assert.equal(await page.locator(tid("release-row")).count(), 1);
+      // A member of two accounts switches between them; the choice survives a reload.
+      const account = page.getByLabel("Account", { exact: true });
+      assert.deepEqual(await account.locator("option").allTextContents(), ["Far Away Label", "Second Label"]);
+      await account.selectOption({ label: "Second Label" });
+      await page.locator(tid("release-row")).filter({ hasText: "Second Song" }).waitFor();
+      assert.equal(await page.locator(tid("release-row")).count(), 1);
+      await record("account-switched", "release-row");
+      await page.reload();
+      await page.locator(tid("release-row")).filter({ hasText: "Second Song" }).waitFor();
       // This account's release by its address: not found, nothing of it on the page.
       await page.goto(`${portal()}/releases/${world.label.releaseId}`);
       await page.locator(tid("release-not-found")).waitFor();
@@ -274,14 +285,23 @@ describe("the portal in Chromium: getting in", { skip, concurrency: true }, () =
       };
       assert.deepEqual(
         mine.accounts.map((a) => [a.name, a.role]),
-        [["Far Away Label", "owner"]],
+        [
+          ["Far Away Label", "owner"],
+          ["Second Label", "member"],
+        ],
       );
     });
   });
 
   test("a wrong password is said in plain words next to the form", async () => {
     await story("wrong-password", async ({ page, record }) => {
-      await signIn(page, world.far.email, "not the password at all");
+      // By keyboard only: the first field, Tab to the next, Enter sends the form.
+      await page.goto(`${portal()}/`);
+      await page.getByLabel("Email", { exact: true }).focus();
+      await page.keyboard.type(world.far.email);
+      await page.keyboard.press("Tab");
+      await page.keyboard.type("not the password at all");
+      await page.keyboard.press("Enter");
       const message = page.locator(tid("signin-password-error"));
       await message.waitFor();
       const text = await message.innerText();
@@ -291,6 +311,78 @@ describe("the portal in Chromium: getting in", { skip, concurrency: true }, () =
       await record("wrong-password", "signin-password-error");
       await page.getByRole("link", { name: "Forgot your password?" }).click();
       await record("reset-password", "page-reset-password");
+    });
+  });
+
+  test("an account that requires a second factor asks for the authenticator code, then shows its releases", async () => {
+    // The member adds an authenticator app through supabase-js, as any app of theirs would.
+    const supabase = createClient(stack.url, world.tenant.anonKey, {
+      auth: { persistSession: false, autoRefreshToken: false },
+    });
+    const signedIn = await supabase.auth.signInWithPassword({ email: world.vault.email, password: PASSWORD });
+    assert.equal(signedIn.error, null);
+    const enrolled = await supabase.auth.mfa.enroll({ factorType: "totp", friendlyName: "phone" });
+    assert.equal(enrolled.error, null);
+    const { id: factorId, totp } = enrolled.data as { id: string; totp: { secret: string } };
+    // The code of the step before this one: the browser's, of this step, is then a later one.
+    const verified = await supabase.auth.mfa.challengeAndVerify({
+      factorId,
+      code: totpCode(totp.secret, totpStep() - 1),
+    });
+    assert.equal(verified.error, null);
+
+    await story("mfa", async ({ page, record }) => {
+      await signIn(page, world.vault.email, PASSWORD);
+      await page.locator(tid("page-mfa")).waitFor();
+      assert.equal(
+        await page.locator(tid("release-row")).count(),
+        0,
+        "nothing of the account before the code",
+      );
+      await page.getByLabel("Code", { exact: true }).fill("000000");
+      await page.getByRole("button", { name: "Verify" }).click();
+      assert.match(await page.locator(tid("mfa-code-error")).innerText(), /not right/);
+      await record("mfa", "page-mfa");
+      await page.getByLabel("Code", { exact: true }).fill(totpCode(totp.secret, totpStep()));
+      await page.getByRole("button", { name: "Verify" }).click();
+      await page.locator(tid("release-row")).filter({ hasText: "Locked Away" }).waitFor();
+    });
+  });
+
+  test("a forgotten password: the mailed link opens the portal, which asks for a new one", async () => {
+    await story("reset", async ({ page }) => {
+      const email = "reset@moonlight.test";
+      // A member who signed up and confirmed long ago (through the API, as any app may).
+      const supabase = createClient(stack.url, world.tenant.anonKey, {
+        auth: { persistSession: false, autoRefreshToken: false },
+      });
+      const before = stack.smtp.received.length;
+      assert.equal((await supabase.auth.signUp({ email, password: "the first password" })).error, null);
+      const confirm = await waitForMail(stack.smtp, email, /https?:\/\/\S+\/auth\/v1\/verify\?\S+/, {
+        after: before,
+      });
+      await page.goto(confirm.match[0]);
+      await page.locator(tid("page-releases")).waitFor();
+      await page.locator(tid("sign-out")).click();
+      await page.locator(tid("page-sign-in")).waitFor();
+      await page.getByRole("link", { name: "Forgot your password?" }).click();
+      await page.getByLabel("Email", { exact: true }).fill(email);
+      const sent = stack.smtp.received.length;
+      await page.getByRole("button", { name: "Email me a link" }).click();
+      await page.locator(tid("reset-sent")).waitFor();
+      const { match } = await waitForMail(stack.smtp, email, /https?:\/\/\S+\/auth\/v1\/verify\?\S+/, {
+        after: sent,
+      });
+      assert.equal(new URL(match[0]).searchParams.get("type"), "recovery");
+      await page.goto(match[0]);
+      await page.getByRole("heading", { name: "Choose a new password" }).waitFor();
+      await page.getByLabel("Password", { exact: true }).fill("the second password");
+      await page.getByRole("button", { name: "Save password" }).click();
+      await page.locator(tid("password-saved")).waitFor();
+      await page.locator(tid("sign-out")).click();
+      await page.locator(tid("page-sign-in")).waitFor();
+      await signIn(page, email, "the second password");
+      await page.locator(tid("page-releases")).waitFor();
     });
   });
 

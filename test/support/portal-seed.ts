@@ -16,7 +16,9 @@ import { seedPasswordUser } from "./console.ts";
  *   of `viewer@` as viewer, made by the function `backline accounts add-member` runs: the invite
  *   link is read from the local mailbox (internal.mail_outbox) here, before the server starts;
  * - "Far Away Label", another account of the tenant, whose owner `far@` has a password and
- *   a release "Elsewhere Song".
+ *   a release "Elsewhere Song"; `far@` is also a member of "Second Label" ("Second Song");
+ * - "Vault Records", whose owner requires a second factor (aal2) of its members: `vault@` (a
+ *   member, with a password) reaches its release "Locked Away" only from an aal2 session.
  */
 
 export const PASSWORD = "a long portal test password";
@@ -27,6 +29,7 @@ export interface PortalWorld {
   inviteLink: string;
   viewerEmail: string;
   far: { email: string; releaseId: string };
+  vault: { email: string };
 }
 
 export const BRAND = {
@@ -107,11 +110,24 @@ export async function seedPortalWorld(db: Db, config: Config): Promise<PortalWor
     ),
   );
   const farRelease = await releaseOf(db, farAccount.id, "Distant", "Elsewhere Song", ["Elsewhere Song"]);
+  const second = await createAccount(db, { tenantId: tenant.id, name: "Second Label", kind: "label" });
+  await releaseOf(db, second.id, "Second", "Second Song", ["Second Song"]);
+  const vaultAccount = await createAccount(db, { tenantId: tenant.id, name: "Vault Records", kind: "label" });
+  await releaseOf(db, vaultAccount.id, "Keeper", "Locked Away", ["Locked Away"]);
+  const vault = await seedPasswordUser(db, tenant.id, "vault@vault.test", PASSWORD);
+  await db.asService(async (tx) => {
+    await tx.query(
+      "insert into internal.memberships (tenant_id, account_id, user_id, role) values ($1, $2, $3, 'member'), ($1, $4, $5, 'member')",
+      [tenant.id, second.id, far.id, vaultAccount.id, vault.id],
+    );
+    await tx.query("update internal.accounts set require_aal2 = true where id = $1", [vaultAccount.id]);
+  });
   return {
     tenant: { id: tenant.id, slug: tenant.slug, anonKey: keys.anon_key },
     label: { id: label.id, releaseId },
     inviteLink,
     viewerEmail,
     far: { email: far.email, releaseId: farRelease },
+    vault: { email: vault.email },
   };
 }
