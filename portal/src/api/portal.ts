@@ -155,9 +155,17 @@ function plain(error: unknown, context: "sign-in" | "sign-up" | "code" | "passwo
   const name = typeof e.name === "string" ? e.name : "";
   const support = tenant?.branding.support_email;
   const ask = support ? ` If it keeps happening, write to ${support}.` : "";
-  if (error instanceof TypeError || name === "AuthRetryableFetchError" || status === 0)
+  if (
+    error instanceof TypeError ||
+    ((name === "AuthRetryableFetchError" || status === 0) && !(status && status >= 500))
+  )
     return new PlainError("The server could not be reached. Check your connection and try again.", {
       code: "network",
+    });
+  if (status === 503 || status === 429)
+    return new PlainError("The server is busy right now. Wait a moment, then try again.", {
+      code: "busy",
+      status,
     });
   const by = (message: string, field?: Field) =>
     new PlainError(message, { ...(field ? { field } : {}), code, ...(status ? { status } : {}) });
@@ -297,8 +305,11 @@ export async function choosePassword(password: string): Promise<void> {
 }
 
 export async function signOut(): Promise<void> {
-  // Signed out on this browser whatever the server says (an expired session is signed out already).
-  await sb().auth.signOut({ scope: "local" });
+  const { error } = await sb().auth.signOut({ scope: "local" });
+  if (!error) return;
+  // Signed out on this browser whatever the server says: auth-js keeps the session when the
+  // server does not answer (busy, unreachable), so it is removed here as auth-js itself does.
+  await (sb().auth as unknown as { _removeSession(): Promise<void> })._removeSession();
 }
 
 // ---------------------------------------------------------------------------------------------
