@@ -17,11 +17,13 @@ import { spec } from "node:test/reporters";
 const LONGEST_FIRST = [
   "test/admin-desk-scale.test.ts",
   "test/console/desk.test.ts",
+  "test/portal/getting-in.test.ts",
   // Long on PostgreSQL only (five processes killed and restarted; Prism in front of a server).
   "test/chaos.test.ts",
   "test/public-api-contract.test.ts",
   "test/pipeline-review.test.ts",
   "test/cli-catalogue.test.ts",
+  "test/portal-domains.test.ts",
   "test/auth-cli.test.ts",
   "test/cli-errors.test.ts",
   "test/royalties-operator.test.ts",

@@ -417,19 +417,54 @@ describeEachEngine("auth: /auth/v1 with supabase-js", (t) => {
     });
   }
 
-  test("verify link without a site URL: a page of our own, 200 then 403 once used", async () => {
+  test("verify link without a site URL: the tenant's portal, signed in, then the error once used", async () => {
     const env = await tenant({});
     const email = newEmail();
     await env.client().auth.signUp({ email, password: PASSWORD });
     const { link } = readMail((await mailTo(env, email))[0]);
     assert.equal(link.searchParams.get("redirect_to"), null);
     const url = new URL(`${link.pathname}${link.search}`, app.url);
-    url.searchParams.set("apikey", env.keys.anon_key);
-    for (const expected of [200, 403]) {
-      const res = await fetch(url, { redirect: "manual" });
-      assert.equal(res.status, expected);
-      assert.match(res.headers.get("content-type") ?? "", /^text\/html/);
-      await res.text();
+    const portal = `${PUBLIC_URL}/portal/t/${env.tenant.slug}/auth/callback`;
+    const first = await fetch(url, { redirect: "manual" });
+    assert.equal(first.status, 303);
+    const landed = new URL(first.headers.get("location") ?? "");
+    assert.equal(`${landed.origin}${landed.pathname}`, portal);
+    const fragment = new URLSearchParams(landed.hash.slice(1));
+    assert.equal(fragment.get("type"), "signup");
+    assert.ok(fragment.get("access_token"));
+    const again = await fetch(url, { redirect: "manual" });
+    assert.equal(again.status, 303);
+    const refused = new URL(again.headers.get("location") ?? "");
+    assert.equal(`${refused.origin}${refused.pathname}`, portal);
+    assert.equal(new URLSearchParams(refused.hash.slice(1)).get("error_code"), "otp_expired");
+  });
+
+  test("a link's redirect_to may name this server's portal (its path or the tenant's own domain), nothing else", async () => {
+    const env = await tenant({ email_confirmation: true });
+    await t().db.asService((tx) =>
+      tx.query(
+        `update internal.tenants set settings = settings || '{"portal":{"domains":["music.example.test"]}}'::jsonb where id = $1`,
+        [env.tenant.id],
+      ),
+    );
+    const cases = [
+      [`${PUBLIC_URL}/portal/t/${env.tenant.slug}/auth/callback`, true],
+      ["https://music.example.test/portal/auth/callback", true],
+      ["https://music.example.test/elsewhere", false],
+      ["https://evil.example.test/portal/auth/callback", false],
+    ] as const;
+    for (const [target, allowed] of cases) {
+      const email = newEmail();
+      await env.client().auth.signUp({ email, password: PASSWORD, options: { emailRedirectTo: target } });
+      const { link } = readMail((await mailTo(env, email))[0]);
+      const res = await fetch(new URL(`${link.pathname}${link.search}`, app.url), { redirect: "manual" });
+      assert.equal(res.status, 303);
+      const landed = new URL(res.headers.get("location") ?? "");
+      assert.equal(
+        `${landed.origin}${landed.pathname}`,
+        allowed ? target : `${PUBLIC_URL}/portal/t/${env.tenant.slug}/auth/callback`,
+        target,
+      );
     }
   });
 

@@ -7,7 +7,7 @@ import { brotliCompressSync, gzipSync } from "node:zlib";
 import Fastify, { type FastifyInstance } from "fastify";
 import pino from "pino";
 import { loadConfig } from "../src/config.ts";
-import { consoleStatic, DEFAULT_CONSOLE_DIR } from "../src/console/static.ts";
+import { consoleStatic, DEFAULT_CONSOLE_DIR, DEFAULT_PORTAL_DIR } from "../src/console/static.ts";
 import { buildApp } from "../src/http/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 
@@ -164,6 +164,28 @@ describe("console without a build", () => {
   });
 });
 
+describe("portal without a build", () => {
+  test("a 503 page naming the portal and how to build it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "backline-portal-empty-"));
+    const app = Fastify({ routerOptions: { ignoreTrailingSlash: true } });
+    app.register(consoleStatic, { prefix: "/portal", dir: path.join(dir, "dist"), app: "portal" });
+    const url = await app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      for (const p of ["/portal", "/portal/t/acme/releases"]) {
+        const res = await fetch(`${url}${p}`);
+        assert.equal(res.status, 503, p);
+        assert.equal(res.headers.get("x-backline-code"), "portal_not_built");
+        const body = await res.text();
+        assert.match(body, /portal\/dist/);
+        assert.match(body, /npm run build:console/);
+      }
+    } finally {
+      await app.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describeEachEngine("console in the app", (t) => {
   let app: FastifyInstance;
   let url: string;
@@ -191,5 +213,27 @@ describeEachEngine("console in the app", (t) => {
     // The APIs beside it keep their own answers.
     const api = await fetch(`${url}/admin/v1/reviews`);
     assert.equal(api.status, 401);
+  });
+
+  test("buildApp serves the portal's own build at /portal and /portal/t/<slug>/…; its two files stay theirs", async () => {
+    const built = existsSync(path.join(DEFAULT_PORTAL_DIR, "index.html"));
+    for (const p of ["/portal", "/portal/", "/portal/releases", "/portal/t/acme/releases/abc"]) {
+      const res = await fetch(`${url}${p}`);
+      assert.equal(res.status, built ? 200 : 503, p);
+      assert.match(res.headers.get("content-security-policy") ?? "", /default-src 'self'/);
+      const body = await res.text();
+      if (built) {
+        for (const tag of body.match(/<script\b[^>]*>/g) ?? [])
+          assert.match(tag, /\bsrc="\/portal\/assets\//, tag);
+        assert.doesNotMatch(body, /\/console\/assets\//, "the portal's own bundle, not the console's");
+      }
+    }
+    // Without a development tenant and with an unknown slug: no portal here (404, never a list).
+    const none = await fetch(`${url}/portal/tenant.json?slug=no-such-tenant`);
+    assert.equal(none.status, 404);
+    assert.equal(((await none.json()) as { code?: string }).code, "no_portal");
+    assert.equal((await fetch(`${url}/portal/tenant.json?slug=Not_A_Slug`)).status, 400);
+    // The member's accounts need a member's token.
+    assert.equal((await fetch(`${url}/portal/accounts.json`)).status, 401);
   });
 });

@@ -246,14 +246,14 @@ async function verifyLink(
   const token = query(request, "token");
   const tenantId = token ? await auth.tenantOfLinkToken(token) : undefined;
   const tenant = tenantId ? await directory.get(tenantId) : undefined;
-  if (!tenant) return linkPage(reply, false);
+  if (!tenant) return linkPage(reply);
   const req: RequestInfo = { tenant, ip: request.ip, userAgent: request.headers["user-agent"] };
   const settings = authSettings(tenant.settings);
   const wanted = query(request, "redirect_to");
   const target =
-    wanted && (redirectAllowed(settings, wanted) || auth.isOwnConsoleUrl(wanted))
+    wanted && (redirectAllowed(settings, wanted) || auth.isOwnAppUrl(tenant, wanted))
       ? wanted
-      : settings.site_url;
+      : (settings.site_url ?? auth.portalCallbackUrl(tenant));
   const type = VERIFY_TYPES[query(request, "type") ?? ""];
   let fragment: URLSearchParams;
   try {
@@ -275,25 +275,17 @@ async function verifyLink(
       error_description: error.message,
     });
   }
-  if (target) {
-    const url = new URL(target);
-    url.hash = fragment.toString();
-    return reply.redirect(url.toString(), 303);
-  }
-  // No site to go back to: say what happened on a page of our own.
-  return linkPage(reply, !fragment.has("error"));
+  const url = new URL(target);
+  url.hash = fragment.toString();
+  return reply.redirect(url.toString(), 303);
 }
 
-function linkPage(reply: FastifyReply, done: boolean) {
-  const failed = !done;
+/** A link whose token names no tenant (never issued, or its tenant is gone): a page of our own. */
+function linkPage(reply: FastifyReply) {
   return reply
-    .status(failed ? 403 : 200)
+    .status(403)
     .type("text/html; charset=utf-8")
     .send(
-      `<!doctype html><meta charset="utf-8"><title>Backline</title><p>${
-        failed
-          ? "This link has expired or was already used."
-          : "Done: your e-mail address is confirmed. You can close this window."
-      }</p>`,
+      '<!doctype html><meta charset="utf-8"><title>Backline</title><p>This link has expired or was already used.</p>',
     );
 }

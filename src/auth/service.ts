@@ -3,6 +3,7 @@ import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
 import { consume } from "../http/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
+import { isOwnAppUrl, portalPathUrl } from "../portal/links.ts";
 import type { TenantAuthInfo } from "../tenancy/directory.ts";
 import { displayNameOf, provisionAccounts } from "../tenancy/memberships.ts";
 import { forgetCodeFailures, sendEmailToken, useEmailToken, type VerifyInput } from "./email-tokens.ts";
@@ -89,20 +90,20 @@ export class AuthService {
   }
 
   /**
-   * Whether `url` is this server's own console (/console, docs/console.md): where a link mailed to
-   * staff (`backline staff add`) sends them once used, whatever the tenant's site_url says.
+   * Whether `url` is one of this server's own apps for the tenant: the console (/console,
+   * docs/console.md, where a link mailed to staff by `backline staff add` leads) or the tenant's
+   * portal (/portal, or its own domains: docs/portal.md), whatever the tenant's site_url says.
    */
-  isOwnConsoleUrl(url: string): boolean {
-    try {
-      const parsed = new URL(url);
-      const own = new URL(this.publicUrl);
-      return (
-        parsed.origin === own.origin &&
-        (parsed.pathname === "/console" || parsed.pathname.startsWith("/console/"))
-      );
-    } catch {
-      return false;
-    }
+  isOwnAppUrl(tenant: { settings?: Record<string, unknown> }, url: string): boolean {
+    return isOwnAppUrl(this.publicUrl, tenant, url);
+  }
+
+  /**
+   * Where a used link goes when neither its redirect_to nor the tenant's site_url says: the
+   * tenant's portal under PUBLIC_URL (docs/portal.md, "Links in e-mails").
+   */
+  portalCallbackUrl(tenant: { slug: string }): string {
+    return `${portalPathUrl(this.publicUrl, tenant.slug)}auth/callback`;
   }
 
   private context(req: RequestInfo): SessionContext & { publicUrl: string } {

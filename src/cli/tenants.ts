@@ -140,6 +140,46 @@ export function register(program: Command, cli: Cli): void {
     });
 
   tenants
+    .command("set-portal-domains")
+    .description(
+      "the host names (pointed at this server) that show the tenant's portal (docs/portal.md); none: only /portal/t/<slug>",
+    )
+    .argument("<tenant>", "tenant id or slug")
+    .argument("<domains...>", "host names such as music.example.com, or none")
+    .action(async (ref: string, given: string[]) => {
+      const { setPortalDomains, PortalDomainError } = await import("../portal/domains.ts");
+      const list = given.length === 1 && given[0] === "none" ? [] : given;
+      await cli.withDb(async (db, config) => {
+        const tenant = await cli.requireTenant(db, ref);
+        const scheme = new URL(config.publicUrl).protocol;
+        let result: Awaited<ReturnType<typeof setPortalDomains>>;
+        try {
+          result = await setPortalDomains(db, tenant.id, list, scheme);
+        } catch (error) {
+          if (error instanceof PortalDomainError) throw new UsageError(error.message);
+          throw error;
+        }
+        const { domains, siteUrl, siteUrlChanged } = result;
+        const links = siteUrlChanged
+          ? siteUrl
+            ? `Mailed links now lead to ${siteUrl} (settings.auth.site_url).`
+            : "Mailed links now lead to the portal under PUBLIC_URL (settings.auth.site_url removed)."
+          : siteUrl
+            ? `Mailed links still lead to the tenant's own site_url, ${siteUrl}.`
+            : "Mailed links lead to the portal under PUBLIC_URL.";
+        cli.output(
+          [
+            domains.length === 0
+              ? `${tenant.slug}: no portal domain; its portal is at ${config.publicUrl.replace(/\/+$/, "")}/portal/t/${tenant.slug}/`
+              : `${tenant.slug}: the portal answers at ${domains.map((d) => `${scheme}//${d}/portal/`).join(", ")}\nPoint each name's DNS at this server and serve it with a certificate, as PUBLIC_URL is served.`,
+            links,
+          ].join("\n"),
+          { tenant_id: tenant.id, portal_domains: domains, site_url: siteUrl },
+        );
+      });
+    });
+
+  tenants
     .command("set-identifiers")
     .description(
       "the number ranges a tenant's releases get their UPC and ISRCs from at submission (docs/releases.md); none: releases bring their own",

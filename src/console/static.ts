@@ -20,11 +20,15 @@ import type { Config } from "../config.ts";
  *   never a 500.
  *
  * Routes registered by others under /console (`GET /console/tenant.json`) are exact paths, which
- * Fastify's router prefers over this plugin's wildcard.
+ * Fastify's router prefers over this plugin's wildcard. The portal (docs/portal.md) is served by
+ * the same plugin under /portal from portal/dist (`app: "portal"`): `/portal/t/<slug>/…` paths
+ * are the app's too (index.html).
  */
 export interface ConsoleStaticOptions {
   /** The built app; default console/dist of this checkout. */
   dir?: string;
+  /** Which app: the console (default) or the portal (docs/portal.md), for the "not built" page. */
+  app?: "console" | "portal";
   /** Extra origins media and images may come from (an S3 endpoint that signs URLs). */
   mediaOrigins?: string[];
 }
@@ -44,6 +48,7 @@ export function storageMediaOrigins(config: Config): string[] {
 }
 
 export const DEFAULT_CONSOLE_DIR = fileURLToPath(new URL("../../console/dist/", import.meta.url));
+export const DEFAULT_PORTAL_DIR = fileURLToPath(new URL("../../portal/dist/", import.meta.url));
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -95,14 +100,17 @@ export function consoleSecurityHeaders(mediaOrigins: string[] = []): Record<stri
   };
 }
 
-const NOT_BUILT = `<!doctype html>
+function notBuilt(app: "console" | "portal"): string {
+  const name = app === "console" ? "Backline Console" : "Backline portal";
+  return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Backline Console is not built</title></head>
-<body><main><h1>The Backline Console is not built</h1>
-<p>This server has no console files in <code>console/dist</code>. Build them with</p>
+<title>${name} is not built</title></head>
+<body><main><h1>The ${name} is not built</h1>
+<p>This server has no ${app} files in <code>${app}/dist</code>. Build them with</p>
 <pre><code>npm run build:console</code></pre>
 <p>(<code>npm install</code> and <code>npm ci</code> run it too), then reload this page.</p></main></body></html>
 `;
+}
 
 interface Found {
   file: string;
@@ -120,7 +128,9 @@ async function fileSize(file: string): Promise<number | undefined> {
 }
 
 export async function consoleStatic(app: FastifyInstance, options: ConsoleStaticOptions): Promise<void> {
-  const root = path.resolve(options.dir ?? DEFAULT_CONSOLE_DIR);
+  const which = options.app ?? "console";
+  const root = path.resolve(options.dir ?? (which === "portal" ? DEFAULT_PORTAL_DIR : DEFAULT_CONSOLE_DIR));
+  const NOT_BUILT = notBuilt(which);
   const headers = consoleSecurityHeaders(options.mediaOrigins);
 
   // The best encoding of a file the browser accepts: the build's .br, then .gz, then the file.
@@ -194,7 +204,7 @@ export async function consoleStatic(app: FastifyInstance, options: ConsoleStatic
       return reply
         .status(503)
         .header("cache-control", "no-store")
-        .header("x-backline-code", "console_not_built")
+        .header("x-backline-code", `${which}_not_built`)
         .type("text/html; charset=utf-8")
         .send(NOT_BUILT);
     }

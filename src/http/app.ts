@@ -14,6 +14,7 @@ import type { Db } from "../db/db.ts";
 import { Mailer } from "../mail/mailer.ts";
 import { instrumentHttp } from "../observability/http.ts";
 import type { Metrics } from "../observability/metrics.ts";
+import { portalAccountsRoutes } from "../portal/accounts.ts";
 import { publicApiRoutes } from "../public-api/plugin.ts";
 import { restRoutes } from "../rest/routes.ts";
 import { loadSchemaCache, SCHEMA_CHANNEL, type SchemaCache } from "../rest/schema-cache.ts";
@@ -244,7 +245,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
     uploadLimits: deps.config.uploads,
     limiter,
   });
-  // The console's one dynamic file (its static files are another plugin's).
+  // The console's and the portal's tenant file (their static files are another plugin's).
   app.register(tenantConfigRoutes, {
     db: deps.db,
     publicUrl: deps.config.publicUrl,
@@ -261,6 +262,13 @@ export function buildApp(given: AppDeps): FastifyInstance {
   // The Backline Console (docs/console.md): the built web app, with deep links answering index.html.
   app.register(consoleStatic, {
     prefix: "/console",
+    mediaOrigins: storageMediaOrigins(deps.config),
+  });
+  // The portal for labels and artists (docs/portal.md): the same serving, its own build.
+  app.register(portalAccountsRoutes, { db: deps.db, directory });
+  app.register(consoleStatic, {
+    prefix: "/portal",
+    app: "portal",
     mediaOrigins: storageMediaOrigins(deps.config),
   });
   // The admin API's OpenAPI document, outside its authentication: it describes, it holds no data.

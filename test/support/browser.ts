@@ -64,6 +64,14 @@ export function consoleMissing(): string | false {
 
 export const consoleBuilt = (): boolean => consoleMissing() === false;
 
+/** The same for the portal's build (portal/dist, made by the same `npm run build:console`). */
+export function portalMissing(): string | false {
+  if (fs.existsSync(path.join(ROOT, "portal", "dist", "index.html"))) return false;
+  const message = "portal/dist is missing: run `npm run build:console` (npm install runs it)";
+  if (CI) throw new Error(`${message}. CI=true: browser tests may not be skipped.`);
+  return message;
+}
+
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,

@@ -1,0 +1,226 @@
+import { useQuery } from "@tanstack/react-query";
+import { type ReactNode, useEffect, useState, useSyncExternalStore } from "react";
+import { Loading } from "../../ui-shared/common.tsx";
+import { Link, match, navigate, useLocation } from "../../ui-shared/router.tsx";
+import {
+  type Account,
+  myAccounts,
+  type PortalTenant,
+  rememberAccount,
+  rememberedAccount,
+  session,
+  signOut,
+} from "./api/portal.ts";
+import { AuthCallback } from "./pages/AuthCallback.tsx";
+import { NewRelease } from "./pages/NewRelease.tsx";
+import { ReleasePage } from "./pages/ReleasePage.tsx";
+import { Releases } from "./pages/Releases.tsx";
+import { ResetPassword } from "./pages/ResetPassword.tsx";
+import { SecondFactor } from "./pages/SecondFactor.tsx";
+import { SetPassword } from "./pages/SetPassword.tsx";
+import { SignIn } from "./pages/SignIn.tsx";
+import { SignUp } from "./pages/SignUp.tsx";
+import { ErrorState, Page } from "./ui.tsx";
+
+/** The address shows no tenant (GET /portal/tenant.json answered 404): a plain page, no app. */
+export function NoPortal() {
+  useEffect(() => {
+    document.title = "No portal here";
+  }, []);
+  return (
+    <main className="plain" data-testid="page-no-portal">
+      <h1>There is no portal at this address</h1>
+      <p>Check the address you were given, or ask the company that invited you for the right one.</p>
+    </main>
+  );
+}
+
+export function StartFailed({ error }: { error: unknown }) {
+  return (
+    <main className="plain" data-testid="page-start-failed">
+      <h1>The portal could not start</h1>
+      <p>{error instanceof Error ? error.message : "Reload the page in a moment."}</p>
+    </main>
+  );
+}
+
+function Brand({ tenant }: { tenant: PortalTenant }) {
+  const { display_name, logo_url } = tenant.branding;
+  const [logoFailed, setLogoFailed] = useState(false);
+  return (
+    <Link to="/" className="brand" data-testid="brand">
+      {logo_url && !logoFailed ? (
+        <img
+          src={logo_url}
+          alt=""
+          className="logo"
+          data-testid="brand-logo"
+          onError={() => setLogoFailed(true)}
+        />
+      ) : null}
+      <span data-testid="brand-name">{display_name}</span>
+    </Link>
+  );
+}
+
+/** The pages anyone may open signed out. */
+function SignedOut({ tenant }: { tenant: PortalTenant }) {
+  const { path } = useLocation();
+  let page: ReactNode;
+  if (path === "/sign-up") page = <SignUp tenant={tenant} />;
+  else if (path === "/reset-password") page = <ResetPassword />;
+  else page = <SignIn tenant={tenant} />;
+  return (
+    <>
+      <header className="topbar">
+        <Brand tenant={tenant} />
+      </header>
+      <main id="main" className="signed-out">
+        {page}
+      </main>
+      <Footer tenant={tenant} />
+    </>
+  );
+}
+
+function Footer({ tenant }: { tenant: PortalTenant }) {
+  const support = tenant.branding.support_email;
+  return (
+    <footer className="footer">
+      {support ? (
+        <p>
+          Help: <a href={`mailto:${support}`}>{support}</a>
+        </p>
+      ) : null}
+    </footer>
+  );
+}
+
+export function App({ tenant }: { tenant: PortalTenant }) {
+  const state = useSyncExternalStore(session.subscribe, session.get);
+  const { path } = useLocation();
+  // A mailed link lands here with the session (or what went wrong) in the fragment.
+  if (path === "/auth/callback" || /(^#|&)(access_token|error_code|error)=/.test(location.hash))
+    return (
+      <>
+        <header className="topbar">
+          <Brand tenant={tenant} />
+        </header>
+        <main id="main" className="signed-out">
+          <AuthCallback />
+        </main>
+      </>
+    );
+  if (!state.ready) return <Loading />;
+  if (!state.session) return <SignedOut tenant={tenant} />;
+  return <SignedIn tenant={tenant} email={state.session.user.email ?? ""} />;
+}
+
+function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
+  const { path } = useLocation();
+  const accounts = useQuery({ queryKey: ["accounts"], queryFn: myAccounts });
+  const list = accounts.data?.accounts ?? [];
+  const [chosen, setChosen] = useState<string | null>(() => rememberedAccount());
+  const current: Account | undefined = list.find((a) => a.id === chosen) ?? list[0];
+  const [menuOpen, setMenuOpen] = useState(false);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a page change closes the phone menu
+  useEffect(() => setMenuOpen(false), [path]);
+
+  // Where a mailed link or the sign-in lands: the releases.
+  useEffect(() => {
+    if (path === "/" || path === "/sign-in" || path === "/sign-up" || path === "/reset-password")
+      navigate("/releases", { replace: true });
+  }, [path]);
+
+  const choose = (id: string) => {
+    rememberAccount(id);
+    setChosen(id);
+    navigate("/releases");
+  };
+
+  let page: ReactNode;
+  const release = match("/releases/:id", path);
+  if (path === "/welcome" || path === "/set-password")
+    page = <SetPassword invited={path === "/welcome"} accounts={list} />;
+  else if (accounts.isPending) page = <Loading />;
+  else if (accounts.isError)
+    page = (
+      <Page title="Your accounts" testid="page-accounts-error">
+        <ErrorState error={accounts.error} onRetry={() => accounts.refetch()} />
+      </Page>
+    );
+  else if (current && !current.reachable)
+    page = <SecondFactor account={current} onDone={() => accounts.refetch()} />;
+  else if (path === "/releases" || path === "/") page = <Releases account={current} />;
+  else if (path === "/releases/new") page = <NewRelease account={current} />;
+  else if (release?.id) page = <ReleasePage id={release.id} account={current} />;
+  else
+    page = (
+      <Page title="Page not found" testid="page-not-found">
+        <p>
+          There is nothing at this address. <Link to="/releases">Go to your releases</Link>.
+        </p>
+      </Page>
+    );
+
+  return (
+    <>
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <Brand tenant={tenant} />
+        <button
+          type="button"
+          className="menu-toggle secondary"
+          aria-expanded={menuOpen}
+          aria-controls="portal-menu"
+          onClick={() => setMenuOpen((o) => !o)}
+          data-testid="menu-toggle"
+        >
+          Menu
+        </button>
+        <div id="portal-menu" className={menuOpen ? "menu open" : "menu"}>
+          <nav aria-label="Main">
+            <Link
+              to="/releases"
+              data-testid="nav-releases"
+              aria-current={path.startsWith("/releases") ? "page" : undefined}
+            >
+              Releases
+            </Link>
+          </nav>
+          {list.length > 1 ? (
+            <span className="account-switch">
+              <label htmlFor="account-switch">Account</label>
+              <select
+                id="account-switch"
+                value={current?.id ?? ""}
+                onChange={(e) => choose(e.target.value)}
+                data-testid="account-switch"
+              >
+                {list.map((a) => (
+                  <option key={a.id} value={a.id}>
+                    {a.name}
+                  </option>
+                ))}
+              </select>
+            </span>
+          ) : current ? (
+            <span className="account-name" data-testid="current-account">
+              {current.name}
+            </span>
+          ) : null}
+          <span className="user-email" data-testid="user-email">
+            {email}
+          </span>
+          <button type="button" className="secondary" onClick={() => void signOut()} data-testid="sign-out">
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main">{page}</main>
+      <Footer tenant={tenant} />
+    </>
+  );
+}

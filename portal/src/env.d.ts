@@ -1,0 +1,2 @@
+// Vite bundles CSS imported by the entry module.
+declare module "*.css";

@@ -1,0 +1,62 @@
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { StrictMode } from "react";
+import { createRoot } from "react-dom/client";
+import { setBase } from "../../ui-shared/router.tsx";
+import { App, NoPortal, StartFailed } from "./App.tsx";
+import { loadTenant, PlainError, session, slugInPath, startClient, watchSession } from "./api/portal.ts";
+import { applyBrand } from "./theme.ts";
+import "./styles.css";
+
+/**
+ * The portal's start: which tenant this address shows (its own domain, `/portal/t/<slug>`, or
+ * the development tenant: GET /portal/tenant.json decides), its brand, then the app.
+ */
+const client = new QueryClient({
+  defaultOptions: {
+    queries: {
+      staleTime: 10_000,
+      refetchOnWindowFocus: true,
+      // A refusal is an answer, not a hiccup: shown at once.
+      retry: (count, error) => !(error instanceof PlainError && error.status !== undefined) && count < 1,
+    },
+  },
+});
+
+const root = document.getElementById("root");
+const slug = slugInPath(location.pathname);
+
+async function start() {
+  if (!root) return;
+  const view = createRoot(root);
+  let tenant: Awaited<ReturnType<typeof loadTenant>>;
+  try {
+    tenant = await loadTenant(slug);
+  } catch (error) {
+    view.render(<StartFailed error={error} />);
+    return;
+  }
+  if (!tenant) {
+    view.render(<NoPortal />);
+    return;
+  }
+  setBase(slug ? `/portal/t/${slug}` : "/portal");
+  applyBrand(tenant.branding.primary_color);
+  startClient(tenant, slug ? `/portal/t/${slug}` : "/portal");
+  // Signing out forgets every answer of the previous member.
+  let signedIn = false;
+  session.subscribe(() => {
+    const now = session.get().session !== null;
+    if (signedIn && !now) client.clear();
+    signedIn = now;
+  });
+  watchSession();
+  view.render(
+    <StrictMode>
+      <QueryClientProvider client={client}>
+        <App tenant={tenant} />
+      </QueryClientProvider>
+    </StrictMode>,
+  );
+}
+
+void start();

@@ -1,0 +1,120 @@
+/**
+ * The portal's page pieces: a page with its focused heading, a labelled field with its error
+ * beside it, a form-level message, a plain error with a retry. The smaller shared ones (loading,
+ * empty, status, time, pager) are ui-shared/common.tsx's.
+ */
+import { type InputHTMLAttributes, type ReactNode, useEffect, useId, useRef } from "react";
+import { currentTenant, type Field as FieldName, PlainError } from "./api/portal.ts";
+
+export function Page({
+  title,
+  testid,
+  actions,
+  children,
+  narrow,
+}: {
+  title: string;
+  testid: string;
+  actions?: ReactNode;
+  children: ReactNode;
+  narrow?: boolean;
+}) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = `${title} · ${currentTenant().name}`;
+    heading.current?.focus({ preventScroll: true });
+  }, [title]);
+  return (
+    <section
+      className={narrow ? "page narrow" : "page"}
+      data-testid={testid}
+      aria-labelledby={`${testid}-heading`}
+    >
+      <header className="page-head">
+        <h1 id={`${testid}-heading`} ref={heading} tabIndex={-1}>
+          {title}
+        </h1>
+        {actions ? <div className="page-actions">{actions}</div> : null}
+      </header>
+      {children}
+    </section>
+  );
+}
+
+/** The message of a failure that belongs to `field` (or to no field, for `field` undefined). */
+export function errorFor(error: unknown, field: FieldName | undefined): string | undefined {
+  if (!error) return undefined;
+  if (error instanceof PlainError) return error.field === field ? error.message : undefined;
+  return field === undefined ? "That did not work. Try again." : undefined;
+}
+
+export function Field({
+  label,
+  error,
+  hint,
+  testid,
+  ...input
+}: InputHTMLAttributes<HTMLInputElement> & {
+  label: string;
+  error?: string | undefined;
+  hint?: ReactNode;
+  testid: string;
+}) {
+  const id = useId();
+  const described = [hint ? `${id}-hint` : "", error ? `${id}-error` : ""].filter(Boolean).join(" ");
+  return (
+    <div className={error ? "field has-error" : "field"}>
+      <label htmlFor={id}>{label}</label>
+      {hint ? (
+        <p className="hint" id={`${id}-hint`}>
+          {hint}
+        </p>
+      ) : null}
+      <input
+        id={id}
+        {...input}
+        data-testid={testid}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={described || undefined}
+      />
+      {error ? (
+        <p className="field-error" id={`${id}-error`} role="alert" data-testid={`${testid}-error`}>
+          {error}
+        </p>
+      ) : null}
+    </div>
+  );
+}
+
+/** A failure that belongs to no one field, shown above the form's button. */
+export function FormError({ error, testid = "form-error" }: { error: unknown; testid?: string }) {
+  const message = errorFor(error, undefined);
+  if (!message) return null;
+  return (
+    <p className="form-error" role="alert" data-testid={testid}>
+      {message}
+    </p>
+  );
+}
+
+export function ErrorState({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
+  const message = error instanceof PlainError ? error.message : "Something went wrong. Try again.";
+  return (
+    <div className="error-state" role="alert" data-testid="error-state">
+      <p>{message}</p>
+      {onRetry ? (
+        <button type="button" className="secondary" onClick={onRetry}>
+          Try again
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+export function Notice({ children, testid }: { children: ReactNode; testid: string }) {
+  return (
+    <div className="notice" role="status" data-testid={testid}>
+      {children}
+    </div>
+  );
+}
