@@ -181,6 +181,19 @@ describeEachEngine("the caller memo", (t) => {
     assert.deepEqual(seen, []);
   });
 
+  test("the helpers keep their callers: anon may not ask about staff roles, fresh or memoised", async () => {
+    const r = await t().owner.transaction(
+      (tx) =>
+        tx.query<{ wrapper: boolean; fresh: boolean; member: boolean }>(
+          `select has_function_privilege('anon', 'auth.has_staff_role(uuid, text)', 'execute') as wrapper,
+             has_function_privilege('anon', 'internal.has_staff_role_fresh(uuid, text)', 'execute') as fresh,
+             has_function_privilege('authenticated', 'internal.has_staff_role_fresh(uuid, text)', 'execute') as member`,
+        ),
+      { readOnly: true },
+    );
+    assert.deepEqual(r.rows[0], { wrapper: false, fresh: false, member: true });
+  });
+
   test("a bulk insert over several rows keeps every refusal: a row of another account's release fails the statement", async () => {
     const other = await t().db.asService(async (tx) => {
       const artist = (

@@ -205,6 +205,10 @@ begin
 end
 $$;
 
+-- The same callers as auth.has_staff_role (migration 0019), not anon.
+revoke all on function internal.has_staff_role_fresh(uuid, text) from public;
+grant execute on function internal.has_staff_role_fresh(uuid, text) to authenticated, tenant_service, service_role;
+
 create or replace function auth.has_staff_role(target uuid, need text) returns boolean
 language sql stable security invoker
 as $$
