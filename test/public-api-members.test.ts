@@ -207,6 +207,38 @@ describeEachEngine("public API: a member's access token, acting for one account"
     assert.deepEqual([other.status, other.body.code], [403, "account_not_accessible"]);
   });
 
+  test("under the owner-only preset a member reaches only what they made, as on /rest/v1", async () => {
+    const db = t().db;
+    const issuer = `${app.url}/auth/v1`;
+    const strict = await seedTenant(db, "owner-only");
+    const label = await seedAccount(db, strict, "Strict label");
+    const first = await seedUser(db, strict, [{ account: label, role: "member" }]);
+    const second = await seedUser(db, strict, [{ account: label, role: "member" }]);
+    const call = async (user: typeof first, method: string, path: string, body?: unknown) =>
+      publicApi(app.url, await userToken(db, strict, user, issuer))<{ data: { title: string }[] }>(
+        method,
+        path,
+        body,
+        { "backline-account": label.id },
+      );
+    assert.equal(
+      (await call(first, "POST", "/releases", { title: "First's", artist_name: "X" })).status,
+      201,
+    );
+    assert.equal(
+      (await call(second, "POST", "/releases", { title: "Second's", artist_name: "Y" })).status,
+      201,
+    );
+    assert.deepEqual(
+      (await call(first, "GET", "/releases")).body.data.map((r) => r.title),
+      ["First's"],
+    );
+    // A key of the account acts for all of it, as before.
+    const key = await issueTestKey(db, label);
+    const all = await publicApi(app.url, key.secret)<{ data: { title: string }[] }>("GET", "/releases");
+    assert.deepEqual(all.body.data.map((r) => r.title).sort(), ["First's", "Second's"]);
+  });
+
   test("a member's acts are audited as the member", async () => {
     const made = await as("member", a.id)<{ id: string }>("POST", "/releases", {
       title: "Audited",
