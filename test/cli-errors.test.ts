@@ -38,7 +38,8 @@ describe("backline CLI: errors", () => {
     {
       name: "a group without its command",
       args: () => ["tenants"],
-      message: /^tenants needs a command: create, list, keys, rotate-keys, set-lead-days, set-portal-domains, set-identifiers$/,
+      message:
+        /^tenants needs a command: create, list, keys, rotate-keys, set-lead-days, set-portal-domains, set-identifiers$/,
       code: "usage",
       help: "backline tenants --help",
     },
