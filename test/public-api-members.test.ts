@@ -239,6 +239,53 @@ describeEachEngine("public API: a member's access token, acting for one account"
     assert.deepEqual(all.body.data.map((r) => r.title).sort(), ["First's", "Second's"]);
   });
 
+  test("auth.my_memberships() answers a person their own memberships, and a key or the anon role nothing", async () => {
+    const db = t().db;
+    const owner = await db.asService(
+      async (tx) =>
+        (
+          await tx.query<{ user_id: string }>(
+            "select user_id from internal.memberships where account_id = $1 and role = 'owner'",
+            [a.id],
+          )
+        ).rows[0]?.user_id,
+    );
+    const mine = await db.withRequestContext(
+      { role: "authenticated", sub: owner, tenant_id: tenant.id, aal: "aal1" },
+      async (tx) =>
+        (
+          await tx.query<{ account_id: string; role: string }>(
+            "select account_id, role from auth.my_memberships()",
+          )
+        ).rows,
+    );
+    assert.deepEqual(
+      mine.map((m) => [m.account_id, m.role]).sort(),
+      [
+        [a.id, "owner"],
+        [b.id, "member"],
+      ].sort(),
+    );
+    const key = await issueTestKey(db, a);
+    const asKey = await db.withRequestContext(
+      {
+        role: "authenticated",
+        tenant_id: tenant.id,
+        account_id: a.id,
+        account_role: "member",
+        api_key_id: key.id,
+      },
+      async (tx) => (await tx.query("select * from auth.my_memberships()")).rowCount,
+    );
+    assert.equal(asKey, 0);
+    await assert.rejects(
+      db.withRequestContext({ role: "anon", tenant_id: tenant.id }, (tx) =>
+        tx.query("select * from auth.my_memberships()"),
+      ),
+      /permission denied/,
+    );
+  });
+
   test("a member's acts are audited as the member", async () => {
     const made = await as("member", a.id)<{ id: string }>("POST", "/releases", {
       title: "Audited",

@@ -12,7 +12,8 @@ import type { TenantDirectory } from "../tenancy/directory.ts";
  * key alone or another tenant's token is 401.
  *
  * Names and roles of one's own memberships are not catalogue data, and /rest/v1 exposes no
- * memberships table: this is the one thing the portal asks outside supabase-js. `reachable` is
+ * memberships table: this is the one thing the portal asks outside supabase-js. The database
+ * answers it under the caller's role and claims (auth.my_memberships(), migration 0034). `reachable` is
  * false for an account that requires a second factor (aal2) while the session is aal1 — the
  * catalogue's row security then shows none of its rows, and the portal asks for the code.
  */
@@ -34,19 +35,14 @@ export async function portalAccountsRoutes(
     const { caller } = identified;
     const user = caller.user as { id: string };
     const aal = caller.claims.aal === "aal2" ? "aal2" : "aal1";
-    // The caller's own memberships, by the verified token's subject and tenant (operator code:
-    // memberships are not readable through the request's role, as for auth.readable_account_ids).
-    const rows = await db.asService(
+    // The caller's own memberships, asked as the caller: the database reads whose from the
+    // verified token's claims (migration 0034).
+    const rows = await db.withRequestContext(
+      caller.claims,
       async (tx) =>
         (
           await tx.query<{ id: string; name: string; kind: string; role: string; require_aal2: boolean }>(
-            `select a.id, a.name, a.kind, m.role, a.require_aal2
-             from internal.memberships m
-             join internal.accounts a on a.id = m.account_id and a.tenant_id = m.tenant_id
-             join internal.users u on u.id = m.user_id and u.tenant_id = m.tenant_id
-             where m.user_id = $1 and m.tenant_id = $2 and u.deleted_at is null
-             order by m.created_at, a.id limit 200`,
-            [user.id, caller.tenant.id],
+            "select account_id as id, name, kind, role, require_aal2 from auth.my_memberships()",
           )
         ).rows,
       { readOnly: true },
