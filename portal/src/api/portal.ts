@@ -50,13 +50,31 @@ export function slugInPath(pathname: string): string | undefined {
   return m?.[1];
 }
 
-/** The tenant this address shows, or null when there is no portal here (404 no_portal). */
+/** How often the start asks again while the server is busy (503, 429) or unreachable. */
+const START_TRIES = 6;
+
+/**
+ * The tenant this address shows, or null when there is no portal here (404 no_portal). A busy
+ * server (503 or 429, as admission control answers under load) or a dropped connection is asked
+ * again, after its Retry-After or a growing pause, before the page says it could not start.
+ */
 export async function loadTenant(slug: string | undefined): Promise<PortalTenant | null> {
   const query = slug ? `?slug=${encodeURIComponent(slug)}` : "";
-  let response: Response;
-  try {
-    response = await fetch(`/portal/tenant.json${query}`, { headers: { accept: "application/json" } });
-  } catch {
+  let response: Response | undefined;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      response = await fetch(`/portal/tenant.json${query}`, { headers: { accept: "application/json" } });
+    } catch {
+      response = undefined;
+    }
+    const busy = response === undefined || response.status === 503 || response.status === 429;
+    if (!busy || attempt >= START_TRIES) break;
+    const retryAfter = Number(response?.headers.get("retry-after"));
+    const waitMs =
+      Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 5) * 1000 : 500 * attempt;
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+  }
+  if (!response) {
     throw new PlainError("The server could not be reached. Check your connection and reload the page.");
   }
   if (response.status === 404 || response.status === 400) return null;
