@@ -35,7 +35,9 @@ const onceOnEmbedded = ENGINES.includes("pglite")
   : "the browser tests run once, on the embedded database (the PGlite pass of the suite)";
 const skip = onceOnEmbedded || browserMissing() || portalMissing();
 
-describe("the portal in Chromium: getting in", { skip, concurrency: 4 }, () => {
+// Two stories at a time: on CI's 2 cores, beside the suite's other file, four at once left steps
+// waiting past their timeout now and then (two gate runs of 2026-12-04 lost one story each).
+describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
   let stack: ConsoleStack;
   let world: PortalWorld;
   let browser: Browser;
@@ -62,7 +64,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 4 }, () => {
   async function open(name: string) {
     const context = await newContext(browser, "desktop", stack.url);
     // Two cores shared with other work: a step may wait longer than the harness's 15 s.
-    context.setDefaultTimeout(25_000);
+    context.setDefaultTimeout(45_000);
     const page = await context.newPage();
     watchPageErrors(page, pageErrors);
     return {
