@@ -1421,6 +1421,28 @@ describeEachEngine("RLS matrix: the audit log and the MFA tables (migration 0020
     }
   });
 
+  // The server's own tables (migration 0030): code-guess counts per address and the event
+  // outbox are read and written on the service path only, so no request role, the tenant's
+  // service key included, may read or change them.
+  for (const table of ["internal.email_code_failures", "internal.events"]) {
+    describe(table, () => {
+      for (const caller of CALLERS) {
+        if (caller === "service") {
+          test("select as service: reads it", async () => {
+            assert.ok(Array.isArray(await read(caller, `select null::text as t from ${table}`)));
+          });
+          continue;
+        }
+        test(`select as ${caller}: refused (42501)`, async () => {
+          assert.equal(await read(caller, `select null::text as t from ${table}`), "42501");
+        });
+        test(`delete as ${caller}: refused (42501)`, async () => {
+          assert.equal(await write(caller, `delete from ${table}`), "42501");
+        });
+      }
+    });
+  }
+
   for (const table of ["internal.mfa_factors", "internal.mfa_challenges", "internal.platform_settings"]) {
     describe(table, () => {
       for (const caller of CALLERS) {
