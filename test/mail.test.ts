@@ -44,6 +44,13 @@ async function fakeSmtp(): Promise<{ url: string; received: Received[]; close():
   };
 }
 
+/** The message with quoted-printable soft breaks and escapes undone (enough to read it in a test). */
+function decodeQuotedPrintable(data: string): string {
+  return data
+    .replace(/=\r?\n/g, "")
+    .replace(/=([0-9A-F]{2})/g, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+}
+
 async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -94,6 +101,47 @@ describeEachEngine("mail over SMTP", (t) => {
     );
     assert.equal(row.to_address, "mira@example.com");
     assert.equal(row.kind, "auth.signup");
+  });
+
+  test("a tenant's mail carries its branding: the sender's name, its logo and colour in the HTML part, its support address in both parts", async () => {
+    const { tenant, keys } = await tenantWithKeys(t());
+    await t().db.asService((tx) =>
+      tx.query(
+        `insert into internal.organization_settings (tenant_id, display_name, logo_url, primary_color, support_email)
+         values ($1, 'Nightjar <Records>', 'https://cdn.example.com/nightjar.png', '#d1495b', 'help@nightjar.example')
+         on conflict (tenant_id) do update set display_name = excluded.display_name, logo_url = excluded.logo_url,
+           primary_color = excluded.primary_color, support_email = excluded.support_email`,
+        [tenant.id],
+      ),
+    );
+    const res = await fetch(`${running.url}/auth/v1/otp`, {
+      method: "POST",
+      headers: { apikey: keys.anon_key, "content-type": "application/json" },
+      body: JSON.stringify({ email: "branded@example.com" }),
+    });
+    assert.equal(res.status, 200);
+    const mail = await waitFor(async () => smtp.received.find((m) => m.to.includes("branded@example.com")));
+    const raw = decodeQuotedPrintable(mail.data);
+    assert.equal(mail.from, "desk@example.com", "the envelope keeps MAIL_FROM's address");
+    assert.match(raw, /^From: "Nightjar <Records>" <desk@example\.com>/m);
+    assert.match(raw, /Content-Type: multipart\/alternative/);
+    const html = raw.slice(raw.indexOf("<!doctype html>"), raw.indexOf("</html>"));
+    assert.ok(html.length > 0, "an HTML part");
+    assert.match(
+      html,
+      /<img src="https:\/\/cdn\.example\.com\/nightjar\.png" alt="Nightjar &lt;Records&gt;"/,
+    );
+    // #d1495b reads better with near-black text than with white (5.2:1 against 4.0:1).
+    assert.match(html, /background:#d1495b;color:#111111/, "the link is a button in the tenant's colour");
+    assert.match(html, /href="http[^"]+\/auth\/v1\/verify\?token=/);
+    assert.match(html, /mailto:help@nightjar\.example/);
+    assert.doesNotMatch(html, /<Records>/, "the display name is escaped in HTML");
+    assert.match(
+      raw,
+      /Questions\? Write to help@nightjar\.example/,
+      "the text part ends with the support address",
+    );
+    assert.match(raw, /code: \d{6}/);
   });
 
   test("an API key's reveal code reaches the mail server within a second, with no other mail to flush the queue", async () => {

@@ -2,6 +2,7 @@ import type { Transporter } from "nodemailer";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
+import { brandMessage, type MailBrand } from "./branding.ts";
 
 /**
  * Every e-mail Backline sends is first a row of internal.mail_outbox, written in the same
@@ -177,25 +178,23 @@ export class Mailer {
               subject: string;
               text_body: string;
               html_body: string | null;
+              brand: MailBrand | null;
             }>(
               `update internal.mail_outbox set status = 'sending', claimed_at = now()
                where id = (select id from internal.mail_outbox
                            where status = 'queued' or (status = 'sending' and claimed_at < now() - interval '10 minutes')
                            order by created_at limit 1 for update skip locked)
-               returning id, to_address, subject, text_body, html_body`,
+               returning id, to_address, subject, text_body, html_body,
+                 (select jsonb_build_object('display_name', o.display_name, 'logo_url', o.logo_url,
+                           'primary_color', o.primary_color, 'support_email', o.support_email)
+                  from internal.organization_settings o where o.tenant_id = mail_outbox.tenant_id) as brand`,
             )
           ).rows[0],
       );
       if (!row) return;
       let error: string | null = null;
       try {
-        await (await this.smtp(url)).sendMail({
-          from: this.from,
-          to: row.to_address,
-          subject: row.subject,
-          text: row.text_body,
-          ...(row.html_body ? { html: row.html_body } : {}),
-        });
+        await (await this.smtp(url)).sendMail(this.outgoing(row));
       } catch (e) {
         error = (e instanceof Error ? e.message : String(e)).slice(0, 2000);
         this.logger?.warn({ mail_id: row.id, err: error }, "sending mail failed");
@@ -208,6 +207,36 @@ export class Mailer {
         ),
       );
     }
+  }
+
+  /**
+   * The message as it leaves: a tenant's mail that its sender queued as plain text gets the
+   * tenant's branding (src/mail/branding.ts), the sender's name included; other mail as queued.
+   */
+  private outgoing(row: {
+    to_address: string;
+    subject: string;
+    text_body: string;
+    html_body: string | null;
+    brand: MailBrand | null;
+  }) {
+    const base = { to: row.to_address, subject: row.subject };
+    if (row.html_body || !row.brand) {
+      return {
+        ...base,
+        from: this.from,
+        text: row.text_body,
+        ...(row.html_body ? { html: row.html_body } : {}),
+      };
+    }
+    const branded = brandMessage({ subject: row.subject, text: row.text_body }, row.brand);
+    const address = /<([^<>]+)>\s*$/.exec(this.from)?.[1] ?? this.from.trim();
+    return {
+      ...base,
+      from: branded.fromName ? { name: branded.fromName, address } : this.from,
+      text: branded.text,
+      html: branded.html,
+    };
   }
 
   /**
