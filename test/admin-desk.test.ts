@@ -897,7 +897,13 @@ describeEachEngine("admin API: the operator's desk", (t) => {
           release_lead_days: 7,
           auto_review: false,
           require_media: false,
-          branding: { display_name: tenant.name, logo_url: null, primary_color: null, support_email: null },
+          branding: {
+            display_name: tenant.name,
+            logo_url: null,
+            primary_color: null,
+            support_email: null,
+            custom_css: null,
+          },
           updated_at: null,
         },
       );

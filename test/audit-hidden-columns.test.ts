@@ -124,6 +124,8 @@ const REVIEWED_SAFE: Record<string, string[]> = {
     "custom_domain",
     "release_lead_days",
     "updated_at",
+    // The portal's style sheet, public at /brand/<tenant>/custom.css.
+    "custom_css",
   ],
   "internal.platform_settings": ["id", "require_staff_aal2", "updated_at"],
   // sent_metadata: the release metadata sent to the store (jsonb: hidden keys inside are scrubbed).

@@ -41,6 +41,14 @@ async function start() {
   }
   setBase(slug ? `/portal/t/${slug}` : "/portal");
   applyBrand(tenant.branding.primary_color);
+  if (tenant.branding.custom_css_url) {
+    // After the portal's own style sheet, so its rules win; a link, which the page's CSP allows.
+    const link = document.createElement("link");
+    link.rel = "stylesheet";
+    link.href = tenant.branding.custom_css_url;
+    link.dataset.testid = "custom-css";
+    document.head.append(link);
+  }
   startClient(tenant, slug ? `/portal/t/${slug}` : "/portal");
   // Signing out forgets every answer of the previous member.
   let signedIn = false;

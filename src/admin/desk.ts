@@ -9,6 +9,7 @@ import { decideOac } from "../pipeline/oac.ts";
 import { decideReview } from "../pipeline/review.ts";
 import { credentialPaths, splitCredentials } from "../secrets/at-rest.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
+import { LOGO_TYPES } from "../tenancy/brand-assets.ts";
 import { Bodies } from "./input.ts";
 import { decision, delivery } from "./output.ts";
 import {
@@ -129,6 +130,15 @@ const SettingsPatch = z
           .nullable()
           .optional(),
         support_email: z.email().max(320).nullable().optional(),
+        custom_css: z
+          .string()
+          .refine((css) => Buffer.byteLength(css) <= 65536, "at most 64 KiB")
+          .nullable()
+          .optional()
+          .meta({
+            description:
+              'A style sheet the portal loads after its own (docs/portal.md, "Custom CSS"), at most 64 KiB; null or "" removes it.',
+          }),
       })
       .optional()
       .meta({ description: "Fields left out stay as they are; null clears one." }),
@@ -578,6 +588,21 @@ export function deskRoutes(services: DeskServices): AnyAdminRoute[] {
       handler: async ({ tenantId }) => db.asService((tx) => settingsOf(tx, tenantId), { readOnly: true }),
     }),
     adminRoute({
+      method: "POST",
+      path: "/settings/logo",
+      operationId: "uploadLogo",
+      summary: "Upload the tenant's logo",
+      description:
+        "The image is the body: PNG, JPEG or WebP (checked from its bytes, not its Content-Type), at most 1 MiB, 16–4096 pixels a side. " +
+        "It is served at /brand/{tenant}/logo and the branding's logo_url points at it; the portal, the console and every e-mail show it.",
+      tag: "Settings",
+      staffRole: "admin",
+      rawBody: { types: LOGO_TYPES, description: "The logo's bytes." },
+      response: { status: 200, description: "The settings, with the new logo_url.", schema: S.Settings },
+      errors: [413, 415, 422],
+      external: true,
+    }),
+    adminRoute({
       method: "PATCH",
       path: "/settings",
       operationId: "updateSettings",
@@ -704,7 +729,7 @@ async function updateStore(services: DeskServices, code: string, body: z.infer<t
 
 // Settings.
 
-async function settingsOf(tx: Tx, tenantId: string) {
+export async function settingsOf(tx: Tx, tenantId: string) {
   const r = (
     await tx.query<{
       settings: Record<string, unknown>;
@@ -713,9 +738,10 @@ async function settingsOf(tx: Tx, tenantId: string) {
       logo_url: string | null;
       primary_color: string | null;
       support_email: string | null;
+      custom_css: string | null;
       updated_at: Date | string | null;
     }>(
-      `select t.settings, o.release_lead_days, o.display_name, o.logo_url, o.primary_color, o.support_email,
+      `select t.settings, o.release_lead_days, o.display_name, o.logo_url, o.primary_color, o.support_email, o.custom_css,
               greatest(t.updated_at, o.updated_at) as updated_at
        from internal.tenants t left join internal.organization_settings o on o.tenant_id = t.id
        where t.id = $1`,
@@ -733,6 +759,7 @@ async function settingsOf(tx: Tx, tenantId: string) {
       logo_url: r.logo_url,
       primary_color: r.primary_color,
       support_email: r.support_email,
+      custom_css: r.custom_css,
     },
     updated_at: timestamp(r.updated_at),
   };
@@ -754,6 +781,11 @@ async function updateSettings(db: Db, tenantId: string, body: z.infer<typeof Set
     if (body.release_lead_days !== undefined) columns.push(["release_lead_days", body.release_lead_days]);
     for (const k of ["display_name", "logo_url", "primary_color", "support_email"] as const) {
       if (b[k] !== undefined) columns.push([k, b[k]]);
+    }
+    if (b.custom_css !== undefined) columns.push(["custom_css", b.custom_css || null]);
+    // A logo_url of its own (another address, or none) replaces an uploaded logo: its file goes.
+    if (b.logo_url !== undefined) {
+      await tx.query("delete from internal.brand_assets where tenant_id = $1 and kind = 'logo'", [tenantId]);
     }
     if (columns.length > 0) {
       const names = columns.map(([c]) => c);

@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
 import { operatorScope } from "../db/operator-scope.ts";
+import { HttpError } from "../http/problem.ts";
 import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
+import { LOGO_MAX_BYTES, LOGO_TYPES, saveLogo } from "../tenancy/brand-assets.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { auditSpec } from "./audit.ts";
 import { type AdminCaller, adminCaller, operatorCallerOf } from "./auth.ts";
-import { deskRoutes } from "./desk.ts";
+import { deskRoutes, settingsOf } from "./desk.ts";
 import { adminErrorHandler } from "./errors.ts";
 import { meRoutes, meSpec } from "./me.ts";
 import { ADMIN_API_VERSION, adminOpenApiDocument } from "./openapi.ts";
@@ -112,4 +114,36 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   // The royalty report upload: an encapsulated plugin, so that its raw report bodies (text/csv,
   // application/octet-stream, ...) reach its route only.
   app.register(royaltyAdminRoutes, { db, tenantOf, maxBytes: options.royaltyImportMaxBytes });
+  // The logo upload: the same, for image bodies.
+  app.register(logoUploadRoute, { db, tenantOf, publicUrl: options.publicUrl });
+}
+
+async function logoUploadRoute(
+  app: FastifyInstance,
+  options: { db: Db; tenantOf: (request: FastifyRequest) => string; publicUrl: string },
+): Promise<void> {
+  const { db, tenantOf, publicUrl } = options;
+  // Any image type reaches the handler, which decides from the bytes; the body limit answers 413.
+  app.addContentTypeParser(
+    /^image\//,
+    { parseAs: "buffer", bodyLimit: LOGO_MAX_BYTES },
+    (_request, body, done) => done(null, body),
+  );
+  app.post(
+    "/settings/logo",
+    { config: { staffRole: "admin" }, bodyLimit: LOGO_MAX_BYTES },
+    async (request) => {
+      const tenantId = tenantOf(request);
+      if (!Buffer.isBuffer(request.body)) {
+        throw new HttpError(
+          415,
+          "unsupported_media_type",
+          `Send the logo as the request body with Content-Type ${LOGO_TYPES.join(", ")}.`,
+          "logo",
+        );
+      }
+      await saveLogo(db, tenantId, request.body, publicUrl);
+      return db.asService((tx) => settingsOf(tx, tenantId), { readOnly: true });
+    },
+  );
 }

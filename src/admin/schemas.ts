@@ -478,6 +478,7 @@ export const Settings = z
       logo_url: nullable(z.string()),
       primary_color: nullable(z.string()),
       support_email: nullable(z.string()),
+      custom_css: nullable(z.string()),
     }),
     updated_at: nullable(Ts),
   })

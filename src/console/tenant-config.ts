@@ -3,6 +3,7 @@ import { authSettings } from "../auth/settings.ts";
 import type { Db } from "../db/db.ts";
 import { HttpError } from "../http/problem.ts";
 import { isPortalDomain, portalUrl } from "../portal/links.ts";
+import { customCssPath } from "../tenancy/brand-assets.ts";
 import { getTenantKeys } from "../tenancy/tenants.ts";
 
 /**
@@ -39,6 +40,8 @@ export interface Branding {
   logo_url: string | null;
   primary_color: string | null;
   support_email: string | null;
+  /** The custom CSS's address (with a digest of its text), when the tenant has some. */
+  custom_css_url: string | null;
 }
 
 interface Found {
@@ -86,9 +89,10 @@ export async function tenantConfigRoutes(app: FastifyInstance, options: TenantCo
             logo_url: string | null;
             primary_color: string | null;
             support_email: string | null;
+            custom_css: string | null;
           }>(
             `select t.id, t.slug, coalesce(nullif(btrim(o.display_name), ''), t.name) as name, t.settings,
-                    o.logo_url, o.primary_color, o.support_email
+                    o.logo_url, o.primary_color, o.support_email, o.custom_css
              from internal.tenants t left join internal.organization_settings o on o.tenant_id = t.id
              where ${where}
              order by t.created_at, t.id limit 1`,
@@ -111,6 +115,7 @@ export async function tenantConfigRoutes(app: FastifyInstance, options: TenantCo
         logo_url: tenant.logo_url,
         primary_color: tenant.primary_color,
         support_email: tenant.support_email,
+        custom_css_url: customCssPath(tenant.id, tenant.custom_css) ?? null,
       },
     };
   };

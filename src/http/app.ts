@@ -20,6 +20,7 @@ import { restRoutes } from "../rest/routes.ts";
 import { loadSchemaCache, SCHEMA_CHANNEL, type SchemaCache } from "../rest/schema-cache.ts";
 import { openStorage } from "../storage/open.ts";
 import { storageRoutes } from "../storage/routes.ts";
+import { brandAssetRoutes } from "../tenancy/brand-assets.ts";
 import { TenantDirectory } from "../tenancy/directory.ts";
 import { loadSecretBox } from "../webhooks/secrets.ts";
 import { checkJsonLimits, drainBeforeRefusal } from "./body-limits.ts";
@@ -264,12 +265,14 @@ export function buildApp(given: AppDeps): FastifyInstance {
     prefix: "/console",
     mediaOrigins: storageMediaOrigins(deps.config),
   });
-  // The portal for labels and artists (docs/portal.md): the same serving, its own build.
+  // The portal for labels and artists (docs/portal.md): the same serving, its own build. An
+  // uploaded logo is PUBLIC_URL's (/brand/...), which a tenant's own domain is not.
   app.register(portalAccountsRoutes, { db: deps.db, directory });
+  app.register(brandAssetRoutes, { db: deps.db });
   app.register(consoleStatic, {
     prefix: "/portal",
     app: "portal",
-    mediaOrigins: storageMediaOrigins(deps.config),
+    mediaOrigins: [...storageMediaOrigins(deps.config), new URL(deps.config.publicUrl).origin],
   });
   // The admin API's OpenAPI document, outside its authentication: it describes, it holds no data.
   app.register(adminDocsRoutes, { prefix: "/admin/v1", publicUrl: deps.config.publicUrl });

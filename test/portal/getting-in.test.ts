@@ -128,6 +128,16 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
         `Sign in to ${BRAND.display_name}`,
       );
       await page.locator(tid("brand-logo")).waitFor({ state: "visible" });
+      // The operator's custom CSS is loaded after the portal's own and wins.
+      const spacing = await page
+        .locator(tid("brand-name"))
+        .evaluate(
+          (el) =>
+            (
+              globalThis as unknown as { getComputedStyle(e: unknown): Record<string, string> }
+            ).getComputedStyle(el).letterSpacing,
+        );
+      assert.notEqual(spacing, "normal", "the tenant's custom CSS applies");
       const button = page.getByRole("button", { name: "Sign in", exact: true });
       const [bg, fg] = await button.evaluate((el) => {
         const style = (
@@ -442,11 +452,14 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
     assert.equal(own.body.slug, "moonlight");
     assert.equal(own.body.via, "domain");
     assert.equal(own.body.portal_url, `http://music.moonlight.test/portal/`);
+    const cssUrl = String((own.body.branding as { custom_css_url?: unknown }).custom_css_url);
+    assert.match(cssUrl, new RegExp(`^/brand/${world.tenant.id}/custom\\.css\\?v=`));
     assert.deepEqual(own.body.branding, {
       display_name: BRAND.display_name,
       logo_url: `${stack.url}/portal/favicon.svg`,
       primary_color: BRAND.primary_color,
       support_email: BRAND.support_email,
+      custom_css_url: cssUrl,
     });
     assert.equal(own.body.signup, true);
     // Another tenant's slug under this tenant's domain: no portal, never the other one's.

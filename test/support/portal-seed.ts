@@ -36,6 +36,8 @@ export const BRAND = {
   display_name: "Moonlight Music",
   primary_color: "#f5c518",
   support_email: "help@moonlight.test",
+  /** The operator's own style sheet, loaded after the portal's (docs/portal.md). */
+  custom_css: '[data-testid="brand-name"] { letter-spacing: 0.1em; }',
 };
 
 async function releaseOf(db: Db, accountId: string, artist: string, title: string, tracks: string[]) {
@@ -64,13 +66,15 @@ export async function seedPortalWorld(db: Db, config: Config): Promise<PortalWor
   await db.asService(async (tx) => {
     await tx.query(
       `update internal.organization_settings
-       set display_name = $2, logo_url = $3, primary_color = $4, support_email = $5 where tenant_id = $1`,
+       set display_name = $2, logo_url = $3, primary_color = $4, support_email = $5, custom_css = $6
+       where tenant_id = $1`,
       [
         tenant.id,
         BRAND.display_name,
         `${config.publicUrl}/portal/favicon.svg`,
         BRAND.primary_color,
         BRAND.support_email,
+        BRAND.custom_css,
       ],
     );
     await tx.query(

@@ -112,6 +112,16 @@ export const api = {
 
   settings: () => get<TenantSettings>("/settings"),
   patchSettings: (body: SettingsPatch) => admin<TenantSettings>("PATCH", "/settings", body),
+  uploadLogo: async (file: File): Promise<TenantSettings> => {
+    const headers = await adminHeaders();
+    const response = await fetch("/admin/v1/settings/logo", {
+      method: "POST",
+      headers: { ...headers, "content-type": file.type.startsWith("image/") ? file.type : "image/png" },
+      body: file,
+    });
+    if (!response.ok) throw await errorFrom(response);
+    return (await response.json()) as TenantSettings;
+  },
 };
 
 export interface UploadProgress {

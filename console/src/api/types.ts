@@ -292,6 +292,7 @@ export interface Branding {
   logo_url: string | null;
   primary_color: string | null;
   support_email: string | null;
+  custom_css?: string | null;
 }
 
 export interface TenantSettings {

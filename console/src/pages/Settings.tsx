@@ -13,6 +13,7 @@ interface Form {
   logo_url: string;
   primary_color: string;
   support_email: string;
+  custom_css: string;
 }
 
 const BRANDING = [
@@ -31,6 +32,7 @@ function toForm(s: TenantSettings): Form {
     logo_url: s.branding?.logo_url ?? "",
     primary_color: s.branding?.primary_color ?? "",
     support_email: s.branding?.support_email ?? "",
+    custom_css: s.branding?.custom_css ?? "",
   };
 }
 
@@ -47,6 +49,15 @@ export default function Settings() {
     mutationFn: (body: SettingsPatch) => api.patchSettings(body),
     onSuccess: (s) => client.setQueryData(["settings"], s),
   });
+  const logo = useMutation({
+    mutationFn: (file: File) => api.uploadLogo(file),
+    onSuccess: (s) => {
+      client.setQueryData(["settings"], s);
+      setForm((f) => (f ? { ...f, logo_url: s.branding.logo_url ?? "" } : f));
+    },
+  });
+  const logoError =
+    logo.error instanceof ApiError ? logo.error.message : logo.error ? String(logo.error) : "";
   const set = (key: keyof Form) => (value: string | boolean) =>
     setForm((f) => (f ? { ...f, [key]: value } : f));
 
@@ -64,6 +75,7 @@ export default function Settings() {
         logo_url: nullable(form.logo_url),
         primary_color: nullable(form.primary_color),
         support_email: nullable(form.support_email),
+        custom_css: form.custom_css.trim() === "" ? null : form.custom_css,
       },
     });
   }
@@ -128,6 +140,48 @@ export default function Settings() {
               </p>
             </div>
           ))}
+          <label htmlFor={`${ids}-logo-file`}>Upload a logo (PNG, JPEG or WebP, at most 1 MB)</label>
+          <input
+            id={`${ids}-logo-file`}
+            type="file"
+            accept="image/png,image/jpeg,image/webp"
+            onChange={(e) => {
+              const file = e.target.files?.[0];
+              if (file) logo.mutate(file);
+            }}
+            aria-invalid={Boolean(logoError)}
+            aria-describedby={errorId("logo-file")}
+            data-testid="settings-logo-file"
+          />
+          <p id={errorId("logo-file")} className="error-text" data-testid="settings-logo-error">
+            {logoError}
+          </p>
+          {logo.isPending ? <p role="status">Uploading the logo…</p> : null}
+          {form.logo_url ? (
+            <p>
+              <img
+                src={form.logo_url}
+                alt="The logo as saved"
+                className="logo-preview"
+                data-testid="settings-logo-preview"
+              />
+            </p>
+          ) : null}
+          <label htmlFor={`${ids}-custom_css`}>
+            Custom CSS for the portal (optional, at most 64 KB, loaded after the portal's own styles)
+          </label>
+          <textarea
+            id={`${ids}-custom_css`}
+            rows={6}
+            value={form.custom_css}
+            onChange={(e) => set("custom_css")(e.target.value)}
+            aria-invalid={Boolean(fieldError("branding.custom_css"))}
+            aria-describedby={errorId("custom_css")}
+            data-testid="settings-custom-css"
+          />
+          <p id={errorId("custom_css")} className="error-text">
+            {fieldError("branding.custom_css") ?? ""}
+          </p>
           <button type="submit" className="primary" disabled={save.isPending} data-testid="settings-save">
             Save
           </button>

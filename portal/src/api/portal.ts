@@ -12,6 +12,8 @@ export interface Branding {
   logo_url: string | null;
   primary_color: string | null;
   support_email: string | null;
+  /** The tenant's custom CSS (GET /brand/<tenant>/custom.css?v=…), loaded after the portal's own. */
+  custom_css_url: string | null;
 }
 
 export interface PortalTenant {
