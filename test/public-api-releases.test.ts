@@ -723,6 +723,45 @@ describeEachEngine("public api: releases", (t) => {
     assert.equal(await statusOf(bare.id), "draft");
   });
 
+  test("GET /releases/{id}/problems: the list submit would give, without submitting; ready once complete", async () => {
+    const { api } = await keyed();
+    const bare = expectStatus(
+      await api<{ id: string }>("POST", "/releases", { title: "Sketch", artist_name: "Luna Vale" }),
+      201,
+    );
+    const listed = expectStatus(
+      await api<{ object: string; ready: boolean; submittable_status: boolean; errors: Obj[] }>(
+        "GET",
+        `/releases/${bare.id}/problems`,
+      ),
+      200,
+    );
+    assert.equal(listed.object, "release_problems");
+    assert.equal(listed.ready, false);
+    assert.equal(listed.submittable_status, true);
+    const refused = await api<{ errors: Obj[] }>("POST", `/releases/${bare.id}/submit`);
+    assert.equal(refused.status, 422);
+    assert.deepEqual(listed.errors, refused.body.errors, "the same problems, in the same order, as submit's");
+    assert.equal(await statusOf(bare.id), "draft", "asking changes nothing");
+
+    const complete = await releaseIn(api);
+    const ready = expectStatus(
+      await api<{ ready: boolean; errors: Obj[] }>("GET", `/releases/${complete}/problems`),
+      200,
+    );
+    assert.deepEqual([ready.ready, ready.errors], [true, []]);
+    expectStatus(await api("POST", `/releases/${complete}/submit`), 200);
+    const submitted = expectStatus(
+      await api<{ ready: boolean; submittable_status: boolean }>("GET", `/releases/${complete}/problems`),
+      200,
+    );
+    assert.deepEqual([submitted.ready, submitted.submittable_status], [false, false]);
+
+    // Another account's release is not found, as everywhere else.
+    const other = await keyed();
+    assertProblem(await other.api("GET", `/releases/${bare.id}/problems`), 404, "resource_missing");
+  });
+
   test("submit: date too soon, no territory, bad service, track without ISRC: all listed, nothing changes", async () => {
     const { api } = await keyed();
     const release = await createRelease(api, {

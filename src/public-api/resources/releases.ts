@@ -214,6 +214,29 @@ const ReleaseStatusReport = z
   })
   .meta({ id: "ReleaseStatusReport" });
 
+const ReleaseProblems = z
+  .object({
+    object: z.literal("release_problems"),
+    id: Id,
+    ready: z.boolean().meta({
+      description:
+        "True when submit would accept the release now (its status allows it and nothing is missing).",
+    }),
+    submittable_status: z.boolean().meta({
+      description: "Whether the status allows a submission (draft, pending or rejected).",
+    }),
+    errors: z
+      .array(
+        z.object({
+          param: z.string().meta({ description: "The field at fault: upc, tracks[0].isrc, artwork, …" }),
+          code: z.string(),
+          message: z.string(),
+        }),
+      )
+      .meta({ description: "Every problem submit would list (422 release_incomplete), in its order." }),
+  })
+  .meta({ id: "ReleaseProblems" });
+
 const Deleted = z
   .object({ id: Id, object: z.literal("release"), deleted: z.literal(true) })
   .meta({ id: "DeletedRelease" });
@@ -513,6 +536,43 @@ export const releaseRoutes = [
       });
       if (!row) throw notFound("release", params.id);
       return { body: releaseOut(row) };
+    },
+  }),
+
+  route({
+    method: "GET",
+    path: "/releases/{id}/problems",
+    operationId: "getReleaseProblems",
+    summary: "What submitting the release would refuse now",
+    description:
+      "The completeness list that POST /releases/{id}/submit applies, without submitting: every problem at " +
+      "once (missing or invalid fields, tracks, cover and audio, identifiers), each with the field at fault. " +
+      "An app shows it while the release is edited; `ready` says whether submit would accept it now.",
+    tag: "Releases",
+    scope: "catalog:read",
+    params: withId,
+    response: { status: 200, description: "The release's problems.", schema: ReleaseProblems },
+    errors: [404],
+    handler: async ({ params, read }) => {
+      const body = await read(async (tx) => {
+        const release = await findRelease(tx, params.id);
+        const errors =
+          (
+            await tx.query<{ problems: FieldError[] | null }>(
+              "select internal.release_problems($1) as problems",
+              [params.id],
+            )
+          ).rows[0]?.problems ?? [];
+        const submittable = SUBMITTABLE.includes(release.status);
+        return {
+          object: "release_problems" as const,
+          id: release.id,
+          ready: submittable && errors.length === 0,
+          submittable_status: submittable,
+          errors: errors.map((e) => ({ param: e.param, code: e.code, message: e.message })),
+        };
+      });
+      return { body };
     },
   }),
 
