@@ -18,6 +18,7 @@ const LONGEST_FIRST = [
   "test/admin-desk-scale.test.ts",
   "test/console/desk.test.ts",
   "test/portal/getting-in.test.ts",
+  "test/portal/catalogue.test.ts",
   // Long on PostgreSQL only (five processes killed and restarted; Prism in front of a server).
   "test/chaos.test.ts",
   "test/public-api-contract.test.ts",

@@ -10,9 +10,11 @@ import {
   rememberedAccount,
   session,
   signOut,
+  unreadNotifications,
 } from "./api/portal.ts";
 import { AuthCallback } from "./pages/AuthCallback.tsx";
 import { NewRelease } from "./pages/NewRelease.tsx";
+import { NOTIFICATIONS_EVERY_MS, Notifications, unreadQuery } from "./pages/Notifications.tsx";
 import { ReleasePage } from "./pages/ReleasePage.tsx";
 import { Releases } from "./pages/Releases.tsx";
 import { ResetPassword } from "./pages/ResetPassword.tsx";
@@ -116,6 +118,31 @@ export function App({ tenant }: { tenant: PortalTenant }) {
   return <SignedIn tenant={tenant} email={state.session.user.email ?? ""} />;
 }
 
+/**
+ * The header's way to the notifications, with the unread count: asked every 30 seconds while the
+ * page is open, and again when the window comes back into focus (polling: docs/portal.md).
+ */
+function NotificationsLink({ current }: { current: boolean }) {
+  const unread = useQuery({
+    queryKey: unreadQuery,
+    queryFn: unreadNotifications,
+    refetchInterval: NOTIFICATIONS_EVERY_MS,
+    refetchOnWindowFocus: true,
+  });
+  const n = unread.data ?? 0;
+  return (
+    <Link to="/notifications" data-testid="nav-notifications" aria-current={current ? "page" : undefined}>
+      Notifications
+      {n > 0 ? (
+        <span className="badge" data-testid="unread-count" data-count={n}>
+          <span className="sr-only">, unread: </span>
+          {n > 99 ? "99+" : n}
+        </span>
+      ) : null}
+    </Link>
+  );
+}
+
 function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   const { path } = useLocation();
   const accounts = useQuery({ queryKey: ["accounts"], queryFn: myAccounts });
@@ -153,6 +180,7 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
     page = <SecondFactor account={current} onDone={() => accounts.refetch()} />;
   else if (path === "/releases" || path === "/") page = <Releases account={current} />;
   else if (path === "/releases/new") page = <NewRelease account={current} />;
+  else if (path === "/notifications") page = <Notifications />;
   else if (release?.id) page = <ReleasePage id={release.id} account={current} />;
   else
     page = (
@@ -189,6 +217,7 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
             >
               Releases
             </Link>
+            <NotificationsLink current={path === "/notifications"} />
           </nav>
           {list.length > 1 ? (
             <span className="account-switch">

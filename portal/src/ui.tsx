@@ -3,7 +3,14 @@
  * beside it, a form-level message, a plain error with a retry. The smaller shared ones (loading,
  * empty, status, time, pager) are ui-shared/common.tsx's.
  */
-import { type InputHTMLAttributes, type ReactNode, useEffect, useId, useRef } from "react";
+import {
+  type InputHTMLAttributes,
+  type ReactNode,
+  type SelectHTMLAttributes,
+  useEffect,
+  useId,
+  useRef,
+} from "react";
 import { currentTenant, type Field as FieldName, PlainError } from "./api/portal.ts";
 
 export function Page({
@@ -44,7 +51,11 @@ export function Page({
 /** The message of a failure that belongs to `field` (or to no field, for `field` undefined). */
 export function errorFor(error: unknown, field: FieldName | undefined): string | undefined {
   if (!error) return undefined;
-  if (error instanceof PlainError) return error.field === field ? error.message : undefined;
+  if (error instanceof PlainError) {
+    if (field === undefined)
+      return error.field === undefined && Object.keys(error.fields).length === 0 ? error.message : undefined;
+    return error.fields[field];
+  }
   return field === undefined ? "That did not work. Try again." : undefined;
 }
 
@@ -60,8 +71,40 @@ export function Field({
   hint?: ReactNode;
   testid: string;
 }) {
-  const id = useId();
-  const described = [hint ? `${id}-hint` : "", error ? `${id}-error` : ""].filter(Boolean).join(" ");
+  const generated = useId();
+  const id = input.id ?? generated;
+  return (
+    <FieldFrame id={id} label={label} hint={hint} error={error} testid={testid}>
+      <input
+        {...input}
+        id={id}
+        data-testid={testid}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={describedBy(id, hint, error)}
+      />
+    </FieldFrame>
+  );
+}
+
+const describedBy = (id: string, hint: ReactNode, error: string | undefined) =>
+  [hint ? `${id}-hint` : "", error ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
+
+/** A field's label, hint and error around its control. */
+function FieldFrame({
+  id,
+  label,
+  hint,
+  error,
+  testid,
+  children,
+}: {
+  id: string;
+  label: string;
+  hint: ReactNode;
+  error: string | undefined;
+  testid: string;
+  children: ReactNode;
+}) {
   return (
     <div className={error ? "field has-error" : "field"}>
       <label htmlFor={id}>{label}</label>
@@ -70,19 +113,49 @@ export function Field({
           {hint}
         </p>
       ) : null}
-      <input
-        id={id}
-        {...input}
-        data-testid={testid}
-        aria-invalid={error ? true : undefined}
-        aria-describedby={described || undefined}
-      />
+      {children}
       {error ? (
         <p className="field-error" id={`${id}-error`} role="alert" data-testid={`${testid}-error`}>
           {error}
         </p>
       ) : null}
     </div>
+  );
+}
+
+/** A labelled choice among `options` ([value, words]), its error beside it as Field's. */
+export function SelectField({
+  label,
+  error,
+  hint,
+  testid,
+  options,
+  ...select
+}: SelectHTMLAttributes<HTMLSelectElement> & {
+  label: string;
+  error?: string | undefined;
+  hint?: ReactNode;
+  testid: string;
+  options: readonly (readonly [string, string])[];
+}) {
+  const generated = useId();
+  const id = select.id ?? generated;
+  return (
+    <FieldFrame id={id} label={label} hint={hint} error={error} testid={testid}>
+      <select
+        {...select}
+        id={id}
+        data-testid={testid}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={describedBy(id, hint, error)}
+      >
+        {options.map(([value, words]) => (
+          <option key={value} value={value}>
+            {words}
+          </option>
+        ))}
+      </select>
+    </FieldFrame>
   );
 }
 

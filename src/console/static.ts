@@ -86,7 +86,8 @@ export function consoleSecurityHeaders(mediaOrigins: string[] = []): Record<stri
       "font-src 'self'",
       `img-src ${media}`,
       `media-src ${media}`,
-      "connect-src 'self'",
+      // An upload goes straight to the object store's signed URL (the portal's release editor).
+      `connect-src ${["'self'", ...mediaOrigins].join(" ")}`,
       "object-src 'none'",
       "base-uri 'self'",
       "form-action 'self'",

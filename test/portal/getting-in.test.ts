@@ -4,19 +4,11 @@ import { after, before, describe, test } from "node:test";
 import { createClient } from "@supabase/supabase-js";
 import type { Browser, Page } from "playwright-core";
 import { totpCode, totpStep } from "../../src/auth/totp.ts";
-import {
-  assertAccessible,
-  assertNoOffsite,
-  browserMissing,
-  launchBrowser,
-  newContext,
-  portalMissing,
-  screenshot,
-  watchPageErrors,
-} from "../support/browser.ts";
+import { browserMissing, launchBrowser, portalMissing } from "../support/browser.ts";
 import { type ConsoleStack, startConsoleStack, waitForMail } from "../support/console.ts";
 import { tid } from "../support/console-ui.ts";
 import { ENGINES } from "../support/db.ts";
+import { portalStories } from "../support/portal-browser.ts";
 import { BRAND, PASSWORD, type PortalWorld, seedPortalWorld } from "../support/portal-seed.ts";
 
 /**
@@ -60,55 +52,14 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
 
   const portal = () => `${stack.url}/portal/t/${world.tenant.slug}`;
 
-  /** A desktop context; its page; `done` checks that nothing was loaded from elsewhere. */
-  async function open(name: string) {
-    const context = await newContext(browser, "desktop", stack.url);
-    // Two cores shared with other work: a step may wait longer than the harness's 15 s.
-    context.setDefaultTimeout(45_000);
-    const page = await context.newPage();
-    watchPageErrors(page, pageErrors);
-    return {
-      page,
-      /** The page now: axe and a screenshot on the desktop, then at a phone's size. */
-      async record(shot: string, testid: string) {
-        await page.locator(tid(testid)).waitFor();
-        await page.waitForLoadState("networkidle");
-        await screenshot(page, `portal-${shot}`, "desktop");
-        await assertAccessible(page, `${shot} (desktop)`);
-        await page.setViewportSize({ width: 390, height: 844 });
-        try {
-          await page.locator(tid(testid)).waitFor();
-          await screenshot(page, `portal-${shot}`, "phone");
-          await assertAccessible(page, `${shot} (phone)`);
-        } finally {
-          await page.setViewportSize({ width: 1280, height: 800 });
-        }
-      },
-      async done(failed?: unknown) {
-        if (failed) await screenshot(page, `portal-FAILED-${name}`, "desktop").catch(() => undefined);
-        assertNoOffsite(context);
-        await context.close();
-      },
-    };
-  }
-
-  async function story(name: string, fn: (s: Awaited<ReturnType<typeof open>>) => Promise<void>) {
-    const s = await open(name);
-    try {
-      await fn(s);
-    } catch (e) {
-      await s.done(e);
-      throw e;
-    }
-    await s.done();
-  }
-
-  async function signIn(page: Page, email: string, password: string) {
-    await page.goto(`${portal()}/`);
-    await page.getByLabel("Email", { exact: true }).fill(email);
-    await page.getByLabel("Password", { exact: true }).fill(password);
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  }
+  const stories = portalStories(
+    () => browser,
+    () => stack.url,
+    pageErrors,
+  );
+  const story = stories.story;
+  const signIn = (page: Page, email: string, password: string) =>
+    stories.signIn(page, portal(), email, password);
 
   const channels = (css: string) => (css.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map(Number);
   const luminance = (rgb: number[]) =>
@@ -191,7 +142,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
       await signIn(page, email, PASSWORD);
       await page.locator(tid("releases-empty")).waitFor();
 
-      // The first write: a draft with a title and an artist, shown read-only on its page.
+      // The first write: a draft with a title and an artist, which opens in the editor.
       await page.locator(tid("release-new")).click();
       await page.locator(tid("page-new-release")).waitFor();
       await page.getByRole("button", { name: "Create draft" }).click();
@@ -201,9 +152,10 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
       await page.getByLabel("Artist", { exact: true }).fill("Ada Moon");
       await page.getByRole("button", { name: "Create draft" }).click();
       await page.getByRole("heading", { name: "First Light" }).waitFor();
-      assert.match(await page.locator(tid("release-facts")).innerText(), /draft[\s\S]*Ada Moon/);
+      assert.match(await page.locator(tid("release-editing")).innerText(), /draft[\s\S]*By Ada Moon/);
       await page.locator(tid("tracks-empty")).waitFor();
-      await record("release-draft", "release-facts");
+      await page.locator(tid("problem")).first().waitFor();
+      await record("release-draft", "problems");
       await page.getByRole("link", { name: "Releases", exact: true }).click();
       await page.locator(tid("release-row")).first().waitFor();
       assert.equal(await page.locator(tid("release-row")).count(), 1);

@@ -17,6 +17,8 @@ import { seedPasswordUser } from "./console.ts";
  *   link is read from the local mailbox (internal.mail_outbox) here, before the server starts;
  * - "Far Away Label", another account of the tenant, whose owner `far@` has a password and
  *   a release "Elsewhere Song"; `far@` is also a member of "Second Label" ("Second Song");
+ * - "Tidewater", a sandbox artist account (approved without review, delivered to the sandbox
+ *   store) whose owner `artist@` has a password and no release yet;
  * - "Vault Records", whose owner requires a second factor (aal2) of its members: `vault@` (a
  *   member, with a password) reaches its release "Locked Away" only from an aal2 session.
  */
@@ -30,6 +32,8 @@ export interface PortalWorld {
   viewerEmail: string;
   far: { email: string; releaseId: string };
   vault: { email: string };
+  /** `artist@`, owner of the sandbox artist account "Tidewater" (approved at once, the sandbox store). */
+  artist: { email: string; accountId: string };
 }
 
 export const BRAND = {
@@ -126,6 +130,19 @@ export async function seedPortalWorld(db: Db, config: Config): Promise<PortalWor
     );
     await tx.query("update internal.accounts set require_aal2 = true where id = $1", [vaultAccount.id]);
   });
+  const tidewater = await createAccount(db, {
+    tenantId: tenant.id,
+    name: "Tidewater",
+    kind: "artist",
+    isSandbox: true,
+  });
+  const artist = await seedPasswordUser(db, tenant.id, "artist@tidewater.test", PASSWORD);
+  await db.asService((tx) =>
+    tx.query(
+      "insert into internal.memberships (tenant_id, account_id, user_id, role) values ($1, $2, $3, 'owner')",
+      [tenant.id, tidewater.id, artist.id],
+    ),
+  );
   return {
     tenant: { id: tenant.id, slug: tenant.slug, anonKey: keys.anon_key },
     label: { id: label.id, releaseId },
@@ -133,5 +150,6 @@ export async function seedPortalWorld(db: Db, config: Config): Promise<PortalWor
     viewerEmail,
     far: { email: far.email, releaseId: farRelease },
     vault: { email: vault.email },
+    artist: { email: artist.email, accountId: tidewater.id },
   };
 }

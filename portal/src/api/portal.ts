@@ -27,17 +27,34 @@ export interface PortalTenant {
   signup: boolean;
 }
 
-export type Field = "email" | "password" | "code" | "title" | "artist";
+/** A form field a failure can belong to: `email`, `title`, or a public API param (`tracks[0].isrc`). */
+export type Field = string;
 
-/** A failure in plain words; `field` when it is about one field of the form. */
+/**
+ * A failure in plain words; `field` when it is about one field of the form, `fields` when the
+ * server named several (each with its own words), `problems` the server's list as it came.
+ */
 export class PlainError extends Error {
   readonly field: Field | undefined;
+  readonly fields: Readonly<Record<Field, string>>;
+  readonly problems: readonly { param: string; code: string; message: string }[];
   readonly code: string;
   readonly status: number | undefined;
-  constructor(message: string, options: { field?: Field; code?: string; status?: number } = {}) {
+  constructor(
+    message: string,
+    options: {
+      field?: Field;
+      fields?: Record<Field, string>;
+      problems?: { param: string; code: string; message: string }[];
+      code?: string;
+      status?: number;
+    } = {},
+  ) {
     super(message);
     this.name = "PlainError";
     this.field = options.field;
+    this.fields = options.fields ?? (options.field ? { [options.field]: message } : {});
+    this.problems = options.problems ?? [];
     this.code = options.code ?? "error";
     this.status = options.status;
   }
@@ -375,6 +392,15 @@ export interface Account {
 export const canEdit = (role: Role | undefined): boolean =>
   role === "owner" || role === "admin" || role === "member";
 
+/** The words for a failure known only by its status (and code): busy, signed out, broken. */
+export function plainFromStatus(status: number, code = ""): PlainError {
+  return plain({ status, code }, "data");
+}
+
+export async function accessToken(): Promise<string> {
+  return token();
+}
+
 async function token(): Promise<string> {
   const { data } = await sb().auth.getSession();
   if (!data.session) throw new PlainError("Your session has ended. Sign in again.", { code: "signed_out" });
@@ -417,6 +443,7 @@ export function rememberAccount(id: string): void {
 
 export interface ReleaseRow {
   id: string;
+  account_id: string;
   title: string;
   version: string | null;
   release_type: string;
@@ -450,7 +477,7 @@ export interface ReleaseDetail extends ReleaseRow {
 export const PAGE_SIZE = 25;
 
 const RELEASE_COLUMNS =
-  "id, title, version, release_type, artist_name, release_date, status, status_reason, created_at, artist_profiles(name)";
+  "id, account_id, title, version, release_type, artist_name, release_date, status, status_reason, created_at, artist_profiles(name)";
 
 /** One page of an account's releases, newest first: rows `from` to `from + PAGE_SIZE - 1`. */
 export async function listReleases(
@@ -519,4 +546,49 @@ export async function createDraftRelease(accountId: string, title: string, artis
     .single();
   if (release.error) throw plain(release.error, "data");
   return (release.data as { id: string }).id;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Notifications (seed 000's table): the member's own, whatever the account; row security
+// decides (a member reads and marks only their own).
+
+export interface NotificationRow {
+  id: string;
+  account_id: string | null;
+  kind: string;
+  title: string;
+  body: string | null;
+  data: { release_id?: string; store?: string } & Record<string, unknown>;
+  read: boolean;
+  created_at: string;
+}
+
+/** How many notifications the member has not read. */
+export async function unreadNotifications(): Promise<number> {
+  const { count, error } = await sb()
+    .from("notifications")
+    .select("id", { count: "exact", head: true })
+    .eq("read", false);
+  if (error) throw plain(error, "data");
+  return count ?? 0;
+}
+
+/** The member's newest notifications, `limit` at most. */
+export async function listNotifications(limit = 50): Promise<NotificationRow[]> {
+  const { data, error } = await sb()
+    .from("notifications")
+    .select("id, account_id, kind, title, body, data, read, created_at")
+    .order("created_at", { ascending: false })
+    .order("id", { ascending: false })
+    .limit(limit);
+  if (error) throw plain(error, "data");
+  return (data ?? []) as NotificationRow[];
+}
+
+/** Marks the notifications `ids` read, or every unread one when `ids` is "all". */
+export async function markNotificationsRead(ids: string[] | "all"): Promise<void> {
+  let query = sb().from("notifications").update({ read: true }).eq("read", false);
+  if (ids !== "all") query = query.in("id", ids);
+  const { error } = await query;
+  if (error) throw plain(error, "data");
 }

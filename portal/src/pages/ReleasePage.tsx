@@ -1,16 +1,92 @@
 import { useQuery } from "@tanstack/react-query";
 import { Empty, Loading, Status, TableWrap, When } from "../../../ui-shared/common.tsx";
 import { Link } from "../../../ui-shared/router.tsx";
-import { type Account, getRelease } from "../api/portal.ts";
+import { type Account, canEdit, getRelease } from "../api/portal.ts";
+import { getApiRelease, getRules } from "../api/public.ts";
 import { ErrorState, Page } from "../ui.tsx";
+import { Details } from "./release/Details.tsx";
+import { SubmitPanel } from "./release/Submit.tsx";
+import { Timeline } from "./release/Timeline.tsx";
+import { Tracks } from "./release/Tracks.tsx";
+import { UploadControl } from "./release/Upload.tsx";
+
+/** Statuses in which a release is still edited by its account (after them, corrections only). */
+const EDITABLE = new Set(["draft", "pending", "rejected"]);
 
 function duration(seconds: number | null): string {
   if (!seconds) return "—";
   return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;
 }
 
-/** One release, read-only: its status, what it is, its tracks. Row security decides if it shows. */
-export function ReleasePage({ id }: { id: string; account: Account | undefined }) {
+/**
+ * The editor of a release its account still edits: details saved as typed, the cover and each
+ * track's audio with their checks' verdicts, tracks with splits, the completeness list and submit.
+ */
+function Editor({ account, id, title }: { account: Account; id: string; title: string }) {
+  const rules = useQuery({
+    queryKey: ["rules", account.id],
+    queryFn: () => getRules(account.id),
+    staleTime: 600_000,
+  });
+  const release = useQuery({ queryKey: ["api-release", id], queryFn: () => getApiRelease(account.id, id) });
+  const back = <Link to="/releases">← All releases</Link>;
+  if (rules.isPending || release.isPending)
+    return (
+      <Page title={title} testid="page-release">
+        <Loading />
+      </Page>
+    );
+  if (rules.isError || release.isError)
+    return (
+      <Page title={title} testid="page-release">
+        <ErrorState
+          error={rules.error ?? release.error}
+          onRetry={() => {
+            void rules.refetch();
+            void release.refetch();
+          }}
+        />
+        {back}
+      </Page>
+    );
+  const r = release.data;
+  return (
+    <Page title={r.title} testid="page-release" actions={back}>
+      <p className="lede" data-testid="release-editing">
+        <Status value={r.status} />
+        <span>
+          {r.artist_name ? `By ${r.artist_name}. ` : ""}A draft of {account.name}: nothing reaches the stores
+          until you submit it.
+        </span>
+      </p>
+      {r.status === "rejected" ? <Timeline accountId={account.id} releaseId={id} /> : null}
+      <Details accountId={account.id} release={r} rules={rules.data} />
+      <section className="card" aria-labelledby="cover-heading" data-testid="release-cover">
+        <h2 id="cover-heading">Cover</h2>
+        <UploadControl
+          accountId={account.id}
+          releaseId={id}
+          current={r.artwork}
+          label="Cover image"
+          hint="Square, at least 3000 × 3000 pixels, JPEG or PNG, RGB. No web addresses, prices or blurry text."
+          accept="image/jpeg,image/png"
+          id="f-artwork"
+          testid="cover"
+          onChecked={() => void release.refetch()}
+        />
+      </section>
+      <Tracks accountId={account.id} release={r} editable />
+      <SubmitPanel accountId={account.id} releaseId={id} />
+    </Page>
+  );
+}
+
+/**
+ * One release. Its account's members who may edit get the editor while it is a draft, pending or
+ * rejected; everyone else (a viewer, a submitted release) reads it, with its progress per store.
+ * Row security decides whether it shows at all.
+ */
+export function ReleasePage({ id, account }: { id: string; account: Account | undefined }) {
   const release = useQuery({ queryKey: ["release", id], queryFn: () => getRelease(id) });
   const back = <Link to="/releases">← All releases</Link>;
   if (release.isPending)
@@ -37,8 +113,12 @@ export function ReleasePage({ id }: { id: string; account: Account | undefined }
         {back}
       </Page>
     );
+  const own = account && account.id === r.account_id;
+  if (own && canEdit(account.role) && EDITABLE.has(r.status))
+    return <Editor key={r.status} account={account} id={id} title={r.title} />;
   return (
     <Page title={r.title} testid="page-release" actions={back}>
+      {own && !EDITABLE.has(r.status) ? <Timeline accountId={account.id} releaseId={id} /> : null}
       <dl className="facts" data-testid="release-facts">
         <div>
           <dt>Status</dt>

@@ -1,0 +1,338 @@
+/**
+ * The portal's calls to the account's public API (/api/public/v1, docs/public-api.md) for what
+ * /rest/v1 does not do: the rules, editing and submitting a release, its completeness list, its
+ * uploads and its status per store. The member's own access token, with the account named in
+ * `Backline-Account`: the member's role in that account decides (viewer: read only). Failures
+ * come out as `PlainError`s with every field's problem in plain words (`fields`).
+ */
+import { accessToken, PlainError, plainFromStatus } from "./portal.ts";
+
+const BASE = "/api/public/v1";
+
+export interface ApiProblem {
+  param: string;
+  code: string;
+  message: string;
+}
+
+/** A problem of a field in words a person acts on; the API's own sentence where none is known. */
+export function plainProblem(p: ApiProblem): string {
+  const track = /^tracks\[(\d+)\]\.(\w+)$/.exec(p.param);
+  const n = track ? Number(track[1]) + 1 : 0;
+  switch (`${track ? `track.${track[2]}` : p.param}:${p.code}`) {
+    case "release_date:required":
+      return "Choose the day the release comes out.";
+    case "release_date:too_soon":
+      return `Choose a later release date: ${p.message.replace(/^release_date \S+ is /, "it is ")}.`;
+    case "primary_genre:required":
+      return "Choose a genre.";
+    case "primary_genre:invalid_genre":
+      return "Choose a genre from the list.";
+    case "licensed_territories_include:no_territories":
+      return "Choose where the release is sold: the whole world, or a list of countries.";
+    case "tracks:no_tracks":
+      return "Add at least one track.";
+    case "release_type:too_many_tracks":
+      return "A single has at most 3 tracks: make it an EP or an album.";
+    case "artwork:artwork_missing":
+      return "Upload the cover: a square JPEG or PNG, at least 3000 × 3000 pixels.";
+    case "artwork:artwork_validating":
+      return "The cover is still being checked: wait a moment.";
+    case "artwork:artwork_invalid":
+      return `The cover cannot be used: ${p.message.replace(/^the cover artwork is not usable: /, "")}. Upload another.`;
+    case "upc:required":
+      return "Enter the release's UPC (its barcode number): this platform does not assign them.";
+    case "upc:gtin_unavailable":
+      return "Enter the release's UPC (its barcode number): the platform has none left to give it.";
+    case "track.isrc:required":
+    case "track.isrc:isrc_unavailable":
+      return `Track ${n} needs an ISRC, such as GB-ABC-26-00001.`;
+    case "track.track_number:required":
+      return `Track ${n} needs a track number.`;
+    case "track.splits:splits_total":
+      return `The splits of track ${n} must total exactly 100%.`;
+    case "track.audio:audio_missing":
+      return `Upload the audio of track ${n}: a WAV or FLAC file.`;
+    case "track.audio:audio_validating":
+      return `The audio of track ${n} is still being checked: wait a moment.`;
+    case "track.audio:audio_invalid":
+      return `The audio of track ${n} cannot be used: ${p.message.replace(/^the audio of track \d+ \([^)]*\) is not usable: /, "")}. Upload another file.`;
+  }
+  // The API's sentences are written for people too; start it with a capital.
+  return p.message.charAt(0).toUpperCase() + p.message.slice(1).replace(/\.?$/, ".");
+}
+
+/** An API failure as a PlainError: field problems (`errors`, or `param`) keyed by field. */
+function failure(status: number, body: unknown): PlainError {
+  const b = (body ?? {}) as { code?: string; message?: string; param?: string; errors?: ApiProblem[] };
+  const code = typeof b.code === "string" ? b.code : "error";
+  const problems =
+    Array.isArray(b.errors) && b.errors.length > 0
+      ? b.errors
+      : b.param && b.message
+        ? [{ param: b.param, code, message: b.message }]
+        : [];
+  if (problems.length > 0 && (status === 400 || status === 409 || status === 413 || status === 422)) {
+    const fields: Record<string, string> = {};
+    for (const p of problems) fields[p.param] ??= plainProblem(p);
+    const first = problems[0] as ApiProblem;
+    return new PlainError(
+      problems.length === 1
+        ? plainProblem(first)
+        : "Some fields need a change: see the messages beside them.",
+      { code, status, fields, problems },
+    );
+  }
+  if (status === 409 && b.message)
+    return new PlainError(plainProblem({ param: "", code, message: b.message }), { code, status });
+  if (status === 404)
+    return new PlainError("This was not found: it was deleted, or it belongs to an account you are not in.", {
+      code,
+      status,
+    });
+  if (status === 403 && code === "insufficient_scope")
+    return new PlainError(
+      "Your role in this account does not allow this. Ask an owner or admin of the account.",
+      { code, status },
+    );
+  return plainFromStatus(status, code);
+}
+
+/** One call for the account `accountId`; the parsed body, or a PlainError. */
+export async function call<T>(
+  accountId: string,
+  method: "GET" | "POST" | "PATCH" | "DELETE",
+  path: string,
+  body?: unknown,
+): Promise<T> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${await accessToken()}`,
+    "backline-account": accountId,
+    accept: "application/json",
+  };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  // A create sent twice (a retried request) makes one thing.
+  if (method === "POST") headers["idempotency-key"] = crypto.randomUUID();
+  let response: Response;
+  try {
+    response = await fetch(`${BASE}${path}`, {
+      method,
+      headers,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+  } catch {
+    throw new PlainError("The server could not be reached. Check your connection and try again.", {
+      code: "network",
+    });
+  }
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!response.ok) throw failure(response.status, parsed);
+  return parsed as T;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the portal reads and writes
+
+export interface Rules {
+  release_types: string[];
+  genres: { code: string; name: string }[];
+  stores: { code: string; name: string; kind: string }[];
+  territories: { code: string; name: string }[];
+  contributor_roles: string[];
+  release_lead_days: number;
+  max_tracks_on_single: number;
+}
+
+export interface MediaAsset {
+  id: string;
+  kind: "artwork" | "audio";
+  status: "pending" | "uploaded" | "validating" | "valid" | "invalid";
+  filename: string | null;
+  problems: { code: string; message: string }[];
+  metadata: Record<string, unknown>;
+}
+
+export interface Split {
+  name: string;
+  /** Percent, up to two decimals. */
+  share: number;
+  email?: string;
+  role?: string;
+}
+
+export interface ApiTrack {
+  id: string;
+  title: string;
+  version: string | null;
+  isrc: string | null;
+  track_number: number | null;
+  disc_number: number;
+  duration: number | null;
+  explicit: boolean;
+  splits: Split[];
+  audio: MediaAsset | null;
+  updated_at: string;
+}
+
+export interface ApiRelease {
+  id: string;
+  account_id: string;
+  title: string;
+  version: string | null;
+  release_type: string;
+  artist_name: string | null;
+  primary_genre: string | null;
+  release_date: string | null;
+  upc: string | null;
+  label_name: string | null;
+  copyright: string | null;
+  phonographic_copyright: string | null;
+  licensed_territories_include: string | null;
+  explicit: boolean;
+  status: string;
+  status_reason: string | null;
+  submitted_at: string | null;
+  updated_at: string;
+  artwork: MediaAsset | null;
+  tracks: ApiTrack[];
+}
+
+export interface ReleaseProblems {
+  ready: boolean;
+  submittable_status: boolean;
+  errors: ApiProblem[];
+}
+
+export interface StoreDelivery {
+  store: string;
+  action: string;
+  status: string;
+  message: string | null;
+  delivered_at: string | null;
+  live_at: string | null;
+  taken_down_at: string | null;
+  updated_at: string;
+}
+
+export interface ReleaseStatus {
+  status: string;
+  approval: "not_submitted" | "in_review" | "approved" | "rejected";
+  rejection_reason: string | null;
+  live: boolean;
+  submitted_at: string | null;
+  stores: StoreDelivery[];
+}
+
+export const getRules = (accountId: string) => call<Rules>(accountId, "GET", "/rules");
+export const getApiRelease = (accountId: string, id: string) =>
+  call<ApiRelease>(accountId, "GET", `/releases/${id}`);
+export const patchRelease = (accountId: string, id: string, changes: Record<string, unknown>) =>
+  call<ApiRelease>(accountId, "PATCH", `/releases/${id}`, changes);
+export const getProblems = (accountId: string, id: string) =>
+  call<ReleaseProblems>(accountId, "GET", `/releases/${id}/problems`);
+export const submitRelease = (accountId: string, id: string) =>
+  call<ApiRelease>(accountId, "POST", `/releases/${id}/submit`);
+export const getReleaseStatus = (accountId: string, id: string) =>
+  call<ReleaseStatus>(accountId, "GET", `/releases/${id}/status`);
+export const addTrack = (accountId: string, releaseId: string, track: Record<string, unknown>) =>
+  call<ApiTrack>(accountId, "POST", `/releases/${releaseId}/tracks`, track);
+export const patchTrack = (
+  accountId: string,
+  releaseId: string,
+  trackId: string,
+  changes: Record<string, unknown>,
+) => call<ApiTrack>(accountId, "PATCH", `/releases/${releaseId}/tracks/${trackId}`, changes);
+export const getUpload = (accountId: string, assetId: string) =>
+  call<MediaAsset>(accountId, "GET", `/uploads/${assetId}`);
+
+// ---------------------------------------------------------------------------------------------
+// Uploads: a signed URL, the file sent straight to storage with its progress, then the checks
+
+interface UploadUrl {
+  asset_id: string;
+  upload_url: string;
+  method: "PUT";
+  headers: Record<string, string>;
+  max_bytes: number;
+  multipart?: { upload_id: string; part_size: number; parts: { part_number: number; url: string }[] };
+  complete_url: string | null;
+}
+
+/** PUT `body` with its progress (fetch has no upload progress); the response's ETag header. */
+function put(
+  url: string,
+  headers: Record<string, string>,
+  body: Blob,
+  onProgress: (sent: number) => void,
+): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("PUT", url);
+    for (const [k, v] of Object.entries(headers)) xhr.setRequestHeader(k, v);
+    xhr.upload.onprogress = (e) => onProgress(e.loaded);
+    xhr.onload = () => {
+      if (xhr.status >= 200 && xhr.status < 300) resolve(xhr.getResponseHeader("etag"));
+      else {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(xhr.responseText);
+        } catch {
+          parsed = undefined;
+        }
+        reject(failure(xhr.status, parsed));
+      }
+    };
+    xhr.onerror = () =>
+      reject(
+        new PlainError("The upload was cut off. Check your connection and try again.", { code: "network" }),
+      );
+    xhr.send(body);
+  });
+}
+
+/**
+ * Uploads `file` as the release's cover (`trackId` undefined) or a track's audio, reporting the
+ * share sent (0–1); resolves with the asset id once storage has the file (its checks then run).
+ */
+export async function upload(
+  accountId: string,
+  releaseId: string,
+  trackId: string | undefined,
+  file: File,
+  onProgress: (share: number) => void,
+): Promise<string> {
+  const path = trackId
+    ? `/releases/${releaseId}/tracks/${trackId}/audio-upload-url`
+    : `/releases/${releaseId}/artwork-upload-url`;
+  const slot = await call<UploadUrl>(accountId, "POST", path, {
+    filename: file.name,
+    ...(file.type ? { content_type: file.type } : {}),
+    size: file.size,
+  });
+  if (slot.multipart) {
+    const { part_size, parts, upload_id } = slot.multipart;
+    const sent: number[] = parts.map(() => 0);
+    const done: { part_number: number; etag: string }[] = [];
+    for (const [i, part] of parts.entries()) {
+      const blob = file.slice(i * part_size, (i + 1) * part_size);
+      const etag = await put(part.url, {}, blob, (n) => {
+        sent[i] = n;
+        onProgress(sent.reduce((a, b) => a + b, 0) / file.size);
+      });
+      if (!etag) throw new PlainError("The storage did not confirm a part of the file. Try again.");
+      done.push({ part_number: part.part_number, etag });
+    }
+    await call(accountId, "POST", `/uploads/${slot.asset_id}/complete`, { upload_id, parts: done });
+  } else {
+    await put(slot.upload_url, slot.headers, file, (n) => onProgress(n / file.size));
+    if (slot.complete_url) await call(accountId, "POST", `/uploads/${slot.asset_id}/complete`, {});
+  }
+  onProgress(1);
+  return slot.asset_id;
+}

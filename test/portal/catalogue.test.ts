@@ -1,0 +1,206 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { Browser, Page } from "playwright-core";
+import { artworkJpeg, wav } from "../../src/storage/samples.ts";
+import { browserMissing, launchBrowser, portalMissing } from "../support/browser.ts";
+import { type ConsoleStack, startConsoleStack } from "../support/console.ts";
+import { tid } from "../support/console-ui.ts";
+import { ENGINES } from "../support/db.ts";
+import { portalStories } from "../support/portal-browser.ts";
+import { PASSWORD, type PortalWorld, seedPortalWorld } from "../support/portal-seed.ts";
+
+/**
+ * The portal's release editor (docs/portal.md, "A release, from draft to live") in headless
+ * Chromium against `npm start`'s server on the embedded database: an artist of a sandbox account
+ * makes a release, reads the completeness list submit applies, follows its links to the fields,
+ * fills them in (saved as typed), adds a track with splits whose total is said while typing,
+ * uploads a generated cover and audio and sees each file's verdict, submits, and follows the
+ * release to live on the sandbox store, which its notifications tell (the unread count in the
+ * header, marked read). A broken file is refused beside its control in words.
+ */
+
+const onceOnEmbedded = ENGINES.includes("pglite")
+  ? false
+  : "the browser tests run once, on the embedded database (the PGlite pass of the suite)";
+const skip = onceOnEmbedded || browserMissing() || portalMissing();
+
+/** A UPC-A with its check digit, and an ISRC no other release of the account has. */
+const UPC = "012345678905";
+const ISRC = "QZ-TDW-26-00001";
+
+describe("the portal in Chromium: a release from draft to live", { skip }, () => {
+  let stack: ConsoleStack;
+  let world: PortalWorld;
+  let browser: Browser;
+  const pageErrors: string[] = [];
+  before(async () => {
+    const [started, launched] = await Promise.all([
+      startConsoleStack("pglite", seedPortalWorld),
+      launchBrowser(),
+    ]);
+    stack = started.stack;
+    world = started.seeded;
+    browser = launched;
+  });
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+    assert.deepEqual(pageErrors, [], "the portal threw in the page");
+  });
+  const portal = () => `${stack.url}/portal/t/${world.tenant.slug}`;
+  const stories = portalStories(
+    () => browser,
+    () => stack.url,
+    pageErrors,
+  );
+
+  const problems = async (page: Page) =>
+    page
+      .locator(tid("problem"))
+      .evaluateAll((els) => els.map((e) => `${e.getAttribute("data-param")}:${e.getAttribute("data-code")}`));
+
+  /** Waits until the form says it saved what was typed. */
+  const saved = (page: Page) =>
+    page.locator(tid("save-state")).filter({ hasText: "All changes saved" }).waitFor();
+
+  test("an artist makes a release, fixes what the list says, uploads, submits and sees it live", async () => {
+    await stories.story("release-to-live", async ({ page, record }) => {
+      await stories.signIn(page, portal(), world.artist.email, PASSWORD);
+      await page.locator(tid("releases-empty")).waitFor();
+      await page.locator(tid("release-new")).click();
+      await page.getByLabel("Title", { exact: true }).fill("Tidal Pull");
+      await page.getByLabel("Artist", { exact: true }).fill("Tidewater");
+      await page.getByRole("button", { name: "Create draft" }).click();
+      await page.getByRole("heading", { name: "Tidal Pull" }).waitFor();
+
+      // The completeness list submit applies: every problem at once, and submit not offered yet.
+      await page.locator(tid("problem")).first().waitFor();
+      const first = await problems(page);
+      for (const expected of [
+        "release_date:required",
+        "primary_genre:required",
+        "licensed_territories_include:no_territories",
+        "tracks:no_tracks",
+        "artwork:artwork_missing",
+      ])
+        assert.ok(first.includes(expected), `${expected} is listed: ${first.join(", ")}`);
+      assert.equal(await page.locator(tid("release-submit-button")).isDisabled(), true);
+      assert.match(
+        await page.locator(tid("problems")).innerText(),
+        /Choose a genre\.[\s\S]*Add at least one track\./,
+        "the list speaks in plain words, not field paths",
+      );
+      await record("release-editor", "release-details");
+
+      // Each problem links to its field: the genre's puts the cursor in the genre control.
+      await page.locator(tid("problem")).filter({ hasText: "Choose a genre" }).getByRole("link").click();
+      assert.equal(
+        await page.locator(tid("edit-primary_genre")).evaluate((el) => el === el.ownerDocument.activeElement),
+        true,
+      );
+
+      // Details, saved as they are chosen or typed.
+      const date = await page.locator(tid("edit-release_date")).getAttribute("min");
+      assert.ok(date, "the date control starts at the earliest date the stores accept");
+      const later = new Date(`${date}T12:00:00Z`);
+      later.setUTCDate(later.getUTCDate() + 14);
+      await page.locator(tid("edit-release_date")).fill(later.toISOString().slice(0, 10));
+      await page.locator(tid("edit-release_date")).blur();
+      await saved(page);
+      await page.locator(tid("edit-primary_genre")).selectOption({ index: 1 });
+      await saved(page);
+      await page.locator(tid("edit-territory-choice")).selectOption("WW");
+      await saved(page);
+      // A wrong UPC is said beside the field, in words, and the other fields stay saved.
+      await page.locator(tid("edit-upc")).fill("012345678901");
+      await page.locator(tid("edit-upc")).blur();
+      await page.locator(tid("edit-upc-error")).waitFor();
+      assert.match(await page.locator(tid("edit-upc-error")).innerText(), /check digit/i);
+      assert.match(await page.locator(tid("save-state")).innerText(), /Not saved/);
+      await page.locator(tid("edit-upc")).fill(UPC);
+      await page.locator(tid("edit-upc")).blur();
+      await saved(page);
+      assert.equal(await page.locator(tid("edit-upc-error")).count(), 0);
+
+      // A track, then its splits: the total is said while typing.
+      await page.locator(tid("new-track-title")).fill("Tidal Pull");
+      await page.locator(tid("new-track-isrc")).fill(ISRC);
+      await page.locator(tid("new-track-add")).click();
+      await page.locator(tid("edit-track")).first().waitFor();
+      await page.locator(tid("edit-track")).getByText("Title, ISRC and splits").click();
+      await page.locator(tid("track-splits-0-add")).click();
+      await page.locator(tid("track-splits-0-name-0")).fill("Tidewater");
+      await page.locator(tid("track-splits-0-share-0")).fill("60");
+      assert.match(await page.locator(tid("track-splits-0-total")).innerText(), /60%.*40% missing/);
+      await page.locator(tid("track-splits-0-add")).click();
+      await page.locator(tid("track-splits-0-name-1")).fill("June Harbour");
+      await page.locator(tid("track-splits-0-share-1")).fill("45");
+      assert.match(await page.locator(tid("track-splits-0-total")).innerText(), /105%.*5% too much/);
+      await page.locator(tid("track-save-0")).click();
+      await page.locator(tid("track-splits-0-error")).waitFor();
+      await page.locator(tid("track-splits-0-share-1")).fill("40");
+      assert.equal(await page.locator(tid("track-splits-0-total")).innerText(), "Total: 100%.");
+      await page.locator(tid("track-save-0")).click();
+      await page.locator(tid("track-saved-0")).waitFor();
+
+      // A file that is no image is refused beside the cover's control, in words.
+      await page.locator(tid("cover-input")).setInputFiles({
+        name: "cover.jpg",
+        mimeType: "image/jpeg",
+        buffer: Buffer.from("this is not a picture at all"),
+      });
+      await page.locator(`${tid("cover-verdict")}[data-status="invalid"]`).waitFor({ timeout: 60_000 });
+      await record("release-cover-refused", "cover-verdict");
+
+      // The cover and the audio, with their progress and their checks' verdicts.
+      await page.locator(tid("cover-input")).setInputFiles({
+        name: "cover.jpg",
+        mimeType: "image/jpeg",
+        buffer: await artworkJpeg(),
+      });
+      await page.locator(`${tid("cover-verdict")}[data-status="valid"]`).waitFor({ timeout: 60_000 });
+      assert.match(await page.locator(tid("cover-verdict")).innerText(), /3000 × 3000/);
+      await page.locator(tid("track-audio-0-input")).setInputFiles({
+        name: "tidal-pull.wav",
+        mimeType: "audio/wav",
+        buffer: wav({ seconds: 2 }),
+      });
+      await page.locator(`${tid("track-audio-0-verdict")}[data-status="valid"]`).waitFor({ timeout: 60_000 });
+      assert.match(await page.locator(tid("track-audio-0-verdict")).innerText(), /44\.1 kHz/);
+
+      // Nothing missing: submit, then the progress per store until live on the sandbox store.
+      await page.locator(tid("problems-none")).waitFor();
+      assert.deepEqual(await problems(page), []);
+      await record("release-ready", "problems-none");
+      await page.locator(tid("release-submit-button")).click();
+      await page.locator(tid("release-timeline")).waitFor();
+      await page.locator(tid("store-step")).filter({ hasText: "Live" }).first().waitFor({ timeout: 60_000 });
+      assert.equal(await page.locator(tid("review-state")).innerText(), "Approved");
+      assert.equal(
+        await page.locator(tid("release-submit-button")).count(),
+        0,
+        "a submitted release is not edited",
+      );
+      await record("release-live", "release-timeline");
+
+      // What happened is told in the notifications: the unread count in the header, the list,
+      // marked read one by one or all at once (the count follows).
+      await page.reload();
+      await page.locator(tid("nav-notifications")).click();
+      await page.locator(tid("notification")).filter({ hasText: "“Tidal Pull” was approved" }).waitFor();
+      const unread = await page.locator(`${tid("notification")}[data-read="false"]`).count();
+      assert.ok(unread >= 2, `approved and at least one store live: ${unread} unread`);
+      assert.equal(await page.locator(tid("unread-count")).getAttribute("data-count"), String(unread));
+      assert.match(
+        await page.locator(tid("nav-notifications")).innerText(),
+        new RegExp(`Notifications[\\s\\S]*unread[\\s\\S]*${unread}`),
+      );
+      await record("notifications", "notifications");
+      await page.locator(tid("mark-read")).first().click();
+      await page.locator(`${tid("unread-count")}[data-count="${unread - 1}"]`).waitFor();
+      await page.locator(tid("mark-all-read")).click();
+      await page.locator(tid("unread-count")).waitFor({ state: "detached" });
+      assert.equal(await page.locator(`${tid("notification")}[data-read="false"]`).count(), 0);
+    });
+  });
+});
