@@ -1,9 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useId, useState } from "react";
+import { type FormEvent, lazy, Suspense, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import { Link } from "../router.tsx";
-import { BarChart } from "../ui/BarChart.tsx";
 import { ErrorState, Loading, Page, Status, TableWrap, When } from "../ui/common.tsx";
+
+// Chart.js loads with this page only (ui-shared/charts.tsx).
+const BarList = lazy(() => import("../../../ui-shared/charts.tsx").then((m) => ({ default: m.BarList })));
 
 interface Total {
   currency: string;
@@ -85,15 +87,17 @@ export default function RoyaltyImportPage({ id }: { id: string }) {
                 <p className="muted">Nothing was credited.</p>
               ) : (
                 <>
-                  <BarChart
-                    title="Net per currency"
-                    testid="import-totals-chart"
-                    bars={totals.map((t) => ({
-                      label: t.currency,
-                      value: Number(t.net),
-                      text: `${t.net} ${t.currency}`,
-                    }))}
-                  />
+                  {/* Lines, not amounts: a yen and a dollar on one axis would mislead. */}
+                  <Suspense fallback={<Loading />}>
+                    <BarList
+                      testid="import-totals-chart"
+                      unit="Lines"
+                      summary={`Lines credited per currency: ${totals.map((t) => `${t.currency} ${t.lines}`).join(", ")}.`}
+                      points={[...totals]
+                        .sort((a, b) => b.lines - a.lines)
+                        .map((t) => ({ label: t.currency, value: t.lines }))}
+                    />
+                  </Suspense>
                   <TableWrap label="Totals per currency">
                     <table>
                       <thead>
