@@ -17,8 +17,9 @@ export default defineConfig({
     emptyOutDir: true,
     target: "es2022",
     sourcemap: false,
-    // The first page stays under the budget (250 KB gzipped); a larger chunk is a mistake to look at.
-    chunkSizeWarningLimit: 520,
+    // The first page stays under the budget (250 KB gzipped); a larger chunk is a mistake to look at. The
+    // royalties charts (Chart.js, the world map) are a chunk of their own, loaded by that page only.
+    chunkSizeWarningLimit: 600,
   },
   server: {
     port: Number(process.env.PORTAL_DEV_PORT ?? 5174),

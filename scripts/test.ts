@@ -19,6 +19,7 @@ const LONGEST_FIRST = [
   "test/console/desk.test.ts",
   "test/portal/getting-in.test.ts",
   "test/portal/catalogue.test.ts",
+  "test/portal/developers.test.ts",
   // Long on PostgreSQL only (five processes killed and restarted; Prism in front of a server).
   "test/chaos.test.ts",
   "test/public-api-contract.test.ts",

@@ -13,11 +13,13 @@ import {
   unreadNotifications,
 } from "./api/portal.ts";
 import { AuthCallback } from "./pages/AuthCallback.tsx";
+import { canManage, Developers } from "./pages/Developers.tsx";
 import { NewRelease } from "./pages/NewRelease.tsx";
 import { NOTIFICATIONS_EVERY_MS, Notifications, unreadQuery } from "./pages/Notifications.tsx";
 import { ReleasePage } from "./pages/ReleasePage.tsx";
 import { Releases } from "./pages/Releases.tsx";
 import { ResetPassword } from "./pages/ResetPassword.tsx";
+import { Royalties } from "./pages/Royalties.tsx";
 import { SecondFactor } from "./pages/SecondFactor.tsx";
 import { SetPassword } from "./pages/SetPassword.tsx";
 import { SignIn } from "./pages/SignIn.tsx";
@@ -181,6 +183,8 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   else if (path === "/releases" || path === "/") page = <Releases account={current} />;
   else if (path === "/releases/new") page = <NewRelease account={current} />;
   else if (path === "/notifications") page = <Notifications />;
+  else if (path === "/royalties" && current) page = <Royalties account={current} />;
+  else if (path === "/developers" && current) page = <Developers account={current} />;
   else if (release?.id) page = <ReleasePage id={release.id} account={current} />;
   else
     page = (
@@ -217,6 +221,22 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
             >
               Releases
             </Link>
+            <Link
+              to="/royalties"
+              data-testid="nav-royalties"
+              aria-current={path.startsWith("/royalties") ? "page" : undefined}
+            >
+              Royalties
+            </Link>
+            {canManage(current) ? (
+              <Link
+                to="/developers"
+                data-testid="nav-developers"
+                aria-current={path === "/developers" ? "page" : undefined}
+              >
+                Developers
+              </Link>
+            ) : null}
             <NotificationsLink current={path === "/notifications"} />
           </nav>
           {list.length > 1 ? (

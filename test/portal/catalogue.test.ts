@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import { after, before, describe, test } from "node:test";
+import { createClient } from "@supabase/supabase-js";
 import type { Browser, Page } from "playwright-core";
 import { artworkJpeg, wav } from "../../src/storage/samples.ts";
 import { browserMissing, launchBrowser, portalMissing } from "../support/browser.ts";
@@ -7,7 +9,7 @@ import { type ConsoleStack, startConsoleStack } from "../support/console.ts";
 import { tid } from "../support/console-ui.ts";
 import { ENGINES } from "../support/db.ts";
 import { portalStories } from "../support/portal-browser.ts";
-import { PASSWORD, type PortalWorld, seedPortalWorld } from "../support/portal-seed.ts";
+import { PASSWORD, type PortalWorld, ROYALTY_MONTHS, seedPortalWorld } from "../support/portal-seed.ts";
 
 /**
  * The portal's release editor (docs/portal.md, "A release, from draft to live") in headless
@@ -28,7 +30,25 @@ const skip = onceOnEmbedded || browserMissing() || portalMissing();
 const UPC = "012345678905";
 const ISRC = "QZ-TDW-26-00001";
 
-describe("the portal in Chromium: a release from draft to live", { skip }, () => {
+/** Exact sums of decimal strings ("4.200000" + "1.5" = "5.7"), by integers. */
+function addDecimals(amounts: string[]): string {
+  const places = Math.max(0, ...amounts.map((a) => a.split(".")[1]?.length ?? 0));
+  let total = 0n;
+  for (const a of amounts) {
+    const [int = "0", dec = ""] = a.replace("-", "").split(".");
+    const n = BigInt(int + dec.padEnd(places, "0"));
+    total += a.startsWith("-") ? -n : n;
+  }
+  return normal(
+    `${total < 0n ? "-" : ""}${(total < 0n ? -total : total)
+      .toString()
+      .padStart(places + 1, "0")
+      .replace(new RegExp(`(\\d{${places}})$`), ".$1")}`,
+  );
+}
+const normal = (a: string) => (a.includes(".") ? a.replace(/0+$/, "").replace(/\.$/, "") : a);
+
+describe("the portal in Chromium: a release from draft to live; royalties", { skip, concurrency: 2 }, () => {
   let stack: ConsoleStack;
   let world: PortalWorld;
   let browser: Browser;
@@ -200,7 +220,120 @@ describe("the portal in Chromium: a release from draft to live", { skip }, () =>
       await page.locator(`${tid("unread-count")}[data-count="${unread - 1}"]`).waitFor();
       await page.locator(tid("mark-all-read")).click();
       await page.locator(tid("unread-count")).waitFor({ state: "detached" });
-      assert.equal(await page.locator(`${tid("notification")}[data-read="false"]`).count(), 0);
+      await page
+        .locator(`${tid("notification")}[data-read="false"]`)
+        .first()
+        .waitFor({ state: "detached" });
+    });
+  });
+
+  /** GET /api/public/v1/royalties as the member, for the account (what the page must agree with). */
+  async function royaltiesApi(query: string) {
+    const client = createClient(stack.url, world.tenant.anonKey, { auth: { persistSession: false } });
+    const { data, error } = await client.auth.signInWithPassword({
+      email: world.lantern.email,
+      password: PASSWORD,
+    });
+    assert.equal(error, null);
+    const res = await fetch(`${stack.url}/api/public/v1/royalties?limit=1&${query}`, {
+      headers: {
+        authorization: `Bearer ${data.session?.access_token}`,
+        "backline-account": world.lantern.accountId,
+      },
+    });
+    assert.equal(res.status, 200);
+    return (await res.json()) as {
+      totals: { currency: string; net: string; streams: number; lines: number }[];
+    };
+  }
+
+  test("a label reads its royalties in charts, filters them in the address, and the CSV adds up to the API's totals", async () => {
+    await stories.story("royalties", async ({ page, record }) => {
+      await stories.signIn(page, portal(), world.lantern.email, PASSWORD);
+      await page.getByRole("link", { name: "Royalties", exact: true }).click();
+      await page.locator(`${tid("chart-time")} canvas`).waitFor();
+      await page.locator(`${tid("chart-map")} canvas`).waitFor();
+      const api = await royaltiesApi("");
+      assert.ok(api.totals.length >= 2, "the sample reports are in several currencies");
+      // Every currency on its own, as the API sums it: never added across currencies.
+      const shownTotals = await page
+        .locator(tid("royalty-total"))
+        .evaluateAll((els) => els.map((e) => [e.getAttribute("data-currency"), e.getAttribute("data-net")]));
+      assert.deepEqual(
+        shownTotals,
+        api.totals.map((t) => [t.currency, t.net]),
+      );
+      // The currency shown is the one with the most lines; one row per month of sale.
+      const main = [...api.totals].sort((a, b) => b.lines - a.lines)[0];
+      assert.ok(main);
+      assert.equal(await page.locator(tid("filter-currency")).inputValue(), main.currency);
+      assert.equal(await page.locator(tid("table-time-row")).count(), ROYALTY_MONTHS.length);
+      assert.match(
+        (await page.locator(`${tid("chart-time")} canvas`).getAttribute("aria-label")) ?? "",
+        /net from .* streams/,
+      );
+      await record("royalties", "chart-map");
+
+      // The CSV is what is shown, exactly: its months add up to the API's totals in that currency.
+      const [download] = await Promise.all([
+        page.waitForEvent("download"),
+        page.locator(tid("royalties-csv")).click(),
+      ]);
+      const csv = fs
+        .readFileSync((await download.path()) as string, "utf8")
+        .trim()
+        .split(/\r?\n/);
+      const head = (csv[0] ?? "").split(",");
+      const rows = csv.slice(1).map((l) => Object.fromEntries(l.split(",").map((v, i) => [head[i], v])));
+      for (const breakdown of ["month", "store", "territory", "release"]) {
+        const of = rows.filter((r) => r.breakdown === breakdown);
+        assert.ok(of.length > 0, `${breakdown} rows`);
+        assert.equal(
+          addDecimals(of.map((r) => r.net as string)),
+          normal(main.net),
+          `${breakdown}: net adds up`,
+        );
+        assert.equal(
+          of.reduce((n, r) => n + Number(r.streams), 0),
+          main.streams,
+          `${breakdown}: streams add up`,
+        );
+      }
+
+      // One release: its link in the table filters the page to it.
+      await page.locator(tid("table-releases")).getByRole("link", { name: "Night Drive" }).click();
+      await page.locator(tid("filter-release")).filter({ hasText: "Only Night Drive" }).waitFor();
+      await page.locator(tid("table-releases-row")).first().waitFor();
+      assert.equal(await page.locator(tid("table-releases-row")).count(), 1);
+      const nightDrive = await royaltiesApi(
+        `release_id=${world.lantern.nightDrive}&currency=${main.currency}`,
+      );
+      await page
+        .locator(
+          `${tid("royalty-total")}[data-currency="${main.currency}"][data-net="${nightDrive.totals[0]?.net}"]`,
+        )
+        .waitFor();
+      await page.getByRole("link", { name: "All releases" }).click();
+      await page.locator(tid("filter-release")).waitFor({ state: "detached" });
+
+      // A filter is kept in the address: one store, reloaded, still one store, as the API sums it.
+      await page.locator(tid("filter-store")).selectOption("spotify");
+      await page.waitForURL(/store=spotify/);
+      await page.reload();
+      await page.locator(`${tid("chart-time")} canvas`).waitFor();
+      assert.equal(await page.locator(tid("filter-store")).inputValue(), "spotify");
+      assert.equal(await page.locator(tid("table-stores-row")).count(), 1);
+      const spotify = await royaltiesApi(`store=spotify&currency=${main.currency}`);
+      assert.equal(
+        await page
+          .locator(`${tid("royalty-total")}[data-currency="${main.currency}"]`)
+          .getAttribute("data-net"),
+        spotify.totals[0]?.net,
+      );
+      // A period with no sales says what to expect, not an empty chart.
+      await page.locator(tid("filter-from")).fill("2030-01");
+      await page.locator(tid("royalties-empty")).waitFor();
+      await record("royalties-empty", "royalties-empty");
     });
   });
 });

@@ -189,6 +189,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
         /Moonlight Records · your role: viewer/,
       );
       assert.equal(await page.locator(tid("release-new")).count(), 0, "a viewer is offered no New release");
+      assert.equal(await page.locator(tid("nav-developers")).count(), 0, "nor keys and webhooks");
       await record("releases", "release-row");
       await row.getByRole("link").click();
       await page.getByRole("heading", { name: "Harbour Lights" }).waitFor();

@@ -1,9 +1,12 @@
 import type { Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/db.ts";
 import { Mailer } from "../../src/mail/mailer.ts";
+import { importRoyalties } from "../../src/royalties/import.ts";
+import { sampleReport } from "../../src/royalties/sample.ts";
 import { addMember } from "../../src/tenancy/memberships.ts";
 import { createAccount, createTenant } from "../../src/tenancy/tenants.ts";
 import { seedPasswordUser } from "./console.ts";
+import { reportFile, seedSampleCatalog } from "./royalties.ts";
 
 /**
  * The portal's browser tests' world (test/portal/), written before the server starts:
@@ -19,6 +22,8 @@ import { seedPasswordUser } from "./console.ts";
  *   a release "Elsewhere Song"; `far@` is also a member of "Second Label" ("Second Song");
  * - "Tidewater", a sandbox artist account (approved without review, delivered to the sandbox
  *   store) whose owner `artist@` has a password and no release yet;
+ * - "Lantern Records", whose owner `lantern@` has a password: two delivered releases (Night Drive,
+ *   Daybreak) and six months of store reports for them, imported as the operator imports them;
  * - "Vault Records", whose owner requires a second factor (aal2) of its members: `vault@` (a
  *   member, with a password) reaches its release "Locked Away" only from an aal2 session.
  */
@@ -34,6 +39,38 @@ export interface PortalWorld {
   vault: { email: string };
   /** `artist@`, owner of the sandbox artist account "Tidewater" (approved at once, the sandbox store). */
   artist: { email: string; accountId: string };
+  /** `lantern@`, owner of "Lantern Records": two delivered releases with six months of royalties. */
+  lantern: { email: string; accountId: string; nightDrive: string; daybreak: string };
+}
+
+/** The months of sale the royalty story's reports cover (each reported the month after). */
+export const ROYALTY_MONTHS = ["2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06"];
+
+/** Six monthly reports (the backline format, generated for the two releases) imported as the operator would. */
+async function seedRoyalties(
+  db: Db,
+  tenantId: string,
+  catalog: { id: string; title: string; upc: string; isrcs: string[] }[],
+) {
+  const stores = ["spotify", "apple_music", "amazon_music", "deezer", "youtube_music"].map((code) => ({
+    code,
+    kind: "dsp",
+  }));
+  for (const [m, salePeriod] of ROYALTY_MONTHS.entries())
+    for (const [i, r] of catalog.entries()) {
+      const report = sampleReport(
+        {
+          id: r.id,
+          title: r.title,
+          artistName: "Nova Lights",
+          upc: r.upc,
+          tracks: r.isrcs.map((isrc) => ({ title: r.title, isrc })),
+          stores,
+        },
+        { format: "backline", salePeriod, seed: 100 + m * 10 + i },
+      );
+      await importRoyalties(db, { tenantId, format: "backline", file: reportFile(report.text) });
+    }
 }
 
 export const BRAND = {
@@ -143,6 +180,28 @@ export async function seedPortalWorld(db: Db, config: Config): Promise<PortalWor
       [tenant.id, tidewater.id, artist.id],
     ),
   );
+  const lanternAccount = await createAccount(db, {
+    tenantId: tenant.id,
+    name: "Lantern Records",
+    kind: "label",
+  });
+  const lantern = await seedPasswordUser(db, tenant.id, "lantern@lantern.test", PASSWORD);
+  await db.asService((tx) =>
+    tx.query(
+      "insert into internal.memberships (tenant_id, account_id, user_id, role) values ($1, $2, $3, 'owner')",
+      [tenant.id, lanternAccount.id, lantern.id],
+    ),
+  );
+  const catalog = await seedSampleCatalog(db, lanternAccount);
+  await seedRoyalties(db, tenant.id, [
+    {
+      id: catalog.nightDrive,
+      title: "Night Drive",
+      upc: "012345000010",
+      isrcs: ["QZABC2600001", "QZABC2600002"],
+    },
+    { id: catalog.daybreak, title: "Daybreak", upc: "012345000027", isrcs: ["QZABC2600003"] },
+  ]);
   return {
     tenant: { id: tenant.id, slug: tenant.slug, anonKey: keys.anon_key },
     label: { id: label.id, releaseId },
@@ -151,5 +210,11 @@ export async function seedPortalWorld(db: Db, config: Config): Promise<PortalWor
     far: { email: far.email, releaseId: farRelease },
     vault: { email: vault.email },
     artist: { email: artist.email, accountId: tidewater.id },
+    lantern: {
+      email: lantern.email,
+      accountId: lanternAccount.id,
+      nightDrive: catalog.nightDrive,
+      daybreak: catalog.daybreak,
+    },
   };
 }

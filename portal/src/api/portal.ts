@@ -592,3 +592,10 @@ export async function markNotificationsRead(ids: string[] | "all"): Promise<void
   const { error } = await query;
   if (error) throw plain(error, "data");
 }
+
+/** The titles of the releases `ids` the member can see, by id (for the royalties by release). */
+export async function releaseTitles(ids: string[]): Promise<Map<string, string>> {
+  const { data, error } = await sb().from("releases").select("id, title").in("id", ids.slice(0, 200));
+  if (error) throw plain(error, "data");
+  return new Map(((data ?? []) as { id: string; title: string }[]).map((r) => [r.id, r.title]));
+}

@@ -64,13 +64,14 @@ export function plainProblem(p: ApiProblem): string {
 
 /** An API failure as a PlainError: field problems (`errors`, or `param`) keyed by field. */
 function failure(status: number, body: unknown): PlainError {
-  const b = (body ?? {}) as { code?: string; message?: string; param?: string; errors?: ApiProblem[] };
+  // application/problem+json (docs/public-api.md, "Errors"): detail is the sentence.
+  const b = (body ?? {}) as { code?: string; detail?: string; param?: string; errors?: ApiProblem[] };
   const code = typeof b.code === "string" ? b.code : "error";
   const problems =
     Array.isArray(b.errors) && b.errors.length > 0
       ? b.errors
-      : b.param && b.message
-        ? [{ param: b.param, code, message: b.message }]
+      : b.param && b.detail
+        ? [{ param: b.param, code, message: b.detail }]
         : [];
   if (problems.length > 0 && (status === 400 || status === 409 || status === 413 || status === 422)) {
     const fields: Record<string, string> = {};
@@ -83,8 +84,8 @@ function failure(status: number, body: unknown): PlainError {
       { code, status, fields, problems },
     );
   }
-  if (status === 409 && b.message)
-    return new PlainError(plainProblem({ param: "", code, message: b.message }), { code, status });
+  if ((status === 409 || status === 422) && b.detail)
+    return new PlainError(plainProblem({ param: "", code, message: b.detail }), { code, status });
   if (status === 404)
     return new PlainError("This was not found: it was deleted, or it belongs to an account you are not in.", {
       code,
@@ -336,3 +337,134 @@ export async function upload(
   onProgress(1);
   return slot.asset_id;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Royalties (GET /royalties, royalties:read): sums per month, store, territory or release, per
+// currency. Amounts are decimal strings and stay strings: the page never adds money up itself.
+
+export interface RoyaltyFilters {
+  from?: string | undefined;
+  to?: string | undefined;
+  store?: string | undefined;
+  territory?: string | undefined;
+  currency?: string | undefined;
+  release_id?: string | undefined;
+}
+
+export interface RoyaltySums {
+  currency: string;
+  lines: number;
+  units: number;
+  streams: number;
+  downloads: number;
+  ugc_uses: number;
+  gross: string;
+  fees: string;
+  net: string;
+}
+
+export interface RoyaltyGroup extends RoyaltySums {
+  period?: string;
+  store?: string;
+  territory?: string | null;
+  release_id?: string;
+}
+
+export type RoyaltyKey = "period" | "store" | "territory" | "release";
+
+/** The most groups the page reads for one breakdown (10 pages of 100). */
+const MAX_GROUPS = 1000;
+
+/** Every group of `by` under `filters` (page after page), with the totals per currency. */
+export async function royaltyGroups(
+  accountId: string,
+  by: RoyaltyKey,
+  filters: RoyaltyFilters,
+): Promise<{ groups: RoyaltyGroup[]; totals: RoyaltySums[]; truncated: boolean }> {
+  const groups: RoyaltyGroup[] = [];
+  let totals: RoyaltySums[] = [];
+  for (let offset = 0; ; offset += 100) {
+    const q = new URLSearchParams({ group_by: by, limit: "100", offset: String(offset) });
+    for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
+    const page = await call<{ data: RoyaltyGroup[]; has_more: boolean; totals?: RoyaltySums[] }>(
+      accountId,
+      "GET",
+      `/royalties?${q}`,
+    );
+    groups.push(...page.data);
+    totals = page.totals ?? totals;
+    if (!page.has_more) return { groups, totals, truncated: false };
+    if (groups.length >= MAX_GROUPS) return { groups, totals, truncated: true };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The developers' corner: the account's API keys and webhook endpoints (owners and admins: the
+// database shows a member or viewer none, and the API answers 403 for their role).
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  mode: "live" | "test";
+  prefix: string;
+  scopes: string[];
+  status: "pending_reveal" | "active" | "frozen" | "revoked";
+  expires_at: string | null;
+  last_used_at: string | null;
+  reveal_locked_at: string | null;
+  created_at: string;
+  verification?: { sent_to: string[]; expires_at: string };
+}
+
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  enabled: boolean;
+  disabled_reason: string | null;
+  created_at: string;
+  secret?: string;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  event_type: string;
+  status: "pending" | "succeeded" | "failed";
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  next_attempt_at: string | null;
+}
+
+interface ListOf<T> {
+  data: T[];
+  has_more: boolean;
+}
+
+export const listKeys = (a: string) => call<ListOf<ApiKey>>(a, "GET", "/api-keys?limit=100");
+export const createKey = (a: string, body: { name: string; scopes?: string[]; expires_at?: string }) =>
+  call<ApiKey>(a, "POST", "/api-keys", { ...body, account_id: a });
+export const revealKey = (a: string, id: string, code: string) =>
+  call<ApiKey & { secret: string }>(a, "POST", `/api-keys/${id}/reveal`, { code });
+export const resendKeyCode = (a: string, id: string) =>
+  call<{ sent_to: string[] }>(a, "POST", `/api-keys/${id}/verification`);
+export const freezeKey = (a: string, id: string, frozen: boolean) =>
+  call<ApiKey>(a, "POST", `/api-keys/${id}/${frozen ? "freeze" : "unfreeze"}`);
+export const revokeKey = (a: string, id: string) => call<ApiKey>(a, "DELETE", `/api-keys/${id}`);
+
+export const listWebhooks = (a: string) => call<ListOf<WebhookEndpoint>>(a, "GET", "/webhooks?limit=100");
+export const createWebhook = (a: string, body: { url: string; events: string[]; description?: string }) =>
+  call<WebhookEndpoint & { secret: string }>(a, "POST", "/webhooks", body);
+export const setWebhookEnabled = (a: string, id: string, enabled: boolean) =>
+  call<WebhookEndpoint>(a, "PATCH", `/webhooks/${id}`, { enabled });
+export const deleteWebhook = (a: string, id: string) => call<unknown>(a, "DELETE", `/webhooks/${id}`);
+export const rotateWebhookSecret = (a: string, id: string) =>
+  call<WebhookEndpoint & { secret: string }>(a, "POST", `/webhooks/${id}/rotate-secret`, {});
+export const listDeliveries = (a: string, id: string) =>
+  call<ListOf<WebhookDelivery>>(a, "GET", `/webhooks/${id}/deliveries?limit=20`);
+export const retryDelivery = (a: string, id: string, deliveryId: string) =>
+  call<WebhookDelivery>(a, "POST", `/webhooks/${id}/deliveries/${deliveryId}/retry`);
+export const testWebhook = (a: string, id: string) =>
+  call<WebhookDelivery>(a, "POST", `/webhooks/${id}/test`);

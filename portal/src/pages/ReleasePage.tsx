@@ -12,6 +12,8 @@ import { UploadControl } from "./release/Upload.tsx";
 
 /** Statuses in which a release is still edited by its account (after them, corrections only). */
 const EDITABLE = new Set(["draft", "pending", "rejected"]);
+/** Statuses of a release that went to the stores: the stores report its sales. */
+const SOLD = new Set(["delivered", "live", "takedown_requested", "taken_down"]);
 
 function duration(seconds: number | null): string {
   if (!seconds) return "—";
@@ -119,6 +121,13 @@ export function ReleasePage({ id, account }: { id: string; account: Account | un
   return (
     <Page title={r.title} testid="page-release" actions={back}>
       {own && !EDITABLE.has(r.status) ? <Timeline accountId={account.id} releaseId={id} /> : null}
+      {own && SOLD.has(r.status) ? (
+        <p>
+          <Link to={`/royalties?release=${id}`} data-testid="release-royalties">
+            Royalties of this release
+          </Link>
+        </p>
+      ) : null}
       <dl className="facts" data-testid="release-facts">
         <div>
           <dt>Status</dt>
