@@ -1,10 +1,10 @@
 import { useQuery } from "@tanstack/react-query";
 import { Empty, Loading, Status, TableWrap, When } from "../../../ui-shared/common.tsx";
 import { Link } from "../../../ui-shared/router.tsx";
-import { type Account, canEdit, getRelease } from "../api/portal.ts";
-import { getApiRelease, getRules } from "../api/public.ts";
+import { type Account, canEdit } from "../api/portal.ts";
 import { ErrorState, Page } from "../ui.tsx";
 import { Details } from "./release/Details.tsx";
+import { apiReleaseQuery, problemsQuery, releaseQuery, rulesQuery } from "./release/queries.ts";
 import { SubmitPanel } from "./release/Submit.tsx";
 import { Timeline } from "./release/Timeline.tsx";
 import { Tracks } from "./release/Tracks.tsx";
@@ -25,12 +25,10 @@ function duration(seconds: number | null): string {
  * track's audio with their checks' verdicts, tracks with splits, the completeness list and submit.
  */
 function Editor({ account, id, title }: { account: Account; id: string; title: string }) {
-  const rules = useQuery({
-    queryKey: ["rules", account.id],
-    queryFn: () => getRules(account.id),
-    staleTime: 600_000,
-  });
-  const release = useQuery({ queryKey: ["api-release", id], queryFn: () => getApiRelease(account.id, id) });
+  const rules = useQuery(rulesQuery(account.id));
+  const release = useQuery(apiReleaseQuery(account.id, id));
+  // Asked now, beside the rest, though only the submit panel below shows it.
+  useQuery(problemsQuery(account.id, id));
   const back = <Link to="/releases">← All releases</Link>;
   if (rules.isPending || release.isPending)
     return (
@@ -89,7 +87,7 @@ function Editor({ account, id, title }: { account: Account; id: string; title: s
  * Row security decides whether it shows at all.
  */
 export function ReleasePage({ id, account }: { id: string; account: Account | undefined }) {
-  const release = useQuery({ queryKey: ["release", id], queryFn: () => getRelease(id) });
+  const release = useQuery(releaseQuery(id));
   const back = <Link to="/releases">← All releases</Link>;
   if (release.isPending)
     return (

@@ -1,8 +1,9 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { Empty, Loading, Pager, Status, TableWrap, When } from "../../../ui-shared/common.tsx";
 import { Link, setSearch, useLocation } from "../../../ui-shared/router.tsx";
-import { type Account, canEdit, listReleases, PAGE_SIZE } from "../api/portal.ts";
+import { type Account, canEdit, PAGE_SIZE } from "../api/portal.ts";
 import { ErrorState, Notice, Page } from "../ui.tsx";
+import { releasesQuery } from "./release/queries.ts";
 
 /**
  * The current account's releases, newest first, a page of 25 at a time (`?page=2`: the URL is
@@ -13,8 +14,7 @@ export function Releases({ account }: { account: Account | undefined }) {
   const page = Math.max(1, Number.parseInt(search.get("page") ?? "1", 10) || 1);
   const from = (page - 1) * PAGE_SIZE;
   const list = useQuery({
-    queryKey: ["releases", account?.id ?? null, from],
-    queryFn: () => listReleases(account?.id ?? "", from),
+    ...releasesQuery(account?.id ?? "", from),
     enabled: Boolean(account),
     placeholderData: keepPreviousData,
   });

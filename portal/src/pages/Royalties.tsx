@@ -5,7 +5,6 @@ import { groupDigits, money, toNumber } from "../../../ui-shared/money.ts";
 import { Link, setSearch, useLocation } from "../../../ui-shared/router.tsx";
 import { type Account, releaseTitles } from "../api/portal.ts";
 import {
-  getRules,
   type RoyaltyFilters,
   type RoyaltyGroup,
   type RoyaltyKey,
@@ -13,6 +12,7 @@ import {
   royaltyGroups,
 } from "../api/public.ts";
 import { ErrorState, Field, Page, SelectField } from "../ui.tsx";
+import { rulesQuery } from "./release/queries.ts";
 import { downloadCsv, royaltiesCsv } from "./royalties/csv.ts";
 
 // The charts and their libraries load with this page only (a chunk of their own).
@@ -118,11 +118,7 @@ function SumsTable({
 export function Royalties({ account }: { account: Account }) {
   const { search } = useLocation();
   const filters = filtersOf(search);
-  const rules = useQuery({
-    queryKey: ["rules", account.id],
-    queryFn: () => getRules(account.id),
-    staleTime: 600_000,
-  });
+  const rules = useQuery(rulesQuery(account.id));
   const results = useQueries({
     queries: KEYS.map((by) => ({
       queryKey: ["royalties", account.id, by, filters],

@@ -2,9 +2,10 @@ import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Loading } from "../../../../ui-shared/common.tsx";
 import { PlainError } from "../../api/portal.ts";
-import { getProblems, plainProblem, submitRelease } from "../../api/public.ts";
+import { plainProblem, submitRelease } from "../../api/public.ts";
 import { ErrorState } from "../../ui.tsx";
 import { fieldId, goToField } from "./fields.ts";
+import { problemsQuery } from "./queries.ts";
 
 /**
  * The completeness list submit applies (GET /releases/{id}/problems), every problem at once,
@@ -12,10 +13,7 @@ import { fieldId, goToField } from "./fields.ts";
  */
 export function SubmitPanel({ accountId, releaseId }: { accountId: string; releaseId: string }) {
   const client = useQueryClient();
-  const problems = useQuery({
-    queryKey: ["problems", releaseId],
-    queryFn: () => getProblems(accountId, releaseId),
-  });
+  const problems = useQuery(problemsQuery(accountId, releaseId));
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const submit = async () => {

@@ -1,7 +1,8 @@
 import { useQuery } from "@tanstack/react-query";
 import { Loading, TableWrap, When } from "../../../../ui-shared/common.tsx";
-import { getReleaseStatus, getRules, type StoreDelivery } from "../../api/public.ts";
+import { getReleaseStatus, type StoreDelivery } from "../../api/public.ts";
 import { ErrorState } from "../../ui.tsx";
+import { rulesQuery } from "./queries.ts";
 
 /** Statuses after which nothing moves without someone acting: the page stops asking. */
 const SETTLED = new Set(["draft", "pending", "rejected", "live", "taken_down"]);
@@ -32,11 +33,7 @@ function storeStep(d: StoreDelivery): string {
  */
 export function Timeline({ accountId, releaseId }: { accountId: string; releaseId: string }) {
   // The stores' names; their codes until the rules arrive (or if they cannot be read).
-  const rules = useQuery({
-    queryKey: ["rules", accountId],
-    queryFn: () => getRules(accountId),
-    staleTime: 600_000,
-  });
+  const rules = useQuery(rulesQuery(accountId));
   const status = useQuery({
     queryKey: ["release-status", releaseId],
     queryFn: () => getReleaseStatus(accountId, releaseId),
