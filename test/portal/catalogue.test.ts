@@ -18,7 +18,7 @@ import { PASSWORD, type PortalWorld, ROYALTY_MONTHS, seedPortalWorld } from "../
  * fills them in (saved as typed), adds a track with splits whose total is said while typing,
  * uploads a generated cover and audio and sees each file's verdict, submits, and follows the
  * release to live on the sandbox store, which its notifications tell (the unread count in the
- * header, marked read). A broken file is refused beside its control in words.
+ * header, marked read); then corrects its details and takes it down, store by store. A broken file is refused beside its control in words.
  */
 
 const onceOnEmbedded = ENGINES.includes("pglite")
@@ -224,6 +224,35 @@ describe("the portal in Chromium: a release from draft to live; royalties", { sk
         .locator(`${tid("notification")}[data-read="false"]`)
         .first()
         .waitFor({ state: "detached" });
+
+      // Live: its details corrected (sent to the stores as an update), then taken down, each
+      // store's removal followed on the page until every store confirmed it.
+      page.on("dialog", (d) => void d.accept());
+      await page.locator(tid("notification")).first().getByRole("link", { name: "Open the release" }).click();
+      await page.locator(tid("release-correct")).waitFor();
+      await page.locator(tid("correct-version")).fill("Radio Edit");
+      await page.locator(tid("correct-send")).click();
+      await page.locator(tid("correct-done")).waitFor();
+      await page
+        .locator(`${tid("store-delivery")}`)
+        .filter({ hasText: /Correction being delivered|Live/ })
+        .first()
+        .waitFor();
+      await page.locator(tid("takedown-reason")).fill("Re-releasing it on another label");
+      await page.locator(tid("takedown-send")).click();
+      await page.locator(`${tid("takedown-progress")}[data-status="completed"]`).waitFor({ timeout: 60_000 });
+      assert.match(
+        await page.locator(tid("takedown-progress")).innerText(),
+        /(\d+) of \1 stores have removed it/,
+      );
+      await page.locator(tid("step-live")).filter({ hasText: "taken down" }).waitFor();
+      await page.locator(tid("release-facts")).filter({ hasText: "taken down" }).waitFor();
+      assert.equal(
+        await page.locator(tid("release-takedown")).count(),
+        0,
+        "a release taken down is not taken down again",
+      );
+      await record("release-taken-down", "takedown-progress");
     });
   });
 

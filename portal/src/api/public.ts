@@ -221,7 +221,22 @@ export interface StoreDelivery {
   updated_at: string;
 }
 
+export interface TakedownStore {
+  store: string;
+  status: "pending" | "in_progress" | "takedown_sent" | "taken_down" | "error";
+  sent_at: string | null;
+  taken_down_at: string | null;
+}
+
 export interface ReleaseStatus {
+  takedown: {
+    status: string;
+    reason: string | null;
+    status_reason: string | null;
+    stores: TakedownStore[];
+    created_at: string;
+    completed_at: string | null;
+  } | null;
   status: string;
   approval: "not_submitted" | "in_review" | "approved" | "rejected";
   rejection_reason: string | null;
@@ -468,3 +483,16 @@ export const retryDelivery = (a: string, id: string, deliveryId: string) =>
   call<WebhookDelivery>(a, "POST", `/webhooks/${id}/deliveries/${deliveryId}/retry`);
 export const testWebhook = (a: string, id: string) =>
   call<WebhookDelivery>(a, "POST", `/webhooks/${id}/test`);
+
+// ---------------------------------------------------------------------------------------------
+// After delivery: metadata corrections (an update delivery to every store) and takedowns.
+
+export const correctMetadata = (accountId: string, id: string, changes: Record<string, unknown>) =>
+  call<ApiRelease>(accountId, "PATCH", `/releases/${id}/metadata`, changes);
+export const requestTakedown = (accountId: string, id: string, reason: string) =>
+  call<{ id: string; status: string }>(
+    accountId,
+    "POST",
+    `/releases/${id}/takedown`,
+    reason ? { reason } : {},
+  );

@@ -3,6 +3,7 @@ import { Empty, Loading, Status, TableWrap, When } from "../../../ui-shared/comm
 import { Link } from "../../../ui-shared/router.tsx";
 import { type Account, canEdit } from "../api/portal.ts";
 import { ErrorState, Page } from "../ui.tsx";
+import { AfterDelivery } from "./release/AfterDelivery.tsx";
 import { Details } from "./release/Details.tsx";
 import { apiReleaseQuery, problemsQuery, releaseQuery, rulesQuery } from "./release/queries.ts";
 import { SubmitPanel } from "./release/Submit.tsx";
@@ -119,6 +120,9 @@ export function ReleasePage({ id, account }: { id: string; account: Account | un
   return (
     <Page title={r.title} testid="page-release" actions={back}>
       {own && !EDITABLE.has(r.status) ? <Timeline accountId={account.id} releaseId={id} /> : null}
+      {own && canEdit(account.role) && (r.status === "delivered" || r.status === "live") ? (
+        <AfterDelivery accountId={account.id} release={r} />
+      ) : null}
       {own && SOLD.has(r.status) ? (
         <p>
           <Link to={`/royalties?release=${id}`} data-testid="release-royalties">

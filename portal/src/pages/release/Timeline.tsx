@@ -1,4 +1,5 @@
-import { useQuery } from "@tanstack/react-query";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect } from "react";
 import { Loading, TableWrap, When } from "../../../../ui-shared/common.tsx";
 import { getReleaseStatus, type StoreDelivery } from "../../api/public.ts";
 import { ErrorState } from "../../ui.tsx";
@@ -12,6 +13,14 @@ const REVIEW: Record<string, string> = {
   in_review: "In review",
   approved: "Approved",
   rejected: "Rejected",
+};
+
+const TAKEDOWN: Record<string, string> = {
+  pending: "asked for",
+  processing: "being removed from the stores",
+  completed: "done",
+  rejected: "refused by the platform",
+  cancelled: "cancelled",
 };
 
 function storeStep(d: StoreDelivery): string {
@@ -32,6 +41,7 @@ function storeStep(d: StoreDelivery): string {
  * store delivered and live, with dates. Asked again every 5 seconds while something is moving.
  */
 export function Timeline({ accountId, releaseId }: { accountId: string; releaseId: string }) {
+  const client = useQueryClient();
   // The stores' names; their codes until the rules arrive (or if they cannot be read).
   const rules = useQuery(rulesQuery(accountId));
   const status = useQuery({
@@ -39,6 +49,11 @@ export function Timeline({ accountId, releaseId }: { accountId: string; releaseI
     queryFn: () => getReleaseStatus(accountId, releaseId),
     refetchInterval: (q) => (q.state.data && SETTLED.has(q.state.data.status) ? false : 5000),
   });
+  // The rest of the page (its status, what may be done) follows when the status moves.
+  const now = status.data?.status;
+  useEffect(() => {
+    if (now) void client.invalidateQueries({ queryKey: ["release", releaseId] });
+  }, [now, client, releaseId]);
   if (status.isPending) return <Loading what="Loading the release's progress" />;
   if (status.isError) return <ErrorState error={status.error} onRetry={() => status.refetch()} />;
   const s = status.data;
@@ -64,11 +79,35 @@ export function Timeline({ accountId, releaseId }: { accountId: string; releaseI
             </p>
           ) : null}
         </li>
-        <li className={s.live ? "done" : ""} data-testid="step-live">
+        <li className={s.live || s.status === "taken_down" ? "done" : ""} data-testid="step-live">
           <strong>In the stores:</strong>{" "}
-          {s.live ? "live" : s.stores.length > 0 ? "on the way" : "after approval"}
+          {s.status === "taken_down"
+            ? "taken down"
+            : s.status === "takedown_requested"
+              ? "being taken down"
+              : s.live
+                ? "live"
+                : s.stores.length > 0
+                  ? "on the way"
+                  : "after approval"}
         </li>
       </ol>
+      {s.takedown ? (
+        <div className="takedown" data-testid="takedown-progress" data-status={s.takedown.status}>
+          <h3>Takedown: {TAKEDOWN[s.takedown.status] ?? s.takedown.status}</h3>
+          <p>
+            Asked <When at={s.takedown.created_at} />
+            {s.takedown.completed_at ? (
+              <>
+                ; every store confirmed by <When at={s.takedown.completed_at} />
+              </>
+            ) : null}
+            . {s.takedown.stores.filter((x) => x.status === "taken_down").length} of{" "}
+            {s.takedown.stores.length} stores have removed it.
+          </p>
+          {s.takedown.status_reason ? <p className="reason">{s.takedown.status_reason}</p> : null}
+        </div>
+      ) : null}
       {s.stores.length > 0 ? (
         <p data-testid="stores-summary">
           {s.stores.length} store{s.stores.length === 1 ? "" : "s"}.{" "}

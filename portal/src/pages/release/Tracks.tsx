@@ -306,7 +306,7 @@ export function Tracks({
         <ol className="tracks">
           {release.tracks.map((t, i) => (
             <TrackBlock
-              key={`${t.id}-${t.updated_at}`}
+              key={t.id}
               accountId={accountId}
               release={release}
               track={t}
