@@ -12,6 +12,7 @@ import {
   signOut,
   unreadNotifications,
 } from "./api/portal.ts";
+import { ArtistPage, Artists } from "./pages/Artists.tsx";
 import { AuthCallback } from "./pages/AuthCallback.tsx";
 import { canManage, Developers } from "./pages/Developers.tsx";
 import { NewRelease } from "./pages/NewRelease.tsx";
@@ -174,6 +175,7 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
 
   let page: ReactNode;
   const release = match("/releases/:id", path);
+  const artist = match("/artists/:id", path);
   if (path === "/welcome" || path === "/set-password")
     page = <SetPassword invited={path === "/welcome"} accounts={list} />;
   else if (accounts.isPending) page = <Loading />;
@@ -190,6 +192,8 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   else if (path === "/notifications") page = <Notifications />;
   else if (path === "/royalties" && current) page = <Royalties account={current} />;
   else if (path === "/developers" && current) page = <Developers account={current} />;
+  else if (path === "/artists" && current) page = <Artists account={current} />;
+  else if (artist?.id && current) page = <ArtistPage key={artist.id} account={current} id={artist.id} />;
   else if (release?.id) page = <ReleasePage id={release.id} account={current} />;
   else
     page = (
@@ -225,6 +229,13 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
               aria-current={path.startsWith("/releases") ? "page" : undefined}
             >
               Releases
+            </Link>
+            <Link
+              to="/artists"
+              data-testid="nav-artists"
+              aria-current={path.startsWith("/artists") ? "page" : undefined}
+            >
+              Artists
             </Link>
             <Link
               to="/royalties"

@@ -159,9 +159,26 @@ export function SelectField({
   );
 }
 
-/** A failure that belongs to no one field, shown above the form's button. */
-export function FormError({ error, testid = "form-error" }: { error: unknown; testid?: string }) {
-  const message = errorFor(error, undefined);
+/**
+ * A failure that belongs to no one field, shown above the form's button; with `shown` (the
+ * fields the form has), also what the server said of a field the form does not show.
+ */
+export function FormError({
+  error,
+  testid = "form-error",
+  shown,
+}: {
+  error: unknown;
+  testid?: string;
+  shown?: readonly string[];
+}) {
+  const elsewhere =
+    shown && error instanceof PlainError
+      ? Object.entries(error.fields)
+          .filter(([field]) => !shown.includes(field))
+          .map(([, m]) => m)
+      : [];
+  const message = errorFor(error, undefined) ?? (elsewhere.length > 0 ? elsewhere.join(" ") : undefined);
   if (!message) return null;
   return (
     <p className="form-error" role="alert" data-testid={testid}>

@@ -23,7 +23,7 @@ const onceOnEmbedded = ENGINES.includes("pglite")
   : "the browser tests run once, on the embedded database (the PGlite pass of the suite)";
 const skip = onceOnEmbedded || browserMissing() || portalMissing();
 
-describe("the portal in Chromium: API keys and webhooks", { skip }, () => {
+describe("the portal in Chromium: API keys and webhooks; artists", { skip, concurrency: 2 }, () => {
   let stack: ConsoleStack;
   let world: PortalWorld;
   let browser: Browser;
@@ -136,6 +136,35 @@ describe("the portal in Chromium: API keys and webhooks", { skip }, () => {
         .nth(1)
         .waitFor();
       assert.equal(route.received[1]?.verifiedBy[0], true, "signed with the new secret");
+    });
+  });
+
+  test("an artist's ids at the stores are saved, and an official channel is asked for in words", async () => {
+    await stories.story("artist", async ({ page, record }) => {
+      await stories.signIn(page, portal(), world.lantern.email, PASSWORD);
+      await page.getByRole("link", { name: "Artists", exact: true }).click();
+      await page.locator(tid("artist-row")).first().getByRole("link").click();
+      await page.locator(tid("artist-store-ids")).waitFor();
+      await page.locator(tid("artist-id-spotify")).fill("4Z8W4fKeB5YxbusRsdQVPb");
+      await page.locator(tid("artist-ids-save")).click();
+      await page.locator(tid("artist-ids-saved")).waitFor();
+      await page.reload();
+      assert.equal(await page.locator(tid("artist-id-spotify")).inputValue(), "4Z8W4fKeB5YxbusRsdQVPb");
+
+      // The channel's address must be https: said beside the field; then the request is made.
+      await page.locator(tid("oac-channel")).fill("http://www.youtube.com/@lunavale");
+      await page.locator(tid("oac-request")).click();
+      assert.match(await page.locator(tid("oac-channel-error")).innerText(), /https:\/\//);
+      await page.locator(tid("oac-channel")).fill("https://www.youtube.com/@lunavale");
+      await page.locator(tid("oac-request")).click();
+      // Requested, and soon with the store (the worker sends it on).
+      await page.locator(tid("oac-status")).waitFor();
+      assert.match(
+        (await page.locator(tid("oac-status")).getAttribute("data-status")) ?? "",
+        /^(requested|processing)$/,
+      );
+      assert.equal(await page.locator(tid("oac-request")).count(), 0, "one open request per artist");
+      await record("artist", "artist-oac");
     });
   });
 });

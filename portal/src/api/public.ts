@@ -496,3 +496,40 @@ export const requestTakedown = (accountId: string, id: string, reason: string) =
     `/releases/${id}/takedown`,
     reason ? { reason } : {},
   );
+
+// ---------------------------------------------------------------------------------------------
+// Artists: their ids at the stores, and Official Artist Channel requests (YouTube Music).
+
+export interface ApiArtist {
+  id: string;
+  name: string;
+  bio: string | null;
+  store_ids: Record<string, string>;
+  updated_at: string;
+}
+
+export interface OacRequest {
+  id: string;
+  store: string;
+  channel_url: string | null;
+  status: "requested" | "processing" | "approved" | "rejected" | "cancelled";
+  status_reason: string | null;
+  created_at: string;
+  completed_at: string | null;
+}
+
+export const listArtists = (a: string) => call<ListOf<ApiArtist>>(a, "GET", "/artists?limit=100");
+export const getArtist = (a: string, id: string) => call<ApiArtist>(a, "GET", `/artists/${id}`);
+export const patchArtist = (a: string, id: string, changes: Record<string, unknown>) =>
+  call<ApiArtist>(a, "PATCH", `/artists/${id}`, changes);
+/** The artist's latest channel request, or null when there is none (404). */
+export async function getOacRequest(a: string, id: string): Promise<OacRequest | null> {
+  try {
+    return await call<OacRequest>(a, "GET", `/artists/${id}/oac-request`);
+  } catch (e) {
+    if ((e as { status?: number }).status === 404) return null;
+    throw e;
+  }
+}
+export const requestOac = (a: string, id: string, body: { channel_url?: string; note?: string }) =>
+  call<OacRequest>(a, "POST", `/artists/${id}/oac-request`, body);
