@@ -623,6 +623,9 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     const noTakedown = await call("requestTakedown", 409, { params: { id: releaseId } });
     assert.equal(noTakedown.body.code, "takedown_not_allowed");
 
+    const ready = await call("getReleaseProblems", 200, { key: reader, params: { id: releaseId } });
+    assert.deepEqual([ready.body.ready, ready.body.errors], [true, []]);
+    await call("getReleaseProblems", 404, { params: { id: missing } });
     const submitted = await call("submitRelease", 200, { params: { id: releaseId } });
     assert.equal(submitted.body.status, "submitted");
     const again = await call("submitRelease", 409, { params: { id: releaseId } });
