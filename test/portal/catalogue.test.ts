@@ -1,15 +1,12 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { createClient } from "@supabase/supabase-js";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { artworkJpeg, wav } from "../../src/storage/samples.ts";
-import { browserMissing, launchBrowser, portalMissing } from "../support/browser.ts";
-import { type ConsoleStack, startConsoleStack } from "../support/console.ts";
 import { tid } from "../support/console-ui.ts";
-import { ENGINES } from "../support/db.ts";
-import { portalStories } from "../support/portal-browser.ts";
-import { PASSWORD, type PortalWorld, ROYALTY_MONTHS, seedPortalWorld } from "../support/portal-seed.ts";
+import { portalSkip, portalSuite } from "../support/portal-browser.ts";
+import { PASSWORD, ROYALTY_MONTHS } from "../support/portal-seed.ts";
 
 /**
  * The portal's release editor (docs/portal.md, "A release, from draft to live") in headless
@@ -21,10 +18,7 @@ import { PASSWORD, type PortalWorld, ROYALTY_MONTHS, seedPortalWorld } from "../
  * header, marked read); then corrects its details and takes it down, store by store. A broken file is refused beside its control in words.
  */
 
-const onceOnEmbedded = ENGINES.includes("pglite")
-  ? false
-  : "the browser tests run once, on the embedded database (the PGlite pass of the suite)";
-const skip = onceOnEmbedded || browserMissing() || portalMissing();
+const skip = portalSkip();
 
 /** A UPC-A with its check digit, and an ISRC no other release of the account has. */
 const UPC = "012345678905";
@@ -49,30 +43,8 @@ function addDecimals(amounts: string[]): string {
 const normal = (a: string) => (a.includes(".") ? a.replace(/0+$/, "").replace(/\.$/, "") : a);
 
 describe("the portal in Chromium: a release from draft to live; royalties", { skip, concurrency: 2 }, () => {
-  let stack: ConsoleStack;
-  let world: PortalWorld;
-  let browser: Browser;
-  const pageErrors: string[] = [];
-  before(async () => {
-    const [started, launched] = await Promise.all([
-      startConsoleStack("pglite", seedPortalWorld),
-      launchBrowser(),
-    ]);
-    stack = started.stack;
-    world = started.seeded;
-    browser = launched;
-  });
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-    assert.deepEqual(pageErrors, [], "the portal threw in the page");
-  });
-  const portal = () => `${stack.url}/portal/t/${world.tenant.slug}`;
-  const stories = portalStories(
-    () => browser,
-    () => stack.url,
-    pageErrors,
-  );
+  const stories = portalSuite();
+  const portal = stories.portal;
 
   const problems = async (page: Page) =>
     page
@@ -85,7 +57,7 @@ describe("the portal in Chromium: a release from draft to live; royalties", { sk
 
   test("an artist makes a release, fixes what the list says, uploads, submits and sees it live", async () => {
     await stories.story("release-to-live", async ({ page, record }) => {
-      await stories.signIn(page, portal(), world.artist.email, PASSWORD);
+      await stories.signIn(page, portal(), stories.world.artist.email, PASSWORD);
       await page.locator(tid("releases-empty")).waitFor();
       await page.locator(tid("release-new")).click();
       await page.getByLabel("Title", { exact: true }).fill("Tidal Pull");
@@ -258,16 +230,18 @@ describe("the portal in Chromium: a release from draft to live; royalties", { sk
 
   /** GET /api/public/v1/royalties as the member, for the account (what the page must agree with). */
   async function royaltiesApi(query: string) {
-    const client = createClient(stack.url, world.tenant.anonKey, { auth: { persistSession: false } });
+    const client = createClient(stories.stack.url, stories.world.tenant.anonKey, {
+      auth: { persistSession: false },
+    });
     const { data, error } = await client.auth.signInWithPassword({
-      email: world.lantern.email,
+      email: stories.world.lantern.email,
       password: PASSWORD,
     });
     assert.equal(error, null);
-    const res = await fetch(`${stack.url}/api/public/v1/royalties?limit=1&${query}`, {
+    const res = await fetch(`${stories.stack.url}/api/public/v1/royalties?limit=1&${query}`, {
       headers: {
         authorization: `Bearer ${data.session?.access_token}`,
-        "backline-account": world.lantern.accountId,
+        "backline-account": stories.world.lantern.accountId,
       },
     });
     assert.equal(res.status, 200);
@@ -278,7 +252,7 @@ describe("the portal in Chromium: a release from draft to live; royalties", { sk
 
   test("a label reads its royalties in charts, filters them in the address, and the CSV adds up to the API's totals", async () => {
     await stories.story("royalties", async ({ page, record }) => {
-      await stories.signIn(page, portal(), world.lantern.email, PASSWORD);
+      await stories.signIn(page, portal(), stories.world.lantern.email, PASSWORD);
       await page.getByRole("link", { name: "Royalties", exact: true }).click();
       await page.locator(`${tid("chart-time")} canvas`).waitFor();
       await page.locator(`${tid("chart-map")} canvas`).waitFor();
@@ -335,7 +309,7 @@ describe("the portal in Chromium: a release from draft to live; royalties", { sk
       await page.locator(tid("table-releases-row")).first().waitFor();
       assert.equal(await page.locator(tid("table-releases-row")).count(), 1);
       const nightDrive = await royaltiesApi(
-        `release_id=${world.lantern.nightDrive}&currency=${main.currency}`,
+        `release_id=${stories.world.lantern.nightDrive}&currency=${main.currency}`,
       );
       await page
         .locator(

@@ -1,12 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { Browser } from "playwright-core";
-import { browserMissing, launchBrowser, portalMissing } from "../support/browser.ts";
-import { type ConsoleStack, startConsoleStack, waitForMail } from "../support/console.ts";
+import { waitForMail } from "../support/console.ts";
 import { tid } from "../support/console-ui.ts";
-import { ENGINES } from "../support/db.ts";
-import { portalStories } from "../support/portal-browser.ts";
-import { PASSWORD, type PortalWorld, seedPortalWorld } from "../support/portal-seed.ts";
+import { portalSkip, portalSuite } from "../support/portal-browser.ts";
+import { PASSWORD } from "../support/portal-seed.ts";
 import { WebhookReceiver } from "../support/webhook-receiver.ts";
 
 /**
@@ -18,59 +15,40 @@ import { WebhookReceiver } from "../support/webhook-receiver.ts";
  * that arrives signed and shows in the delivery log, and rotates the secret.
  */
 
-const onceOnEmbedded = ENGINES.includes("pglite")
-  ? false
-  : "the browser tests run once, on the embedded database (the PGlite pass of the suite)";
-const skip = onceOnEmbedded || browserMissing() || portalMissing();
+const skip = portalSkip();
 
 describe("the portal in Chromium: API keys and webhooks; artists", { skip, concurrency: 2 }, () => {
-  let stack: ConsoleStack;
-  let world: PortalWorld;
-  let browser: Browser;
   let receiver: WebhookReceiver;
-  const pageErrors: string[] = [];
   before(async () => {
     receiver = await WebhookReceiver.start();
-    const [started, launched] = await Promise.all([
-      // The receiver listens on 127.0.0.1 over http, as only development allows.
-      startConsoleStack("pglite", seedPortalWorld, { WEBHOOK_ALLOW_PRIVATE: "true" }),
-      launchBrowser(),
-    ]);
-    stack = started.stack;
-    world = started.seeded;
-    browser = launched;
   });
   after(async () => {
-    await browser?.close();
-    await stack?.stop();
     await receiver?.close();
-    assert.deepEqual(pageErrors, [], "the portal threw in the page");
   });
-  const portal = () => `${stack.url}/portal/t/${world.tenant.slug}`;
-  const stories = portalStories(
-    () => browser,
-    () => stack.url,
-    pageErrors,
-  );
+  // The receiver listens on 127.0.0.1 over http, as only development allows.
+  const stories = portalSuite({ WEBHOOK_ALLOW_PRIVATE: "true" });
+  const portal = stories.portal;
   const withKey = (secret: string) =>
-    fetch(`${stack.url}/api/public/v1/releases?limit=1`, { headers: { authorization: `Bearer ${secret}` } });
+    fetch(`${stories.stack.url}/api/public/v1/releases?limit=1`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
 
   test("an owner makes a key, reveals it once with the mailed code, freezes and revokes it; a webhook endpoint gets a signed test event", async () => {
     await stories.story("developers", async ({ page, record }) => {
       page.on("dialog", (d) => void d.accept());
-      await stories.signIn(page, portal(), world.lantern.email, PASSWORD);
+      await stories.signIn(page, portal(), stories.world.lantern.email, PASSWORD);
       await page.getByRole("link", { name: "Developers", exact: true }).click();
       await page.locator(tid("keys-empty")).waitFor();
       await page.locator(tid("endpoints-empty")).waitFor();
       await record("developers", "developers-keys");
 
       // A key: made, its code mailed to the owners, a wrong code refused beside the field.
-      const mailsBefore = stack.smtp.received.length;
+      const mailsBefore = stories.stack.smtp.received.length;
       await page.locator(tid("key-name")).fill("Shop sync");
       await page.locator(tid("key-scope-webhooks:manage")).uncheck();
       await page.locator(tid("key-create")).click();
       await page.locator(tid("key-pending")).waitFor();
-      const { match } = await waitForMail(stack.smtp, world.lantern.email, /\b(\d{6})\b/, {
+      const { match } = await waitForMail(stories.stack.smtp, stories.world.lantern.email, /\b(\d{6})\b/, {
         after: mailsBefore,
       });
       const code = match[1] as string;
@@ -141,7 +119,7 @@ describe("the portal in Chromium: API keys and webhooks; artists", { skip, concu
 
   test("an artist's ids at the stores are saved, and an official channel is asked for in words", async () => {
     await stories.story("artist", async ({ page, record }) => {
-      await stories.signIn(page, portal(), world.lantern.email, PASSWORD);
+      await stories.signIn(page, portal(), stories.world.lantern.email, PASSWORD);
       await page.getByRole("link", { name: "Artists", exact: true }).click();
       await page.locator(tid("artist-row")).first().getByRole("link").click();
       await page.locator(tid("artist-store-ids")).waitFor();

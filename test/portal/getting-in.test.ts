@@ -1,15 +1,13 @@
 import assert from "node:assert/strict";
 import http from "node:http";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { createClient } from "@supabase/supabase-js";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { totpCode, totpStep } from "../../src/auth/totp.ts";
-import { browserMissing, launchBrowser, portalMissing } from "../support/browser.ts";
-import { type ConsoleStack, startConsoleStack, waitForMail } from "../support/console.ts";
+import { waitForMail } from "../support/console.ts";
 import { tid } from "../support/console-ui.ts";
-import { ENGINES } from "../support/db.ts";
-import { portalStories } from "../support/portal-browser.ts";
-import { BRAND, PASSWORD, type PortalWorld, seedPortalWorld } from "../support/portal-seed.ts";
+import { portalSkip, portalSuite } from "../support/portal-browser.ts";
+import { BRAND, PASSWORD } from "../support/portal-seed.ts";
 
 /**
  * The portal (docs/portal.md, issue 38's first slice) in headless Chromium against `npm start`'s
@@ -22,41 +20,13 @@ import { BRAND, PASSWORD, type PortalWorld, seedPortalWorld } from "../support/p
  * The stories run side by side, each in its own browser context.
  */
 
-const onceOnEmbedded = ENGINES.includes("pglite")
-  ? false
-  : "the browser tests run once, on the embedded database (the PGlite pass of the suite)";
-const skip = onceOnEmbedded || browserMissing() || portalMissing();
+const skip = portalSkip();
 
 // Two stories at a time: on CI's 2 cores, beside the suite's other file, four at once left steps
 // waiting past their timeout now and then (two gate runs of 2026-12-04 lost one story each).
 describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
-  let stack: ConsoleStack;
-  let world: PortalWorld;
-  let browser: Browser;
-  const pageErrors: string[] = [];
-
-  before(async () => {
-    const [started, launched] = await Promise.all([
-      startConsoleStack("pglite", seedPortalWorld),
-      launchBrowser(),
-    ]);
-    stack = started.stack;
-    world = started.seeded;
-    browser = launched;
-  });
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-    assert.deepEqual(pageErrors, [], "the portal threw in the page");
-  });
-
-  const portal = () => `${stack.url}/portal/t/${world.tenant.slug}`;
-
-  const stories = portalStories(
-    () => browser,
-    () => stack.url,
-    pageErrors,
-  );
+  const stories = portalSuite();
+  const portal = stories.portal;
   const story = stories.story;
   const signIn = (page: Page, email: string, password: string) =>
     stories.signIn(page, portal(), email, password);
@@ -107,7 +77,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
       await page.locator(tid("page-sign-up")).waitFor();
       await record("sign-up", "page-sign-up");
       const email = "artist@moonlight.test";
-      const mails = stack.smtp.received.length;
+      const mails = stories.stack.smtp.received.length;
       // A password that is too short is refused beside its field, in plain words.
       await page.getByLabel("Email", { exact: true }).fill(email);
       await page.getByLabel("Password", { exact: true }).fill("short");
@@ -119,14 +89,19 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
       await record("check-mail", "signup-check-mail");
 
       // The confirmation link in the mail brings the artist back to this portal, signed in.
-      const { match } = await waitForMail(stack.smtp, email, /https?:\/\/\S+\/auth\/v1\/verify\?\S+/, {
-        after: mails,
-      });
+      const { match } = await waitForMail(
+        stories.stack.smtp,
+        email,
+        /https?:\/\/\S+\/auth\/v1\/verify\?\S+/,
+        {
+          after: mails,
+        },
+      );
       const link = new URL(match[0]);
       assert.equal(link.searchParams.get("type"), "signup");
       await page.goto(link.toString());
       await page.locator(tid("page-releases")).waitFor();
-      assert.equal(new URL(page.url()).pathname, `/portal/t/${world.tenant.slug}/releases`);
+      assert.equal(new URL(page.url()).pathname, `/portal/t/${stories.world.tenant.slug}/releases`);
       assert.equal(new URL(page.url()).hash, "", "the session left the address bar");
       await page.locator(tid("releases-empty")).waitFor();
       assert.match(await page.locator(tid("releases-empty")).innerText(), /New release/);
@@ -166,12 +141,12 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
     await story("invite", async ({ page, record }) => {
       // The link `accounts add-member` mailed, as mailed: the tenant has no site_url of its own,
       // so it lands in the tenant's portal.
-      const link = new URL(world.inviteLink);
+      const link = new URL(stories.world.inviteLink);
       assert.equal(link.searchParams.get("type"), "invite");
       assert.equal(link.searchParams.get("redirect_to"), null);
       await page.goto(link.toString());
       await page.locator(tid("page-set-password")).waitFor();
-      assert.equal(new URL(page.url()).pathname, `/portal/t/${world.tenant.slug}/welcome`);
+      assert.equal(new URL(page.url()).pathname, `/portal/t/${stories.world.tenant.slug}/welcome`);
       await page.locator(tid("invitation-accepted")).filter({ hasText: "Moonlight Records" }).waitFor();
       await record("welcome", "invitation-accepted");
       await page.getByLabel("Password", { exact: true }).fill("tiny");
@@ -205,7 +180,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
       // Signed out, and in again with the password chosen on the welcome page.
       await page.locator(tid("sign-out")).click();
       await page.locator(tid("page-sign-in")).waitFor();
-      await signIn(page, world.viewerEmail, PASSWORD);
+      await signIn(page, stories.world.viewerEmail, PASSWORD);
       await page.locator(tid("release-row")).filter({ hasText: "Harbour Lights" }).waitFor();
       // The invite link works once.
       await page.goto(link.toString());
@@ -217,7 +192,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
 
   test("a member of another account sees nothing of this one", async () => {
     await story("other-account", async ({ page, record }) => {
-      await signIn(page, world.far.email, PASSWORD);
+      await signIn(page, stories.world.far.email, PASSWORD);
       await page.locator(tid("release-row")).filter({ hasText: "Elsewhere Song" }).waitFor();
       assert.doesNotMatch(await page.locator("main").innerText(), /Harbour Lights|Moonlight Records/);
       assert.equal(await page.locator(tid("release-row")).count(), 1);
@@ -231,7 +206,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
       await page.reload();
       await page.locator(tid("release-row")).filter({ hasText: "Second Song" }).waitFor();
       // This account's release by its address: not found, nothing of it on the page.
-      await page.goto(`${portal()}/releases/${world.label.releaseId}`);
+      await page.goto(`${portal()}/releases/${stories.world.label.releaseId}`);
       await page.locator(tid("release-not-found")).waitFor();
       assert.doesNotMatch(await page.locator("body").innerText(), /Harbour Lights|Low Tide/);
       await record("release-not-found", "release-not-found");
@@ -240,14 +215,17 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
         const ls = (globalThis as unknown as { localStorage: { getItem(k: string): string | null } })
           .localStorage;
         return (JSON.parse(ls.getItem(key) ?? "{}") as { access_token?: string }).access_token ?? "";
-      }, `backline-portal-${world.tenant.id}`);
+      }, `backline-portal-${stories.world.tenant.id}`);
       assert.ok(token, "the session is in localStorage");
-      const headers = { apikey: world.tenant.anonKey, authorization: `Bearer ${token}` };
-      const rest = await fetch(`${stack.url}/rest/v1/releases?id=eq.${world.label.releaseId}&select=id`, {
-        headers,
-      });
+      const headers = { apikey: stories.world.tenant.anonKey, authorization: `Bearer ${token}` };
+      const rest = await fetch(
+        `${stories.stack.url}/rest/v1/releases?id=eq.${stories.world.label.releaseId}&select=id`,
+        {
+          headers,
+        },
+      );
       assert.deepEqual(await rest.json(), []);
-      const mine = (await (await fetch(`${stack.url}/portal/accounts.json`, { headers })).json()) as {
+      const mine = (await (await fetch(`${stories.stack.url}/portal/accounts.json`, { headers })).json()) as {
         accounts: { name: string; role: string }[];
       };
       assert.deepEqual(
@@ -265,7 +243,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
       // By keyboard only: the first field, Tab to the next, Enter sends the form.
       await page.goto(`${portal()}/`);
       await page.getByLabel("Email", { exact: true }).focus();
-      await page.keyboard.type(world.far.email);
+      await page.keyboard.type(stories.world.far.email);
       await page.keyboard.press("Tab");
       await page.keyboard.type("not the password at all");
       await page.keyboard.press("Enter");
@@ -282,13 +260,18 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
       // The other way in: a code mailed to the address.
       await page.getByRole("link", { name: "Back to sign in" }).click();
       await page.getByRole("button", { name: "Sign in with a code by e-mail instead" }).click();
-      await page.getByLabel("Email", { exact: true }).fill(world.far.email);
-      const sent = stack.smtp.received.length;
+      await page.getByLabel("Email", { exact: true }).fill(stories.world.far.email);
+      const sent = stories.stack.smtp.received.length;
       await page.getByRole("button", { name: "Email me a code" }).click();
       await page.locator(tid("signin-code-sent")).waitFor();
-      const { match } = await waitForMail(stack.smtp, world.far.email, /Or enter this code: (\d{6})/, {
-        after: sent,
-      });
+      const { match } = await waitForMail(
+        stories.stack.smtp,
+        stories.world.far.email,
+        /Or enter this code: (\d{6})/,
+        {
+          after: sent,
+        },
+      );
       await page.getByLabel("Code", { exact: true }).fill("123");
       await page.getByRole("button", { name: "Sign in with the code" }).click();
       assert.match(await page.locator(tid("signin-code-error")).innerText(), /six-digit code/);
@@ -301,10 +284,13 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
 
   test("an account that requires a second factor asks for the authenticator code, then shows its releases", async () => {
     // The member adds an authenticator app through supabase-js, as any app of theirs would.
-    const supabase = createClient(stack.url, world.tenant.anonKey, {
+    const supabase = createClient(stories.stack.url, stories.world.tenant.anonKey, {
       auth: { persistSession: false, autoRefreshToken: false },
     });
-    const signedIn = await supabase.auth.signInWithPassword({ email: world.vault.email, password: PASSWORD });
+    const signedIn = await supabase.auth.signInWithPassword({
+      email: stories.world.vault.email,
+      password: PASSWORD,
+    });
     assert.equal(signedIn.error, null);
     const enrolled = await supabase.auth.mfa.enroll({ factorType: "totp", friendlyName: "phone" });
     assert.equal(enrolled.error, null);
@@ -317,7 +303,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
     assert.equal(verified.error, null);
 
     await story("mfa", async ({ page, record }) => {
-      await signIn(page, world.vault.email, PASSWORD);
+      await signIn(page, stories.world.vault.email, PASSWORD);
       await page.locator(tid("page-mfa")).waitFor();
       assert.equal(
         await page.locator(tid("release-row")).count(),
@@ -338,12 +324,12 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
     await story("reset", async ({ page }) => {
       const email = "reset@moonlight.test";
       // A member who signed up and confirmed long ago (through the API, as any app may).
-      const supabase = createClient(stack.url, world.tenant.anonKey, {
+      const supabase = createClient(stories.stack.url, stories.world.tenant.anonKey, {
         auth: { persistSession: false, autoRefreshToken: false },
       });
-      const before = stack.smtp.received.length;
+      const before = stories.stack.smtp.received.length;
       assert.equal((await supabase.auth.signUp({ email, password: "the first password" })).error, null);
-      const confirm = await waitForMail(stack.smtp, email, /https?:\/\/\S+\/auth\/v1\/verify\?\S+/, {
+      const confirm = await waitForMail(stories.stack.smtp, email, /https?:\/\/\S+\/auth\/v1\/verify\?\S+/, {
         after: before,
       });
       await page.goto(confirm.match[0]);
@@ -352,12 +338,17 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
       await page.locator(tid("page-sign-in")).waitFor();
       await page.getByRole("link", { name: "Forgot your password?" }).click();
       await page.getByLabel("Email", { exact: true }).fill(email);
-      const sent = stack.smtp.received.length;
+      const sent = stories.stack.smtp.received.length;
       await page.getByRole("button", { name: "Email me a link" }).click();
       await page.locator(tid("reset-sent")).waitFor();
-      const { match } = await waitForMail(stack.smtp, email, /https?:\/\/\S+\/auth\/v1\/verify\?\S+/, {
-        after: sent,
-      });
+      const { match } = await waitForMail(
+        stories.stack.smtp,
+        email,
+        /https?:\/\/\S+\/auth\/v1\/verify\?\S+/,
+        {
+          after: sent,
+        },
+      );
       assert.equal(new URL(match[0]).searchParams.get("type"), "recovery");
       await page.goto(match[0]);
       await page.getByRole("heading", { name: "Choose a new password" }).waitFor();
@@ -373,11 +364,11 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
 
   test("an address with no tenant says there is no portal; the development tenant at /portal", async () => {
     await story("no-portal", async ({ page, record }) => {
-      await page.goto(`${stack.url}/portal/t/no-such-tenant/releases`);
+      await page.goto(`${stories.stack.url}/portal/t/no-such-tenant/releases`);
       await page.getByRole("heading", { name: "There is no portal at this address" }).waitFor();
       await record("no-portal", "page-no-portal");
       // /portal without a slug: the development tenant (npm start makes it on first start).
-      await page.goto(`${stack.url}/portal/`);
+      await page.goto(`${stories.stack.url}/portal/`);
       await page.locator(tid("page-sign-in")).waitFor();
       assert.notEqual(await page.locator(tid("brand-name")).innerText(), BRAND.display_name);
     });
@@ -386,7 +377,7 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
   test("the tenant by host name: its own domain shows it, and only it", async () => {
     const ask = (host: string, query = "") =>
       new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
-        const url = new URL(`${stack.url}/portal/tenant.json${query}`);
+        const url = new URL(`${stories.stack.url}/portal/tenant.json${query}`);
         http
           .get(
             { hostname: url.hostname, port: url.port, path: url.pathname + url.search, headers: { host } },
@@ -406,10 +397,10 @@ describe("the portal in Chromium: getting in", { skip, concurrency: 2 }, () => {
     assert.equal(own.body.via, "domain");
     assert.equal(own.body.portal_url, `http://music.moonlight.test/portal/`);
     const cssUrl = String((own.body.branding as { custom_css_url?: unknown }).custom_css_url);
-    assert.match(cssUrl, new RegExp(`^/brand/${world.tenant.id}/custom\\.css\\?v=`));
+    assert.match(cssUrl, new RegExp(`^/brand/${stories.world.tenant.id}/custom\\.css\\?v=`));
     assert.deepEqual(own.body.branding, {
       display_name: BRAND.display_name,
-      logo_url: `${stack.url}/portal/favicon.svg`,
+      logo_url: `${stories.stack.url}/portal/favicon.svg`,
       primary_color: BRAND.primary_color,
       support_email: BRAND.support_email,
       custom_css_url: cssUrl,

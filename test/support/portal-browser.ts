@@ -1,6 +1,20 @@
+import assert from "node:assert/strict";
+import { after, before } from "node:test";
 import type { Browser, Page } from "playwright-core";
-import { assertAccessible, assertNoOffsite, newContext, screenshot, watchPageErrors } from "./browser.ts";
+import {
+  assertAccessible,
+  assertNoOffsite,
+  browserMissing,
+  launchBrowser,
+  newContext,
+  portalMissing,
+  screenshot,
+  watchPageErrors,
+} from "./browser.ts";
+import { type ConsoleStack, startConsoleStack } from "./console.ts";
 import { tid } from "./console-ui.ts";
+import { ENGINES } from "./db.ts";
+import { type PortalWorld, seedPortalWorld } from "./portal-seed.ts";
 
 /**
  * The portal's browser stories (test/portal/): each in its own desktop context on `browser`,
@@ -59,3 +73,57 @@ export function portalStories(browser: () => Browser, url: () => string, pageErr
     },
   };
 }
+
+/**
+ * A describe block's portal: `npm start`'s server on the embedded database with the portal's
+ * world (test/support/portal-seed.ts) and a Chromium, started before its tests and stopped after
+ * (a page that threw fails the block). `stack` and `world` are set once `before` has run.
+ */
+export function portalSuite(env: Record<string, string> = {}) {
+  const pageErrors: string[] = [];
+  const started: { stack: ConsoleStack; world: PortalWorld; browser: Browser } = {
+    stack: undefined as unknown as ConsoleStack,
+    world: undefined as unknown as PortalWorld,
+    browser: undefined as unknown as Browser,
+  };
+  const stories = portalStories(
+    () => started.browser,
+    () => started.stack.url,
+    pageErrors,
+  );
+  const suite = {
+    get stack(): ConsoleStack {
+      return started.stack;
+    },
+    get world(): PortalWorld {
+      return started.world;
+    },
+    /** The tenant's portal: `/portal/t/<slug>`. */
+    portal: (): string => `${started.stack.url}/portal/t/${started.world.tenant.slug}`,
+    story: stories.story,
+    signIn: stories.signIn,
+  };
+  before(async () => {
+    const [stack, launched] = await Promise.all([
+      startConsoleStack("pglite", seedPortalWorld, env),
+      launchBrowser(),
+    ]);
+    started.stack = stack.stack;
+    started.world = stack.seeded;
+    started.browser = launched;
+  });
+  after(async () => {
+    await started.browser?.close();
+    await started.stack?.stop();
+    assert.deepEqual(pageErrors, [], "the portal threw in the page");
+  });
+  return suite;
+}
+
+/** Why a portal browser file does not run here, or false: once, on the embedded database, with Chromium and the build. */
+export const portalSkip = (): string | false =>
+  (ENGINES.includes("pglite")
+    ? false
+    : "the browser tests run once, on the embedded database (the PGlite pass of the suite)") ||
+  browserMissing() ||
+  portalMissing();
