@@ -16,8 +16,14 @@ const client = new QueryClient({
     queries: {
       staleTime: 10_000,
       refetchOnWindowFocus: true,
-      // A refusal is an answer, not a hiccup: shown at once.
-      retry: (count, error) => !(error instanceof PlainError && error.status !== undefined) && count < 1,
+      // A refusal is an answer, not a hiccup: shown at once. A busy server (503, 429: admission
+      // control under load) or a dropped connection is a hiccup: asked again, up to 4 times, after
+      // 1, 2, 4 and 8 s.
+      retry: (count, error) => {
+        if (error instanceof PlainError && (error.code === "busy" || error.code === "network"))
+          return count < 4;
+        return !(error instanceof PlainError && error.status !== undefined) && count < 1;
+      },
     },
   },
 });
