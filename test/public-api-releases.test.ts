@@ -724,7 +724,7 @@ describeEachEngine("public api: releases", (t) => {
   });
 
   test("GET /releases/{id}/problems: the list submit would give, without submitting; ready once complete", async () => {
-    const { api } = await keyed();
+    const { api, account } = await keyed();
     const bare = expectStatus(
       await api<{ id: string }>("POST", "/releases", { title: "Sketch", artist_name: "Luna Vale" }),
       201,
@@ -757,9 +757,16 @@ describeEachEngine("public api: releases", (t) => {
     );
     assert.deepEqual([submitted.ready, submitted.submittable_status], [false, false]);
 
-    // Another account's release is not found, as everywhere else.
+    // Another account's release is not found, as everywhere else; a key of this account without
+    // catalog:read is refused.
     const other = await keyed();
     assertProblem(await other.api("GET", `/releases/${bare.id}/problems`), 404, "resource_missing");
+    const royaltiesOnly = await issueTestKey(t().db, account, { scopes: ["royalties:read"] });
+    assertProblem(
+      await publicApi(app.url, royaltiesOnly.secret)("GET", `/releases/${bare.id}/problems`),
+      403,
+      "insufficient_scope",
+    );
   });
 
   test("submit: date too soon, no territory, bad service, track without ISRC: all listed, nothing changes", async () => {

@@ -26,7 +26,8 @@ interface Reviewed {
   auto_review: boolean;
 }
 
-async function problemsOf(tx: Tx, releaseId: string): Promise<Problem[]> {
+/** What keeps the release from going to the stores (internal.release_problems): submit's and review's one list. */
+export async function releaseProblems(tx: Tx, releaseId: string): Promise<Problem[]> {
   const r = await tx.query<{ problems: Problem[] | null }>(
     "select internal.release_problems($1) as problems",
     [releaseId],
@@ -65,7 +66,7 @@ export async function reviewRelease(
     ).rows[0];
     if (release?.status !== "submitted") return "skipped";
     await tx.query("update public.releases set status = 'in_review' where id = $1", [releaseId]);
-    const problems = await problemsOf(tx, releaseId);
+    const problems = await releaseProblems(tx, releaseId);
     if (problems.length > 0) {
       await tx.query("update public.releases set status = 'rejected', status_reason = $2 where id = $1", [
         releaseId,
@@ -112,7 +113,7 @@ export async function decideReview(
       await tx.query("update public.releases set status = 'in_review' where id = $1", [releaseId]);
     }
     if (decision.approve) {
-      const problems = await problemsOf(tx, releaseId);
+      const problems = await releaseProblems(tx, releaseId);
       if (problems.length > 0) {
         throw new ReviewError(
           "release_incomplete",

@@ -3,8 +3,9 @@ import { asDbError } from "../../db/errors.ts";
 import { prepared } from "../../db/prepared.ts";
 import type { Tx } from "../../db/types.ts";
 import { Timestamp, timestamp } from "../../http/formats.ts";
+import { releaseProblems } from "../../pipeline/review.ts";
 import type { AssetRow } from "../../storage/uploads.ts";
-import { ApiError, type FieldError, notFound } from "../errors.ts";
+import { ApiError, notFound } from "../errors.ts";
 import {
   conditionalGet,
   ifMatchOf,
@@ -518,13 +519,8 @@ export const releaseRoutes = [
             `Release ${params.id} is ${current.status}; only draft, pending and rejected releases can be submitted.`,
           );
         }
-        const problems = (
-          await tx.query<{ problems: FieldError[] | null }>(
-            "select internal.release_problems($1) as problems",
-            [params.id],
-          )
-        ).rows[0]?.problems;
-        if (problems && problems.length > 0) {
+        const problems = await releaseProblems(tx, params.id);
+        if (problems.length > 0) {
           throw new ApiError(
             422,
             "release_incomplete",
@@ -556,13 +552,7 @@ export const releaseRoutes = [
     handler: async ({ params, read }) => {
       const body = await read(async (tx) => {
         const release = await findRelease(tx, params.id);
-        const errors =
-          (
-            await tx.query<{ problems: FieldError[] | null }>(
-              "select internal.release_problems($1) as problems",
-              [params.id],
-            )
-          ).rows[0]?.problems ?? [];
+        const errors = await releaseProblems(tx, params.id);
         const submittable = SUBMITTABLE.includes(release.status);
         return {
           object: "release_problems" as const,
