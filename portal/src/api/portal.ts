@@ -397,11 +397,8 @@ export function plainFromStatus(status: number, code = ""): PlainError {
   return plain({ status, code }, "data");
 }
 
+/** The member's access token now (supabase-js refreshes it), or "your session has ended". */
 export async function accessToken(): Promise<string> {
-  return token();
-}
-
-async function token(): Promise<string> {
   const { data } = await sb().auth.getSession();
   if (!data.session) throw new PlainError("Your session has ended. Sign in again.", { code: "signed_out" });
   return data.session.access_token;
@@ -411,7 +408,7 @@ export async function myAccounts(): Promise<{ aal: string; accounts: Account[] }
   let response: Response;
   try {
     response = await fetch("/portal/accounts.json", {
-      headers: { apikey: currentTenant().anon_key, authorization: `Bearer ${await token()}` },
+      headers: { apikey: currentTenant().anon_key, authorization: `Bearer ${await accessToken()}` },
     });
   } catch (error) {
     throw plain(error, "data");

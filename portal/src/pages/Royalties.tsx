@@ -181,21 +181,19 @@ export function Royalties({ account }: { account: Account }) {
     <Page title="Royalties" testid="page-royalties">
       <form className="filters" aria-label="Filters" onSubmit={(e) => e.preventDefault()}>
         <Field
-          label="From"
+          label="Sold from"
           type="month"
           value={filters.from ?? ""}
           onChange={(e) => set({ from: e.target.value || undefined })}
           testid="filter-from"
-          hint="Month of sale"
         />
         <Field
-          label="To"
+          label="Sold until"
           type="month"
           value={filters.to ?? ""}
           min={filters.from}
           onChange={(e) => set({ to: e.target.value || undefined })}
           testid="filter-to"
-          hint="Month of sale"
         />
         <SelectField
           label="Store"
@@ -224,7 +222,6 @@ export function Royalties({ account }: { account: Account }) {
           }
           onChange={(e) => set({ currency: e.target.value || undefined })}
           testid="filter-currency"
-          hint="Amounts are shown in one currency at a time, never converted or added up."
         />
         {filters.release_id ? (
           <p className="filter-release" data-testid="filter-release">
@@ -232,6 +229,9 @@ export function Royalties({ account }: { account: Account }) {
           </p>
         ) : null}
       </form>
+      <p className="hint" data-testid="filters-hint">
+        Months are months of sale. Amounts are shown in one currency at a time, never converted or added up.
+      </p>
       {pending ? <Loading what="Adding up the royalties" /> : null}
       {failed ? (
         <ErrorState error={failed.error} onRetry={() => results.forEach((r) => void r.refetch())} />

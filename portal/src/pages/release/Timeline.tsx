@@ -1,5 +1,5 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect } from "react";
+import { useEffect, useRef } from "react";
 import { Loading, TableWrap, When } from "../../../../ui-shared/common.tsx";
 import { getReleaseStatus, type StoreDelivery } from "../../api/public.ts";
 import { ErrorState } from "../../ui.tsx";
@@ -51,8 +51,12 @@ export function Timeline({ accountId, releaseId }: { accountId: string; releaseI
   });
   // The rest of the page (its status, what may be done) follows when the status moves.
   const now = status.data?.status;
+  const seen = useRef(now);
   useEffect(() => {
-    if (now) void client.invalidateQueries({ queryKey: ["release", releaseId] });
+    // Only a change: the status first read is the one the page was drawn from.
+    if (seen.current !== undefined && now !== seen.current)
+      void client.invalidateQueries({ queryKey: ["release", releaseId] });
+    seen.current = now;
   }, [now, client, releaseId]);
   if (status.isPending) return <Loading what="Loading the release's progress" />;
   if (status.isError) return <ErrorState error={status.error} onRetry={() => status.refetch()} />;
