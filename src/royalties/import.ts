@@ -702,6 +702,10 @@ async function load(
   });
   phase("rollups");
 
+  // The money reaches the payees (docs/payouts.md, "Allocation"), in the import's transaction.
+  await tx.query("select internal.allocate_import($1)", [importId]);
+  phase("allocation");
+
   for (const accountId of accountIds) {
     const currencies = perAccount.get(accountId);
     if (!currencies) continue;

@@ -90,6 +90,8 @@ export async function voidImport(
       [importId],
     );
     await reverseRollups(tx, importId);
+    // And what the import had allocated to payees, fees and recoupment is reversed in the ledger.
+    await tx.query("select internal.reverse_allocation($1)", [importId]);
 
     const report = (await findImport(tx, importId)) as ImportReport;
     // What each account no longer has, per currency, as the import had counted it.
