@@ -198,17 +198,17 @@ describeEachEngine("public api: tracks, artists and OAC requests", (t) => {
       errors: [["splits", "splits_total"]],
     },
     {
-      name: "a share with three decimals",
+      name: "a share with five decimals (a number, and a decimal string)",
       body: {
         title: "x",
         splits: [
-          { name: "A", share: 33.333 },
-          { name: "B", share: 66.667 },
+          { name: "A", share: 33.33333 },
+          { name: "B", share: "66.66667" },
         ],
       },
       errors: [
         ["splits[0].share", "invalid_value"],
-        ["splits[1].share", "invalid_value"],
+        ["splits[1].share", "invalid_format"],
       ],
     },
     { name: "unknown field", body: { title: "x", bpm: 120 }, errors: [["bpm", "unknown_field"]] },

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
 import { operatorScope } from "../db/operator-scope.ts";
 import { HttpError } from "../http/problem.ts";
+import { moneySpecs } from "../money/admin.ts";
 import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
 import { LOGO_MAX_BYTES, LOGO_TYPES, saveLogo } from "../tenancy/brand-assets.ts";
@@ -52,6 +53,7 @@ export function adminRouteSpecs(
       isPlatformAdmin,
     }),
     ...royaltySpecs({ db: options.db, tenantOf, maxBytes: options.royaltyImportMaxBytes }),
+    ...moneySpecs({ db: options.db }),
     auditSpec(options.db),
   ];
 }

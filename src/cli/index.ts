@@ -10,6 +10,7 @@ import * as jobs from "./jobs.ts";
 import * as keys from "./keys.ts";
 import * as mail from "./mail.ts";
 import * as media from "./media.ts";
+import * as money from "./money.ts";
 import * as oac from "./oac.ts";
 import * as releases from "./releases.ts";
 import * as royalties from "./royalties.ts";
@@ -43,6 +44,7 @@ const GROUPS: ((program: Command, cli: Cli) => void)[] = [
   oac.register, // oac
   keys.register, // keys
   royalties.register, // royalties
+  money.register, // money
   mail.register, // mail
   secrets.register, // secrets
   audit.register, // audit

@@ -64,6 +64,10 @@ const PUBLIC_HEADERS: Json = {
     description: "The caller's limit: `q` requests per `w` seconds (per API key, or per signed-in user).",
     schema: { type: "string", example: '"default";q=100;w=10' },
   },
+  "Content-Disposition": {
+    description: "A file's answer: `attachment` with the file name to save it as.",
+    schema: { type: "string", example: 'attachment; filename="statement-2026-11-3f2b6a5e.pdf"' },
+  },
   "Idempotent-Replayed": {
     description:
       "`true` on an answer replayed for a repeated Idempotency-Key (the first request's status and body); absent otherwise.",
@@ -124,8 +128,10 @@ export function openApiDocument(
     tags.add(r.tag);
     const etag = r.etag && r.method !== "DELETE" ? ["ETag"] : [];
     const success: Json = { description: r.response.description };
-    addHeaders(success, etag);
-    if (r.response.schema) {
+    addHeaders(success, [...etag, ...(r.response.headers ?? [])]);
+    if (r.response.mediaType) {
+      success.content = { [r.response.mediaType]: { schema: { type: "string", format: "binary" } } };
+    } else if (r.response.schema) {
       success.content = { "application/json": { schema: toSchema(r.response.schema, "output", named) } };
     }
     const responses: Json = { [String(r.response.status)]: success };
@@ -158,7 +164,7 @@ export function openApiDocument(
         ? [{ $ref: `#/components/parameters/${r.method === "GET" ? "IfNoneMatch" : "IfMatch"}` }]
         : []),
       ...(idempotent(r) ? [{ $ref: "#/components/parameters/IdempotencyKey" }] : []),
-      ...(r.allowUser !== false ? [{ $ref: "#/components/parameters/BacklineAccount" }] : []),
+      ...(r.allowUser !== false && !r.person ? [{ $ref: "#/components/parameters/BacklineAccount" }] : []),
     ];
     const operation: Json = {
       operationId: r.operationId,
@@ -171,7 +177,11 @@ export function openApiDocument(
             description: `${r.description ?? r.summary} Deprecated since ${r.deprecated.since}; answers until at least ${r.deprecated.sunset}${r.deprecated.successor ? `; use ${r.deprecated.successor}` : ""}.`,
           }
         : {}),
-      security: r.allowUser !== false ? [{ apiKey: [r.scope] }, { userToken: [] }] : [{ apiKey: [r.scope] }],
+      security: r.person
+        ? [{ userToken: [] }]
+        : r.allowUser !== false
+          ? [{ apiKey: [r.scope] }, { userToken: [] }]
+          : [{ apiKey: [r.scope] }],
       ...(parameters.length ? { parameters } : {}),
       ...(r.body
         ? {

@@ -20,6 +20,7 @@ import { claimIdempotencyKey, requestHash, type StoredResponse } from "./idempot
 import { openApiDocument } from "./openapi.ts";
 import { keyRoutes } from "./resources/api-keys.ts";
 import { artistRoutes } from "./resources/artists.ts";
+import { moneyRoutes } from "./resources/money.ts";
 import { releaseRoutes } from "./resources/releases.ts";
 import { royaltyRoutes } from "./resources/royalties.ts";
 import { ruleRoutes } from "./resources/rules.ts";
@@ -57,6 +58,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...webhookRoutes,
   ...uploadRoutes,
   ...royaltyRoutes,
+  ...moneyRoutes,
 ];
 
 /** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */
@@ -106,7 +108,9 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   const send = (reply: FastifyReply, r: StoredResponse) => {
     for (const [k, v] of Object.entries(r.headers)) reply.header(k, v);
     if (r.status === 204 || r.body === undefined) return reply.status(r.status).send();
-    const type = r.status >= 400 ? "application/problem+json" : "application/json";
+    // A file the route answers (a statement's PDF or CSV) carries its own content-type.
+    const own = r.status < 400 ? r.headers["content-type"] : undefined;
+    const type = r.status >= 400 ? "application/problem+json" : (own ?? "application/json");
     return reply.status(r.status).type(type).send(r.body);
   };
 
@@ -309,8 +313,17 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
             return { status: r.status, body: r.body, headers: r.headers };
           }
         };
-        actingAccount(request, caller, spec.scope);
-        if (!caller.scopes.includes(spec.scope)) {
+        if (spec.person) {
+          // A person's own money (the /me routes): their token, for no account, whatever their roles.
+          if (caller.kind !== "user") {
+            throw new ApiError(
+              403,
+              "person_required",
+              "This endpoint acts for a signed-in person: use their access token from /auth/v1, not an API key.",
+            );
+          }
+        } else actingAccount(request, caller, spec.scope);
+        if (!spec.person && !caller.scopes.includes(spec.scope)) {
           const lacking = caller.memberRole
             ? `Your role in this account (${caller.memberRole}) does not give the ${spec.scope} scope.`
             : `This API key lacks the ${spec.scope} scope.`;

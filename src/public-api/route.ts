@@ -67,6 +67,12 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
    */
   allowUser?: boolean;
   /**
+   * A person's own route (/me/...): only a signed-in user's access token, never a key, and no
+   * Backline-Account — row security reaches the rows that are theirs (their payees, across every
+   * account that pays them). `scope` is then documentation only.
+   */
+  person?: boolean;
+  /**
    * POST only: whether Idempotency-Key is honoured (default true). Off where the response holds a
    * secret, which a stored response would keep in the database.
    */
@@ -83,7 +89,18 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   bodyOptional?: boolean;
   /** Checks needing the catalogues (territory, store and genre codes), merged with the schema's errors. */
   check?: (body: unknown, catalogue: Catalogue) => FieldError[];
-  response: { status: number; description: string; schema?: z.ZodType };
+  /**
+   * The success answer. `mediaType` for a file rather than JSON (a statement's PDF: the handler
+   * sets content-type in its headers), `headers` the response headers it documents besides the
+   * common ones (Content-Disposition).
+   */
+  response: {
+    status: number;
+    description: string;
+    schema?: z.ZodType;
+    mediaType?: string;
+    headers?: string[];
+  };
   /**
    * The route answers an ETag (src/public-api/etag.ts): a GET honours If-None-Match (304), a PATCH
    * or DELETE honours If-Match (412 when stale). Documents the headers and statuses.

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { type Catalogue, CONTRIBUTOR_ROLES, RELEASE_TYPES, WORLDWIDE } from "../../catalog/catalogue.ts";
 import { gtinIsValid, normaliseIsrc } from "../../catalog/identifiers.ts";
 import { Timestamp } from "../../http/formats.ts";
+import { sum } from "../../money/decimal.ts";
 import type { FieldError } from "../errors.ts";
 import { Id } from "../route.ts";
 
@@ -201,12 +202,29 @@ export const Split = z
   .object({
     name: z.string().trim().min(1).max(300),
     share: z
-      .number()
-      .gt(0)
-      .max(100)
-      .refine((n) => Math.abs(n * 100 - Math.round(n * 100)) < 1e-9, "at most two decimals")
-      .meta({ description: "Percent, up to two decimals; the shares of a track total exactly 100." }),
-    email: z.email().optional(),
+      .union([
+        z
+          .number()
+          .gt(0)
+          .max(100)
+          .refine((n) => /^\d{1,3}(\.\d{1,4})?$/.test(String(n)), "at most four decimals"),
+        z
+          .string()
+          .regex(/^\d{1,3}(\.\d{1,4})?$/, "a percentage as a decimal string, at most four decimals")
+          .refine((v) => Number(v) > 0 && Number(v) <= 100, "more than 0 and at most 100"),
+      ])
+      // Stored as the number written: a share has at most seven significant digits, which a
+      // JSON number carries exactly (its shortest form is the decimal written), so "33.3334" and
+      // 33.3334 are the same share to the last digit (docs/payouts.md, "Splits").
+      .transform((v) => (typeof v === "string" ? Number(v) : v))
+      .meta({
+        description:
+          'Percent, a number or a decimal string with up to four decimals ("33.3334"); the shares of a track total exactly 100. Read exactly, never rounded.',
+      }),
+    email: z.email().optional().meta({
+      description:
+        'Who is paid this share (docs/payouts.md, "Payees"): held for them until they sign up with this address. Without one, the share is the account\'s own.',
+    }),
     role: z.string().max(100).optional(),
   })
   .strict()
@@ -263,15 +281,17 @@ export function checkTrack(body: unknown): FieldError[] {
   const splits = (body as Record<string, unknown> | null)?.splits;
   if (!Array.isArray(splits) || splits.length === 0) return [];
   const shares = splits.map((s) => (s as { share?: unknown } | null)?.share);
-  if (!shares.every((x) => typeof x === "number" && Number.isFinite(x))) return [];
-  const total = (shares as number[]).reduce((sum, x) => sum + Math.round(x * 100), 0);
-  return total === 10000
+  const written = shares.map((x) => (typeof x === "number" && Number.isFinite(x) ? String(x) : x));
+  if (!written.every((x) => typeof x === "string" && /^\d{1,3}(\.\d{1,4})?$/.test(x))) return [];
+  // Exact decimal arithmetic: 33.3334 + 33.3333 + 33.3333 is 100, never 99.99999999999999.
+  const total = sum(written as string[]);
+  return total === "100"
     ? []
     : [
         {
           param: "splits",
           code: "splits_total",
-          message: `the shares of the splits total ${total / 100}, not exactly 100`,
+          message: `the shares of the splits total ${total}, not exactly 100`,
         },
       ];
 }
@@ -290,7 +310,10 @@ export function checkReleaseCreate(body: unknown, catalogue: Catalogue): FieldEr
   return errors;
 }
 
-export type TrackInput = { isrc?: string | null; splits?: { share: number }[] } & Record<string, unknown>;
+export type TrackInput = { isrc?: string | null; splits?: { share: number | string }[] } & Record<
+  string,
+  unknown
+>;
 
 export const TRACK_COLUMNS = [
   "id",
