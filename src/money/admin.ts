@@ -307,7 +307,12 @@ export function moneySpecs(options: { db: Db }): AnyAdminRoute[] {
       tag: TAG,
       staffRole: "operator",
       params: IdParams,
-      query: z.strictObject({ format: z.enum(["json", "csv", "pdf"]).default("json") }),
+      query: z.strictObject({
+        format: z
+          .enum(["json", "csv", "pdf"])
+          .default("json")
+          .describe("The statement as JSON, as CSV or as a PDF document."),
+      }),
       response: {
         status: 200,
         description: "The statement.",
@@ -390,7 +395,10 @@ export function moneySpecs(options: { db: Db }): AnyAdminRoute[] {
       tag: TAG,
       staffRole: "operator",
       query: z.strictObject({
-        status: z.enum(["requested", "approved", "paid", "failed"]).optional(),
+        status: z
+          .enum(["requested", "approved", "paid", "failed"])
+          .optional()
+          .describe("Only payouts in this state."),
         batch_id: Uuid.optional(),
       }),
       response: {
