@@ -254,7 +254,7 @@ describeEachEngine("money: from a royalty import to a payout", (t) => {
     await updateMoneySettings(db, tenant.id, { payout_threshold: "1.00" });
     const refusal = async (fn: () => Promise<unknown>, code: string) =>
       assert.rejects(fn(), (e: unknown) => e instanceof MoneyError && e.code === code);
-    await refusal(() => asUser(ana, (tx) => requestPayout(tx, anaPayee, "USD")), "tax_form_required");
+    await refusal(() => asUser(ana, (tx) => requestPayout(tx, anaPayee)), "tax_form_required");
     await fileTaxForm(db, box, anaPayee, {
       form: "W-8BEN",
       name: "Ana Lima",
@@ -262,17 +262,17 @@ describeEachEngine("money: from a royalty import to a payout", (t) => {
       tax_id: "123.456.789-09",
     });
     await reviewTaxForm(db, tenant.id, anaPayee, { status: "verified", withholding_rate: "15" });
-    await refusal(() => asUser(ana, (tx) => requestPayout(tx, anaPayee, "USD")), "payout_method_required");
+    await refusal(() => asUser(ana, (tx) => requestPayout(tx, anaPayee)), "payout_method_required");
     await setPayoutMethod(db, anaPayee, { provider: "paypal", receiver: "ana@example.org" });
-    await refusal(() => asUser(ana, (tx) => requestPayout(tx, anaPayee, "USD"), "aal1"), "aal2_required");
+    await refusal(() => asUser(ana, (tx) => requestPayout(tx, anaPayee), "aal1"), "aal2_required");
     // Somebody else's payee is not found.
-    await refusal(() => asUser(ana, (tx) => requestPayout(tx, june, "USD")), "not_found");
-    const payout = await asUser(ana, (tx) => requestPayout(tx, anaPayee, "USD"));
+    await refusal(() => asUser(ana, (tx) => requestPayout(tx, june)), "not_found");
+    const payout = await asUser(ana, (tx) => requestPayout(tx, anaPayee));
     assert.deepEqual(
       [payout.amount, payout.withholding, payout.net_amount, payout.status],
       ["1.65", "0.25", "1.40", "requested"],
     );
-    await refusal(() => asUser(ana, (tx) => requestPayout(tx, anaPayee, "USD")), "payout_open");
+    await refusal(() => asUser(ana, (tx) => requestPayout(tx, anaPayee)), "payout_open");
     // The tax id is sealed at rest.
     const sealed = await rows<{ tax_id_sealed: string; tax_id_last4: string }>(
       "select tax_id_sealed, tax_id_last4 from internal.payees where id = $1",
@@ -291,7 +291,7 @@ describeEachEngine("money: from a royalty import to a payout", (t) => {
     });
     await reviewTaxForm(db, tenant.id, june, { status: "verified" });
     await setPayoutMethod(db, june, { provider: "paypal", receiver: "june@lantern.test" });
-    const junePayout = await asUser(owner, (tx) => requestPayout(tx, june, "USD"));
+    const junePayout = await asUser(owner, (tx) => requestPayout(tx, june));
     assert.equal(junePayout.amount, "2.48");
 
     const batch = await approveBatch(db, tenant.id, "paypal", "test");

@@ -19,6 +19,7 @@ export const MONEY_ERROR_STATUS = {
   below_threshold: 422,
   not_settleable: 409,
   splits_total: 422,
+  amount_precision: 422,
 } as const;
 export type MoneyErrorCode = keyof typeof MONEY_ERROR_STATUS;
 

@@ -1,4 +1,5 @@
 import type { Db } from "../db/db.ts";
+import { minorUnits } from "./decimal.ts";
 import { MoneyError } from "./errors.ts";
 
 /**
@@ -191,6 +192,13 @@ export async function addRecoupable(
           ? `no release ${input.release_id} in account ${input.account_id}`
           : `no account ${input.account_id}`,
         input.release_id ? "release_id" : "account_id",
+      );
+    const places = minorUnits(input.currency);
+    if ((input.amount.split(".")[1] ?? "").length > places)
+      throw new MoneyError(
+        "amount_precision",
+        `${input.currency} amounts have at most ${places} decimal${places === 1 ? "" : "s"}`,
+        "amount",
       );
     const id = (
       await tx.query<{ id: string }>(

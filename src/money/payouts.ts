@@ -1,7 +1,6 @@
 import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
 import type { Tx } from "../db/types.ts";
-import { minorUnits } from "./decimal.ts";
 import { MoneyError, moneyErrorOf } from "./errors.ts";
 import { type PAYOUT_PROVIDERS, payoutFile } from "./providers.ts";
 import type { PayoutLine, PayoutMethod } from "./types.ts";
@@ -33,14 +32,10 @@ export interface PayoutRow {
 }
 
 /** The payee (a signed-in person) asks for their available balance; the transaction is theirs. */
-export async function requestPayout(tx: Tx, payeeId: string, currency: string): Promise<PayoutRow> {
+export async function requestPayout(tx: Tx, payeeId: string): Promise<PayoutRow> {
   try {
-    const id = (
-      await tx.query<{ id: string }>("select public.request_payout($1, $2) as id", [
-        payeeId,
-        minorUnits(currency),
-      ])
-    ).rows[0]?.id as string;
+    const id = (await tx.query<{ id: string }>("select public.request_payout($1) as id", [payeeId])).rows[0]
+      ?.id as string;
     return (await payoutById(tx, id)) as PayoutRow;
   } catch (error) {
     throw moneyErrorOf(asDbError(error)) ?? error;

@@ -8,6 +8,18 @@
 -- (a transaction is always posted by one statement). Ledger amounts keep the report's precision
 -- (numeric without scale); money is rounded only where it is stated (statements) or paid (payouts).
 
+-- The ISO 4217 minor units of a currency: how many decimals it is stated and paid in (as
+-- src/money/decimal.ts minorUnits says; the two lists are checked against each other by a test).
+create function internal.minor_units(currency char(3)) returns integer
+language sql immutable set search_path = ''
+as $$
+  select case
+    when currency in ('JPY', 'KRW', 'ISK', 'CLP', 'VND', 'UGX', 'XAF', 'XOF', 'PYG') then 0
+    when currency in ('BHD', 'KWD', 'OMR', 'JOD', 'TND', 'IQD', 'LYD') then 3
+    else 2
+  end
+$$;
+
 -- The tenant's money settings: the currency statements are in unless a payee says otherwise, the
 -- least a payee can ask to be paid, and whether asking needs a second factor.
 create table internal.money_settings (
@@ -131,7 +143,7 @@ create table internal.recoupables (
   release_id uuid,
   kind text not null check (kind in ('advance', 'expense')),
   currency char(3) not null check (currency ~ '^[A-Z]{3}$'),
-  amount numeric(20, 2) not null check (amount > 0),
+  amount numeric not null check (amount > 0 and scale(amount) <= internal.minor_units(currency)),
   description text not null check (length(btrim(description)) between 1 and 500),
   -- A release's advance recouped from the account's other releases too.
   cross_recoup boolean not null default false,
@@ -159,9 +171,11 @@ create table internal.payouts (
   payee_id uuid not null references internal.payees (id),
   currency char(3) not null,
   -- What leaves the payee's balance, what is withheld for tax, and what the provider sends.
-  amount numeric(20, 2) not null check (amount > 0),
-  withholding numeric(20, 2) not null default 0 check (withholding >= 0 and withholding <= amount),
-  net_amount numeric(20, 2) generated always as (amount - withholding) stored,
+  -- In the currency's minor units (0, 2 or 3 decimals: internal.minor_units), as paid.
+  amount numeric not null check (amount > 0 and scale(amount) <= internal.minor_units(currency)),
+  withholding numeric not null default 0
+    check (withholding >= 0 and withholding <= amount and scale(withholding) <= internal.minor_units(currency)),
+  net_amount numeric generated always as (amount - withholding) stored,
   status text not null default 'requested' check (status in ('requested', 'approved', 'paid', 'failed')),
   batch_id uuid references internal.payout_batches (id),
   method jsonb not null check (jsonb_typeof(method) = 'object'),
@@ -262,8 +276,9 @@ create table internal.statements (
   payee_id uuid not null references internal.payees (id),
   period date not null,
   currency char(3) not null,
-  opening_balance numeric(20, 2) not null,
-  closing_balance numeric(20, 2) not null,
+  -- As stated: rounded to the currency's minor units.
+  opening_balance numeric not null check (scale(opening_balance) <= internal.minor_units(currency)),
+  closing_balance numeric not null check (scale(closing_balance) <= internal.minor_units(currency)),
   document jsonb not null check (jsonb_typeof(document) = 'object'),
   approved_at timestamptz not null default now(),
   emailed_at timestamptz,
@@ -706,12 +721,13 @@ as $$ select coalesce(sum(amount), 0) from internal.ledger_entries where payee_i
 -- A payee asks to be paid their available balance (rounded down to the currency's minor unit; the
 -- rest stays in the balance). Only the payee themself, signed in (at aal2 where the tenant says),
 -- with a verified tax form, a payout method, and at least the tenant's threshold.
-create function public.request_payout(payee uuid, minor_units integer default 2) returns uuid
+create function public.request_payout(payee uuid) returns uuid
 language plpgsql security definer set search_path = ''
 as $$
 declare
   p internal.payees;
   s internal.money_settings;
+  minor_units integer;
   available numeric;
   amount numeric;
   withheld numeric;
@@ -743,7 +759,9 @@ begin
     raise exception 'a payout request of this payee is already open' using errcode = '23505', detail = 'payout_open';
   end if;
   available := internal.payee_balance(p.id, p.currency);
-  amount := floor(available * 10 ^ minor_units) / 10 ^ minor_units;
+  minor_units := internal.minor_units(p.currency);
+  -- numeric throughout: 10::numeric ^ n, never the double precision 10 ^ n would be.
+  amount := round(floor(available * 10::numeric ^ minor_units) / 10::numeric ^ minor_units, minor_units);
   if amount <= 0 or amount < coalesce(s.payout_threshold, 10) then
     raise exception 'the available balance (% %) is below the payout threshold (% %)', trim_scale(available),
       p.currency, coalesce(s.payout_threshold, 10), p.currency using errcode = '22023', detail = 'below_threshold';
@@ -765,8 +783,8 @@ begin
   return payout;
 end
 $$;
-revoke execute on function public.request_payout(uuid, integer) from public;
-grant execute on function public.request_payout(uuid, integer) to authenticated;
+revoke execute on function public.request_payout(uuid) from public;
+grant execute on function public.request_payout(uuid) to authenticated;
 
 -- Settles a payout of a batch: paid (the provider sent it) or failed (the money returns to the
 -- payee's balance).
@@ -812,9 +830,10 @@ create function internal.payout_object(payout uuid) returns jsonb
 language sql stable security definer set search_path = ''
 as $$
   select jsonb_build_object('id', o.id, 'object', 'payout', 'payee_id', o.payee_id, 'account_id', o.account_id,
-    'status', o.status, 'currency', o.currency, 'amount', to_char(o.amount, 'FM9999999999999990.00'),
-    'withholding', to_char(o.withholding, 'FM9999999999999990.00'),
-    'net_amount', to_char(o.net_amount, 'FM9999999999999990.00'), 'batch_id', o.batch_id,
+    'status', o.status, 'currency', o.currency,
+    'amount', round(o.amount, internal.minor_units(o.currency))::text,
+    'withholding', round(o.withholding, internal.minor_units(o.currency))::text,
+    'net_amount', round(o.net_amount, internal.minor_units(o.currency))::text, 'batch_id', o.batch_id,
     'requested_at', o.requested_at, 'settled_at', o.settled_at, 'failure_reason', o.failure_reason)
   from internal.payouts o where o.id = payout
 $$;
