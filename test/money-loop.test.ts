@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { before, test } from "node:test";
+import { after, before, test } from "node:test";
 import type { Db } from "../src/db/db.ts";
 import type { Claims, Tx } from "../src/db/types.ts";
 import { MoneyError } from "../src/money/errors.ts";
@@ -11,9 +11,13 @@ import { importRoyalties } from "../src/royalties/import.ts";
 import { voidImport } from "../src/royalties/void.ts";
 import { SecretBox } from "../src/secrets/box.ts";
 import type { Account, Tenant } from "../src/tenancy/tenants.ts";
+import { WebhookDispatcher } from "../src/webhooks/dispatcher.ts";
+import { WEBHOOK_EVENTS } from "../src/webhooks/events.ts";
+import { newSigningSecret } from "../src/webhooks/secrets.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { reportFile, seedDeliveredRelease } from "./support/royalties.ts";
 import { seedAccount, seedTenant, userClaims } from "./support/seed.ts";
+import { type Route, WebhookReceiver } from "./support/webhook-receiver.ts";
 
 /**
  * The whole money loop of docs/payouts.md's worked example, on each engine: an imported report's
@@ -42,6 +46,11 @@ describeEachEngine("money: from a royalty import to a payout", (t) => {
   let ana: { id: string; email: string; tenant_id: string };
   let importId: string;
   const box = new SecretBox(Buffer.alloc(32, 7));
+  let receiver: WebhookReceiver;
+  let hook: Route;
+  after(async () => {
+    await receiver?.close();
+  });
   const period = () =>
     t().db.asService(
       async (tx) =>
@@ -113,6 +122,23 @@ describeEachEngine("money: from a royalty import to a payout", (t) => {
           { name: "Ana Lima", email: "ana@example.org", share: "40.00" },
         ]),
       ]),
+    );
+    // The account's endpoint for the money events, delivered by a real dispatcher to a receiver
+    // that verifies each request with the standardwebhooks package.
+    receiver = await WebhookReceiver.start();
+    hook = receiver.route("money");
+    const secret = newSigningSecret();
+    hook.secrets.push(secret);
+    await db.asService((tx) =>
+      tx.query(
+        "insert into internal.webhook_endpoints (account_id, url, events, secret_ciphertext) values ($1, $2, $3, $4)",
+        [
+          account.id,
+          hook.url,
+          ["statement.ready", "payout.requested", "payout.paid", "payout.failed"],
+          box.encrypt(secret),
+        ],
+      ),
     );
     await setFee(db, tenant.id, {}, "10");
     await addRecoupable(
@@ -324,6 +350,28 @@ describeEachEngine("money: from a royalty import to a payout", (t) => {
     assert.ok(events.some((e) => e.type === "payout.failed"));
     assert.ok(events.some((e) => e.type === "statement.ready"));
     await assertBalanced();
+
+    // The account's endpoint receives each money event, signed, in the shape the OpenAPI document
+    // gives it (the webhooks section, from src/webhooks/events.ts).
+    const dispatcher = new WebhookDispatcher({ db, secrets: box, allowPrivate: true });
+    const want = ["statement.ready", "payout.requested", "payout.paid", "payout.failed"];
+    const deadline = Date.now() + 15_000;
+    const delivered = () => new Set(hook.received.map((r) => (JSON.parse(r.body) as { type: string }).type));
+    while (!want.every((type) => delivered().has(type)) && Date.now() < deadline) {
+      if ((await dispatcher.runDue()) === 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    await dispatcher.stop();
+    assert.deepEqual([...delivered()].sort(), [...want].sort());
+    for (const received of hook.received) {
+      assert.deepEqual(received.verifiedBy, [true], "signed with the endpoint's secret");
+      const body = JSON.parse(received.body) as { type: string; data: { object: Record<string, unknown> } };
+      const schema = WEBHOOK_EVENTS.find((e) => e.type === body.type)?.schema;
+      assert.ok(schema?.safeParse(body).success, `${body.type} as documented: ${received.body}`);
+    }
+    const paid = hook.received
+      .map((r) => JSON.parse(r.body) as { type: string; data: { object: Record<string, unknown> } })
+      .find((b) => b.type === "payout.paid")?.data.object;
+    assert.deepEqual([paid?.amount, paid?.withholding, paid?.net_amount], ["1.65", "0.25", "1.40"]);
   });
 
   test("a void reverses the allocation in the next period; the approved statement stays as it was", async () => {

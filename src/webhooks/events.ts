@@ -8,7 +8,9 @@ import { CurrencyTotalSchema } from "../royalties/import.ts";
  * envelope each is sent in — described here once for the OpenAPI document's `webhooks` section
  * and docs/webhooks.md. The catalog triggers write release events to internal.events in the
  * transaction of the change (migration 0005); royalty imports write royalties.imported, and
- * voiding one royalties.voided.
+ * voiding one royalties.voided; approving a period writes statement.ready for each statement, and
+ * a payout's request and settlement payout.requested, payout.paid or payout.failed (migration
+ * 0036, docs/payouts.md).
  */
 export const WEBHOOK_EVENT_TYPES = [
   "release.submitted",
@@ -18,6 +20,10 @@ export const WEBHOOK_EVENT_TYPES = [
   "release.takedown_completed",
   "royalties.imported",
   "royalties.voided",
+  "statement.ready",
+  "payout.requested",
+  "payout.paid",
+  "payout.failed",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -103,6 +109,58 @@ const RoyaltyVoidObject = z
       "The voided royalty import: per currency, the account's amounts that no longer count (as the import had counted them), now reversed.",
   });
 
+const Money = z
+  .string()
+  .regex(/^-?[0-9]+(\.[0-9]+)?$/)
+  .meta({
+    description:
+      "An amount as a decimal string, in the currency's minor units (2 decimals for most, 0 for JPY, 3 for KWD).",
+    example: "1.65",
+  });
+
+const StatementObject = z
+  .looseObject({
+    id: z.uuid(),
+    object: z.literal("statement"),
+    account_id: z.uuid().meta({ description: "The account that pays." }),
+    payee_id: z.uuid(),
+    period: z.string().meta({ description: "The accounting period, YYYY-MM." }),
+    currency: z.string().meta({ description: "The payee's currency: every figure is in it." }),
+    status: z.literal("approved"),
+    approved_at: Timestamp,
+    opening_balance: Money,
+    earnings_total: Money.meta({ description: "The period's net earnings, after fees and recoupment." }),
+    payments_total: Money.meta({ description: "Payout requests (negative) and failed payouts (positive)." }),
+    adjustments_total: Money,
+    closing_balance: Money,
+  })
+  .meta({
+    id: "WebhookStatementObject",
+    description:
+      "The approved statement's summary; GET /statements/{id} has its lines (also as ?format=csv and ?format=pdf).",
+  });
+
+const PayoutObject = z
+  .looseObject({
+    id: z.uuid(),
+    object: z.literal("payout"),
+    payee_id: z.uuid(),
+    account_id: z.uuid(),
+    status: z.enum(["requested", "approved", "paid", "failed"]),
+    currency: z.string(),
+    amount: Money.meta({ description: "What left the payee's balance." }),
+    withholding: Money.meta({ description: "Kept for tax, by the payee's verified tax form." }),
+    net_amount: Money.meta({ description: "What the provider sends: amount − withholding." }),
+    batch_id: z.uuid().nullable(),
+    requested_at: Timestamp,
+    settled_at: Timestamp.nullable(),
+    failure_reason: z
+      .string()
+      .nullable()
+      .meta({ description: "Why the provider could not pay, when it failed." }),
+  })
+  .meta({ id: "WebhookPayoutObject", description: "The payout request, as GET /payouts shows it." });
+
 function envelope(type: string, object: z.ZodType, id: string, extra: Record<string, z.ZodType> = {}) {
   return z
     .object({
@@ -160,5 +218,27 @@ export const WEBHOOK_EVENTS: { type: WebhookEventType; summary: string; schema: 
     summary:
       "A royalty import that added lines for the account was voided: its lines no longer count in any total or analytics figure.",
     schema: envelope("royalties.voided", RoyaltyVoidObject, "RoyaltiesVoidedEvent"),
+  },
+  {
+    type: "statement.ready",
+    summary:
+      "The operator approved a period: a payee's statement from this account is final (needs payouts:read, as every money event).",
+    schema: envelope("statement.ready", StatementObject, "StatementReadyEvent"),
+  },
+  {
+    type: "payout.requested",
+    summary: "A payee asked to be paid their available balance; it left the balance at once.",
+    schema: envelope("payout.requested", PayoutObject, "PayoutRequestedEvent"),
+  },
+  {
+    type: "payout.paid",
+    summary: "The operator settled the payout's batch: the provider sent the money.",
+    schema: envelope("payout.paid", PayoutObject, "PayoutPaidEvent"),
+  },
+  {
+    type: "payout.failed",
+    summary:
+      "The provider could not pay: the amount is back in the payee's balance; failure_reason says why.",
+    schema: envelope("payout.failed", PayoutObject, "PayoutFailedEvent"),
   },
 ];

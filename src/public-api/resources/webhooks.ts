@@ -71,7 +71,7 @@ const EndpointCreate = z
     url: Url,
     events: z.array(EventType).min(1).max(20).meta({
       description:
-        "The event types to receive. Each needs the scope that reads what it carries: release events catalog:read, royalties.imported and royalties.voided royalties:read.",
+        "The event types to receive. Each needs the scope that reads what it carries: release events catalog:read, royalties.imported and royalties.voided royalties:read, statement.ready and payout.* payouts:read.",
     }),
     description: z.string().trim().max(500).optional(),
     ordering: Ordering.optional(),
@@ -219,8 +219,8 @@ const common = { tag: "Webhooks", scope: "webhooks:manage" } as const;
 /** Decided by the database (migration 0013; docs/security.md). */
 const SCOPE_RULE =
   "A key changes an endpoint (registers, updates, deletes it, rotates its secret) only if it may read every event " +
-  "the endpoint carries, before and after the change: royalties.imported and royalties.voided need royalties:read, release events " +
-  "catalog:read; else 403 insufficient_scope.";
+  "the endpoint carries, before and after the change: royalties.imported and royalties.voided need royalties:read, " +
+  "statement.ready and payout.* payouts:read, release events catalog:read; else 403 insufficient_scope.";
 const SEALED_REPLAY =
   "With Idempotency-Key, a retry gets the same answer, secret included (Idempotent-Replayed: true): that answer " +
   "is kept 24 hours, encrypted, and replayed only to the same key or user.";
