@@ -342,6 +342,25 @@ describeEachEngine("money: from a royalty import to a payout", (t) => {
       ).map((r) => [r.holder, r.b]),
     );
     assert.deepEqual(holders, { cash: "2.4", tax_withheld: "0.25", payouts_pending: "0" });
+    // Each payee hears of their payout in the portal.
+    const told = await rows<{ user_id: string; kind: string; title: string; body: string }>(
+      "select user_id, kind, title, body from public.notifications where kind like 'payout.%' and account_id = $1 order by kind",
+      [account.id],
+    );
+    assert.deepEqual(told, [
+      {
+        user_id: owner.id,
+        kind: "payout.failed",
+        title: "Your payout of 2.48 USD could not be sent",
+        body: "receiver unconfirmed. The amount is back in your balance.",
+      },
+      {
+        user_id: ana.id,
+        kind: "payout.paid",
+        title: "Your payout of 1.40 USD was sent",
+        body: "Lantern Records paid it through PayPal.",
+      },
+    ]);
     const events = await rows<{ type: string }>(
       "select type from internal.events where account_id = $1 and type like 'payout.%' or type = 'statement.ready' order by created_at, type",
       [account.id],

@@ -245,6 +245,24 @@ export async function settleBatch(
         f ? null : (reference ?? null),
       ]);
     }
+    // The payee hears of it in the portal (docs/operator.md, "Notifications"), as the account hears through
+    // payout.paid and payout.failed.
+    await tx.query(
+      `insert into public.notifications (tenant_id, user_id, account_id, kind, title, body, data)
+       select o.tenant_id, p.user_id, o.account_id, 'payout.' || o.status,
+         case o.status when 'paid' then 'Your payout of ' || o.net_amount || ' ' || o.currency || ' was sent'
+           else 'Your payout of ' || o.amount || ' ' || o.currency || ' could not be sent' end,
+         case o.status when 'paid' then a.name || ' paid it through ' || case b.provider when 'paypal' then 'PayPal' else 'Wise' end || '.'
+           else coalesce(left(o.failure_reason, 4000), 'The provider refused it') || '. The amount is back in your balance.'
+         end,
+         jsonb_build_object('payout_id', o.id, 'payee_id', o.payee_id)
+       from internal.payouts o
+       join internal.payees p on p.id = o.payee_id
+       join internal.accounts a on a.id = o.account_id
+       join internal.payout_batches b on b.id = o.batch_id
+       where o.batch_id = $1 and p.user_id is not null`,
+      [batchId],
+    );
     const status =
       failedIds.size === 0 ? "paid" : failedIds.size === members.length ? "failed" : "partially_paid";
     await tx.query("update internal.payout_batches set status = $2, settled_at = now() where id = $1", [
