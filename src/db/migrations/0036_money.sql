@@ -478,9 +478,16 @@ begin
   select v.id, p.id, sum((s ->> 'share')::numeric)
   from versions v join pg_temp.changed_splits c on c.track_id = v.track_id
   cross join jsonb_array_elements(c.splits) s
-  join internal.payees p on p.account_id = v.account_id
-    and (case when coalesce(s ->> 'email', '') <> '' then p.kind = 'person' and p.email = lower(s ->> 'email')
-         else p.kind = 'account' end)
+  -- Each share's payee by index (its address, or the account's own): a join on the account's payees
+  -- with this choice in its condition scanned every payee of the account for every share.
+  cross join lateral (
+    select y.id from internal.payees y
+    where coalesce(s ->> 'email', '') <> '' and y.account_id = v.account_id and y.kind = 'person'
+      and y.email = lower(s ->> 'email')
+    union all
+    select y.id from internal.payees y
+    where coalesce(s ->> 'email', '') = '' and y.account_id = v.account_id and y.kind = 'account'
+  ) p
   group by v.id, p.id;
   -- Splits cleared: the account's own payee takes the whole.
   insert into internal.split_shares (version_id, payee_id, share)
@@ -518,9 +525,14 @@ insert into internal.split_shares (version_id, payee_id, share)
 select v.id, p.id, sum((s ->> 'share')::numeric)
 from versions v join public.tracks t on t.id = v.track_id
 cross join jsonb_array_elements(t.splits) s
-join internal.payees p on p.account_id = v.account_id
-  and (case when coalesce(s ->> 'email', '') <> '' then p.kind = 'person' and p.email = lower(s ->> 'email')
-       else p.kind = 'account' end)
+cross join lateral (
+  select y.id from internal.payees y
+  where coalesce(s ->> 'email', '') <> '' and y.account_id = v.account_id and y.kind = 'person'
+    and y.email = lower(s ->> 'email')
+  union all
+  select y.id from internal.payees y
+  where coalesce(s ->> 'email', '') = '' and y.account_id = v.account_id and y.kind = 'account'
+) p
 group by v.id, p.id;
 
 -- The ledger's posting period: the first open month from the current one on.
