@@ -19,6 +19,7 @@ import * as server from "./server.ts";
 import * as staff from "./staff.ts";
 import * as stores from "./stores.ts";
 import * as tenants from "./tenants.ts";
+import * as transfer from "./transfer.ts";
 
 /**
  * `backline`: a thin shell over the same services the server uses. Every command prints a
@@ -45,6 +46,7 @@ const GROUPS: ((program: Command, cli: Cli) => void)[] = [
   keys.register, // keys
   royalties.register, // royalties
   money.register, // money
+  transfer.register, // transfer
   mail.register, // mail
   secrets.register, // secrets
   audit.register, // audit

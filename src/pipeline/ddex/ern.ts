@@ -125,7 +125,7 @@ export function genreText(
 }
 
 /** Backline's contributor roles as DDEX ContributorRole values; artists are DisplayArtists instead. */
-const CONTRIBUTOR_ROLE: Record<string, string> = {
+export const CONTRIBUTOR_ROLE: Record<string, string> = {
   remixer: "Remixer",
   composer: "Composer",
   lyricist: "Lyricist",
@@ -142,7 +142,7 @@ const CONTRIBUTOR_ROLE: Record<string, string> = {
   publisher: "MusicPublisher",
 };
 
-const RELEASE_TYPE: Record<string, string> = {
+export const RELEASE_TYPE: Record<string, string> = {
   single: "Single",
   ep: "EP",
   album: "Album",
