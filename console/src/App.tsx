@@ -28,6 +28,13 @@ const AccountPage = lazy(() => import("./pages/AccountPage.tsx"));
 const Stores = lazy(() => import("./pages/Stores.tsx"));
 const StorePage = lazy(() => import("./pages/StorePage.tsx"));
 const Settings = lazy(() => import("./pages/Settings.tsx"));
+const MoneyPeriods = lazy(() => import("./pages/money/Periods.tsx"));
+const MoneyStatement = lazy(() => import("./pages/money/Statement.tsx"));
+const MoneyPayouts = lazy(() => import("./pages/money/Payouts.tsx"));
+const MoneyRecoupables = lazy(() => import("./pages/money/Recoupables.tsx"));
+const MoneySettings = lazy(() => import("./pages/money/FeesSettings.tsx"));
+const MoneyTaxForms = lazy(() => import("./pages/money/TaxForms.tsx"));
+const MoneyLedger = lazy(() => import("./pages/money/Ledger.tsx"));
 
 interface RouteDef {
   pattern: string;
@@ -47,12 +54,27 @@ const ROUTES: RouteDef[] = [
   { pattern: "/royalties/:id", role: "operator", render: (p) => <RoyaltyImportPage id={p.id as string} /> },
   { pattern: "/stores", role: "operator", render: () => <Stores /> },
   { pattern: "/stores/:id", role: "operator", render: (p) => <StorePage id={p.id as string} /> },
+  // Money (docs/payouts.md): the admin API reads it with the operator role; its decisions (approving
+  // a period or a batch, fees, settings, tax forms) need admin, and the pages say so.
+  { pattern: "/money", role: "operator", render: () => <Redirect to="/money/periods" /> },
+  { pattern: "/money/periods", role: "operator", render: () => <MoneyPeriods /> },
+  {
+    pattern: "/money/statements/:id",
+    role: "operator",
+    render: (p) => <MoneyStatement id={p.id as string} />,
+  },
+  { pattern: "/money/payouts", role: "operator", render: () => <MoneyPayouts /> },
+  { pattern: "/money/recoupables", role: "operator", render: () => <MoneyRecoupables /> },
+  { pattern: "/money/settings", role: "operator", render: () => <MoneySettings /> },
+  { pattern: "/money/tax-forms", role: "operator", render: () => <MoneyTaxForms /> },
+  { pattern: "/money/ledger", role: "operator", render: () => <MoneyLedger /> },
   { pattern: "/accounts", role: "admin", render: () => <Accounts /> },
   { pattern: "/accounts/:id", role: "admin", render: (p) => <AccountPage id={p.id as string} /> },
   { pattern: "/settings", role: "admin", render: () => <Settings /> },
 ];
 
-const NAV: { to: string; label: string; role: Role }[] = [
+/** `section`: the paths the link stands for (its pages' common prefix), when more than `to`'s. */
+const NAV: { to: string; label: string; role: Role; section?: string }[] = [
   { to: "/reviews", label: "Review queue", role: "reviewer" },
   { to: "/oac", label: "OAC requests", role: "reviewer" },
   { to: "/deliveries", label: "Deliveries", role: "operator" },
@@ -60,6 +82,7 @@ const NAV: { to: string; label: string; role: Role }[] = [
   { to: "/jobs", label: "Jobs", role: "operator" },
   { to: "/royalties", label: "Royalty imports", role: "operator" },
   { to: "/stores", label: "Stores", role: "operator" },
+  { to: "/money/periods", label: "Money", role: "operator", section: "/money" },
   { to: "/accounts", label: "Accounts", role: "admin" },
   { to: "/settings", label: "Settings", role: "admin" },
 ];
@@ -172,6 +195,11 @@ function Routed({ role, me, path }: { role: Role | null; me: AdminMe; path: stri
   );
 }
 
+function Redirect({ to }: { to: string }) {
+  useEffect(() => navigate(to, { replace: true }), [to]);
+  return null;
+}
+
 function NotStaff({ error }: { error?: ApiError }) {
   return (
     <div className="app">
@@ -247,8 +275,10 @@ function Shell({ me, role, children }: { me: AdminMe | undefined; role?: Role | 
                 <li key={n.to}>
                   <Link
                     to={n.to}
-                    aria-current={path === n.to || path.startsWith(`${n.to}/`) ? "page" : undefined}
-                    data-testid={`nav-${n.to.slice(1)}`}
+                    aria-current={
+                      path === n.to || path.startsWith(`${n.section ?? n.to}/`) ? "page" : undefined
+                    }
+                    data-testid={`nav-${(n.section ?? n.to).slice(1)}`}
                   >
                     {n.label}
                   </Link>

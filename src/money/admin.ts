@@ -41,9 +41,13 @@ const Percent = z
   .meta({ description: "Percent, a decimal string with up to four decimals (0 to 100).", example: "15" });
 const Amount = z
   .string()
-  .regex(/^\d{1,15}(\.\d{1,2})?$/, "a positive amount as a decimal string, up to two decimals")
-  .refine((v) => Number(v) > 0, "more than 0")
-  .meta({ description: "A positive amount, a decimal string with up to two decimals.", example: "500.00" });
+  .regex(/^\d{1,15}(\.\d{1,3})?$/, "a positive amount as a decimal string, up to three decimals")
+  .refine((v) => /[1-9]/.test(v), "more than 0")
+  .meta({
+    description:
+      "A positive amount, a decimal string with at most the currency's decimals (2 for most, 0 for JPY, 3 for KWD; `422 amount_precision` past them).",
+    example: "500.00",
+  });
 const Loose = (id: string, description: string) => z.looseObject({}).meta({ id, description });
 
 /** A refusal of the money services, as the admin API answers it. */
@@ -251,7 +255,7 @@ export function moneySpecs(options: { db: Db }): AnyAdminRoute[] {
       method: "GET",
       path: "/money/periods",
       operationId: "listMoneyPeriods",
-      summary: "Accounting periods: open or approved, with their payees and statements",
+      summary: "Accounting periods: open or approved, with their payees, statements and totals per currency",
       tag: TAG,
       staffRole: "operator",
       response: {
@@ -259,7 +263,39 @@ export function moneySpecs(options: { db: Db }): AnyAdminRoute[] {
         description: "The periods.",
         schema: z.object({ data: z.array(Loose("MoneyPeriod", "A period.")) }),
       },
-      handler: async ({ tenantId }) => ({ data: await listPeriods(db, tenantId) }),
+      handler: async ({ tenantId }) => {
+        const periods = await listPeriods(db, tenantId);
+        // Each period's money per currency, for the console's list: what the stores paid, the
+        // distributor's fees, and what the payees earned (allocations and voids), exact.
+        const totals = await db.asService(
+          async (tx) =>
+            (
+              await tx.query<{
+                period: string;
+                currency: string;
+                received: string;
+                fees: string;
+                payees: string;
+              }>(
+                `select to_char(period, 'YYYY-MM') as period, currency,
+                   trim_scale(coalesce(-sum(amount) filter (where holder = 'store'), 0))::text as received,
+                   trim_scale(coalesce(sum(amount) filter (where holder = 'fees'), 0))::text as fees,
+                   trim_scale(coalesce(sum(amount) filter (where holder = 'payee' and txn_kind in ('allocation', 'void')), 0))::text
+                     as payees
+                 from internal.ledger_entries where tenant_id = $1 group by period, currency order by period, currency`,
+                [tenantId],
+              )
+            ).rows,
+        );
+        return {
+          data: periods.map((p) => ({
+            ...p,
+            totals: totals
+              .filter((t) => t.period === p.period)
+              .map(({ currency, received, fees, payees }) => ({ currency, received, fees, payees })),
+          })),
+        };
+      },
     }),
     adminRoute({
       method: "POST",
@@ -391,7 +427,7 @@ export function moneySpecs(options: { db: Db }): AnyAdminRoute[] {
       method: "GET",
       path: "/money/payouts",
       operationId: "listPayoutsAdmin",
-      summary: "Payout requests and payments",
+      summary: "Payout requests and payments, with the provider and the payee's name",
       tag: TAG,
       staffRole: "operator",
       query: z.strictObject({
@@ -406,9 +442,39 @@ export function moneySpecs(options: { db: Db }): AnyAdminRoute[] {
         description: "The payouts.",
         schema: z.object({ data: z.array(Loose("Payout", "A payout.")) }),
       },
-      handler: async ({ tenantId, query }) => ({
-        data: await listPayouts(db, tenantId, { status: query.status, batchId: query.batch_id }),
-      }),
+      handler: async ({ tenantId, query }) => {
+        const payouts = await listPayouts(db, tenantId, { status: query.status, batchId: query.batch_id });
+        // The provider each is paid through (the method recorded with the request) and whom it pays,
+        // so a list can be grouped by provider and read by name.
+        const extra = await db.asService(
+          async (tx) =>
+            (
+              await tx.query<{
+                id: string;
+                provider: string | null;
+                payee_name: string | null;
+                payee_email: string | null;
+              }>(
+                `select o.id, o.method ->> 'provider' as provider, p.name as payee_name, p.email as payee_email
+                 from internal.payouts o join internal.payees p on p.id = o.payee_id
+                 where o.tenant_id = $1 and o.id = any ($2::uuid[])`,
+                [tenantId, payouts.map((o) => o.id)],
+              )
+            ).rows,
+        );
+        const found = new Map(extra.map((e) => [e.id, e]));
+        return {
+          data: payouts.map((o) => {
+            const e = found.get(o.id);
+            return {
+              ...o,
+              provider: e?.provider ?? null,
+              payee_name: e?.payee_name ?? null,
+              payee_email: e?.payee_email ?? null,
+            };
+          }),
+        };
+      },
     }),
     adminRoute({
       method: "GET",
