@@ -3,15 +3,20 @@ import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { updateMoneySettings } from "../src/money/operator.ts";
+import { reviewTaxForm } from "../src/money/payees.ts";
+import { approvePeriod } from "../src/money/statements.ts";
 import { requestHash } from "../src/public-api/idempotency.ts";
 import { ROUTES } from "../src/public-api/plugin.ts";
+import { importRoyalties } from "../src/royalties/import.ts";
 import type { Account, Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { artworkJpeg } from "./support/media-fixtures.ts";
 import { type Prism, startPrism } from "./support/prism.ts";
 import { completeRelease, type IssuedKey, issueTestKey } from "./support/public-api.ts";
-import { forceReleaseStatus, seedAccount, seedUser } from "./support/seed.ts";
+import { reportFile, seedDeliveredRelease } from "./support/royalties.ts";
+import { forceReleaseStatus, type SeedUser, seedAccount, seedUser, userToken } from "./support/seed.ts";
 
 /**
  * The OpenAPI document of /api/public/v1 is a contract: this suite reads it from the running
@@ -46,6 +51,7 @@ const VALID_BODIES: Record<string, Json> = {
   createApiKey: { name: "Sample", scopes: ["catalog:read"] },
   revealApiKey: { code: "123456" },
   createWebhook: { url: "https://93.184.216.34/sample", events: ["release.live"] },
+  setPayoutMethod: { method: { provider: "paypal", receiver: "sample@example.com" } },
 };
 
 /**
@@ -136,6 +142,9 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
   let reader: IssuedKey;
   let manager: IssuedKey;
   let otherKey: IssuedKey;
+  /** A person a split of the account's track names: the /me routes answer for them (aal2). */
+  let payee: SeedUser;
+  let payeeToken: string;
 
   before(async () => {
     // Behind a proxy (Prism), the client's address comes from X-Forwarded-For: the sweep of 401s
@@ -167,6 +176,8 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       name: "other",
       scopes: ["keys:manage", "catalog:read", "catalog:write"],
     });
+    payee = await seedUser(t().db, tenant);
+    payeeToken = await userToken(t().db, tenant, payee, `${app.url}/auth/v1`, "aal2");
 
     for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
       for (const method of METHODS) {
@@ -259,7 +270,9 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     const where = `${operation.method.toUpperCase()} ${path} (${operationId})`;
     assert.equal(res.headers.get("sl-violations"), null, `${where}: Prism found the answer undocumented`);
     assert.equal(res.status, expect, `${where}: ${res.status} ${text.slice(0, 600)}`);
-    const body = text ? JSON.parse(text) : undefined;
+    // A file (a statement as CSV or PDF) is read as it is; every other body is JSON.
+    const json = /json/.test(res.headers.get("content-type") ?? "application/json");
+    const body = text && json ? JSON.parse(text) : text || undefined;
     exercised.add(operationId);
     provoked.add(`${operationId} ${res.status}`);
 
@@ -291,6 +304,10 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       assert.equal(mediaType, "application/problem+json", `${where}: errors are problem details`);
       assert.equal(body.status, res.status, `${where}: problem.status`);
       assert.equal(body.request_id, res.headers.get("x-request-id"), `${where}: problem.request_id`);
+    }
+    if (!json) {
+      assert.equal((content[mediaType] as Json).schema && typeof body, "string", `${where}: a file`);
+      return { status: res.status, headers: res.headers, body };
     }
     const validate = validatorFor(
       operationId,
@@ -800,6 +817,93 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     await call("deleteWebhook", 200, { params: { id: hookId } });
     await call("deleteWebhook", 404, { params: { id: hookId } });
 
+    // --- Money -------------------------------------------------------------------------------
+    // A delivered track whose split names the payee, a report the ledger allocates, an approved
+    // period: the account reads it with payouts:read, the payee with their own token.
+    const payoutsKey = await issueTestKey(t().db, account, { name: "payouts", scopes: ["payouts:read"] });
+    const paid = await seedDeliveredRelease(t().db, account.id, { title: "Paid Out", upc: "012345000027" }, [
+      { title: "Paid Out", isrc: "QZCON2600001", duration: 200, track_number: 1 },
+    ]);
+    await t().db.asService((tx) =>
+      tx.query("update public.tracks set splits = $2 where id = $1", [
+        paid.tracks[0]?.id,
+        JSON.stringify([{ name: "Pay Ee", email: payee.email, share: "100" }]),
+      ]),
+    );
+    await updateMoneySettings(t().db, tenant.id, { payout_threshold: "1" });
+    const report = await importRoyalties(t().db, {
+      tenantId: tenant.id,
+      format: "backline",
+      file: reportFile(
+        [
+          "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency",
+          "2026-11,2026-10,spotify,US,012345000027,QZCON2600001,stream,1000,9.00,1.50,7.50,USD",
+          "",
+        ].join("\n"),
+      ),
+    });
+    assert.equal(report.status, "completed");
+    const month = new Date().toISOString().slice(0, 7);
+    // The open period's statement, before the operator approves it.
+    const myPayees = await call("listMyPayees", 200, { key: payeeToken });
+    const payeeId = myPayees.body.data[0].id as string;
+    for (const id of ["getMyDraftStatement", "getMyDraftStatementCsv", "getMyDraftStatementPdf"]) {
+      await call(id, 200, { key: payeeToken, params: { id: payeeId } });
+    }
+    await approvePeriod(t().db, tenant.id, month, "contract");
+    const payees = await call("listPayees", 200, { key: payoutsKey });
+    assert.ok(payees.body.data.some((p: { id: string }) => p.id === payeeId));
+    await call("getPayee", 200, { key: payoutsKey, params: { id: payeeId } });
+    await call("getPayee", 404, { key: payoutsKey, params: { id: missing } });
+    await call("listPayees", 403, { key: reader });
+    const owed = await call("listBalances", 200, { key: payoutsKey, query: { payee_id: payeeId } });
+    assert.ok(owed.body.data.length > 0);
+    const statements = await call("listStatements", 200, { key: payoutsKey, query: { period: month } });
+    const statementId = statements.body.data[0].id as string;
+    for (const id of ["getStatement", "getStatementCsv", "getStatementPdf"]) {
+      await call(id, 200, { key: payoutsKey, params: { id: statementId } });
+    }
+    await call("getStatement", 404, { key: payoutsKey, params: { id: missing } });
+    await call("listMyBalances", 200, { key: payeeToken });
+    await call("listMyStatements", 200, { key: payeeToken });
+    for (const id of ["getMyStatement", "getMyStatementCsv", "getMyStatementPdf"]) {
+      await call(id, 200, { key: payeeToken, params: { id: statementId } });
+    }
+    const keyRefused = await call("listMyPayees", 403, { key: payoutsKey });
+    assert.equal(keyRefused.body.code, "person_required");
+    // Getting paid: a tax form the operator verifies, a payout method, then the request.
+    const noForm = await call("requestPayout", 422, { key: payeeToken, params: { id: payeeId }, body: {} });
+    assert.equal(noForm.body.code, "tax_form_required");
+    await call("fileTaxForm", 422, { key: payeeToken, params: { id: payeeId }, body: { form: "W-2" } });
+    const filed = await call("fileTaxForm", 200, {
+      key: payeeToken,
+      params: { id: payeeId },
+      body: { form: "W-9", name: "Pay Ee", country: "US", tax_id: "123-45-6789" },
+    });
+    assert.equal(JSON.stringify(filed.body).includes("123-45-6789"), false, "the tax id is never shown");
+    await reviewTaxForm(t().db, tenant.id, payeeId, { status: "verified" });
+    await call("setPayoutMethod", 422, {
+      key: payeeToken,
+      params: { id: payeeId },
+      body: { method: { provider: "paypal", receiver: "not an address" } },
+    });
+    await call("setPayoutMethod", 200, {
+      key: payeeToken,
+      params: { id: payeeId },
+      body: { method: { provider: "paypal", receiver: payee.email } },
+    });
+    const payout = await call("requestPayout", 201, { key: payeeToken, params: { id: payeeId }, body: {} });
+    assert.equal(payout.body.status, "requested");
+    const open = await call("requestPayout", 409, { key: payeeToken, params: { id: payeeId }, body: {} });
+    assert.equal(open.body.code, "payout_open");
+    await call("requestPayout", 404, { key: payeeToken, params: { id: missing }, body: {} });
+    const listedPayouts = await call("listPayouts", 200, { key: payoutsKey });
+    assert.deepEqual(
+      listedPayouts.body.data.map((o: { id: string }) => o.id),
+      [payout.body.id],
+    );
+    await call("listMyPayouts", 200, { key: payeeToken });
+
     // --- Coverage -----------------------------------------------------------------------------
     const notCalled = [...operations.keys()].filter((id) => !exercised.has(id));
     assert.deepEqual(notCalled, [], "every operation of the document was called");
@@ -811,10 +915,18 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       String(((o.op.security as Json[])[0]?.apiKey as string[] | undefined)?.[0] ?? "");
     const pathIds = (o: Operation, value: () => string) =>
       Object.fromEntries([...o.path.matchAll(/\{([^}]+)\}/g)].map((m) => [m[1] as string, value()]));
-    const everything = await issueTestKey(t().db, account, {
-      name: "everything",
-      scopes: ["catalog:read", "catalog:write", "royalties:read", "webhooks:manage", "keys:manage"],
-    });
+    const ALL = [
+      "catalog:read",
+      "catalog:write",
+      "royalties:read",
+      "payouts:read",
+      "webhooks:manage",
+      "keys:manage",
+    ];
+    const everything = await issueTestKey(t().db, account, { name: "everything", scopes: ALL });
+    /** A person's own route (/me): only their access token gets past the door. */
+    const personal = (o: Operation) => (o.op.security as Json[]).every((s) => !("apiKey" in s));
+    const fullCaller = (o: Operation) => (personal(o) ? payeeToken : everything);
     const royaltiesOnly = await issueTestKey(t().db, account, {
       name: "royalties",
       scopes: ["royalties:read"],
@@ -834,8 +946,12 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       const key = scopeOf(o) === "royalties:read" ? reader : royaltiesOnly;
       // 403: a key without the operation's scope, whatever else it may do.
       const refused = await call(o.operationId, 403, { key, params: pathIds(o, randomUUID) });
-      assert.equal(refused.body.code, "insufficient_scope", o.operationId);
-      assert.match(refused.headers.get("www-authenticate") ?? "", /insufficient_scope/);
+      if (personal(o)) {
+        assert.equal(refused.body.code, "person_required", o.operationId);
+      } else {
+        assert.equal(refused.body.code, "insufficient_scope", o.operationId);
+        assert.match(refused.headers.get("www-authenticate") ?? "", /insufficient_scope/);
+      }
       // 401: a key that is no key, each from its own address (the per-address limit on failures).
       const unknown = await call(o.operationId, 401, {
         key: `bk_live_${"x".repeat(40)}`,
@@ -847,23 +963,26 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       // 404: a path id that names nothing (it is not even an id).
       if (o.path.includes("{")) {
         const none = await call(o.operationId, 404, {
-          key: everything,
+          key: fullCaller(o),
           params: pathIds(o, () => "not-an-id"),
         });
         assert.equal(none.body.code, "resource_missing", o.operationId);
       }
-      // 400: a Backline-Account header that names no account id (any operation).
+      // 400: a Backline-Account header that names no account id (any operation acting for an
+      // account; a person's own routes take no such header).
       const params = pathIds(o, randomUUID);
-      const badAccount = await call(o.operationId, 400, {
-        key: everything,
-        params,
-        headers: { "backline-account": "not-an-account" },
-      });
-      assert.equal(badAccount.body.param, "Backline-Account", o.operationId);
+      if (!personal(o)) {
+        const badAccount = await call(o.operationId, 400, {
+          key: everything,
+          params,
+          headers: { "backline-account": "not-an-account" },
+        });
+        assert.equal(badAccount.body.param, "Backline-Account", o.operationId);
+      }
       // 400: a body that is not JSON, sent as JSON, wherever a body is read (every method but GET).
       if (((o.op.parameters as Json[] | undefined) ?? []).some((p) => p.in === "query")) {
         const badQuery = await call(o.operationId, 400, {
-          key: everything,
+          key: fullCaller(o),
           params,
           query: { nonsense: "1" },
         });
@@ -871,7 +990,7 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       }
       if (o.method !== "get") {
         const badJson = await call(o.operationId, 400, {
-          key: everything,
+          key: fullCaller(o),
           params,
           direct: true,
           raw: { type: "application/json", body: '{"title": ' },
@@ -881,13 +1000,13 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       if (!o.op.requestBody) continue;
       // 415, 413: the body itself, before the route looks at it.
       const text = await call(o.operationId, 415, {
-        key: everything,
+        key: fullCaller(o),
         params,
         raw: { type: "text/plain", body: "x" },
       });
       assert.equal(text.body.code, "unsupported_media_type", o.operationId);
       const large = await call(o.operationId, 413, {
-        key: everything,
+        key: fullCaller(o),
         params,
         raw: { type: "application/json", body: JSON.stringify({ title: "x".repeat(1024 * 1024) }) },
       });
@@ -932,10 +1051,7 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
 
     // 503: every operation, while the database's connections are all taken, past the bounded wait.
     // A key not used before, so each call needs the database before anything else.
-    const cold = await issueTestKey(t().db, account, {
-      name: "cold",
-      scopes: ["catalog:read", "catalog:write", "royalties:read", "webhooks:manage", "keys:manage"],
-    });
+    const cold = await issueTestKey(t().db, account, { name: "cold", scopes: ALL });
     // The connections are held until every answer is in, however slowly the requests arrive.
     const slots = t().kind === "pglite" ? 1 : 5;
     let free = () => {};
@@ -1034,6 +1150,7 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
         body || !(o.op.requestBody as Json | undefined)?.required,
         `a valid body for ${o.operationId}`,
       );
+      const caller = personal(o) ? { key: payeeToken, owner: `user:${payee.id}` } : undefined;
       for (const [expect, hash, code] of [
         [
           409,
@@ -1047,11 +1164,11 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
           tx.query(
             `insert into internal.idempotency_keys (owner, method, path, key, request_hash, locked_until)
              values ($1, 'POST', $2, $3, $4, now() + interval '1 minute')`,
-            [`account:${account.id}`, url, key, hash],
+            [caller?.owner ?? `account:${account.id}`, url, key, hash],
           ),
         );
         const r = await call(o.operationId, expect, {
-          key: everything,
+          key: caller?.key ?? everything,
           params,
           ...(body ? { body } : {}),
           headers: { "idempotency-key": key },

@@ -85,8 +85,9 @@ function errorStatuses(r: AnyRoute): number[] {
   return [
     ...EVERY_OPERATION_ERRORS,
     ...requestErrors(r),
-    // A malformed Backline-Account header, or a member's token without it.
-    ...(r.allowUser !== false ? [400] : []),
+    // A malformed Backline-Account header, or a member's token without it (a person's own
+    // routes take no such header).
+    ...(r.allowUser !== false && !r.person ? [400] : []),
     429,
     ...(r.params ? [404] : []),
     ...(r.body ? [422] : []),
