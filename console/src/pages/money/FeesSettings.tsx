@@ -155,7 +155,7 @@ function Fees({ admin }: { admin: boolean }) {
         <Empty>No fee set: the distributor takes nothing.</Empty>
       ) : (
         <TableWrap label="Fees">
-          <table data-testid="fees-table">
+          <table className="cards" data-testid="fees-table">
             <thead>
               <tr>
                 <th scope="col">Applies to</th>
@@ -184,11 +184,13 @@ function Fees({ admin }: { admin: boolean }) {
                       </>
                     )}
                   </th>
-                  <td data-testid="fee-rate">{f.rate} %</td>
-                  <td>
+                  <td data-label="Rate" data-testid="fee-rate">
+                    {f.rate} %
+                  </td>
+                  <td data-label="Changed">
                     <When at={f.updated_at} />
                   </td>
-                  <td>
+                  <td className="actions">
                     {admin ? (
                       <button
                         type="button"

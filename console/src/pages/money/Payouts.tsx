@@ -86,7 +86,7 @@ function ProviderGroup({ rows, admin }: { rows: Payout[]; admin: boolean }) {
         {label}: {rows.length} {rows.length === 1 ? "request" : "requests"}
       </h3>
       <TableWrap label={`Open requests, ${label}`}>
-        <table>
+        <table className="cards">
           <thead>
             <tr>
               <th scope="col">Payee</th>
@@ -100,16 +100,16 @@ function ProviderGroup({ rows, admin }: { rows: Payout[]; admin: boolean }) {
             {list.rows.map((o) => (
               <tr key={o.id} data-testid="open-payout-row" data-payout-id={o.id}>
                 <th scope="row">{who(o)}</th>
-                <td>
+                <td data-label="Amount">
                   <Amount value={o.amount} currency={o.currency} />
                 </td>
-                <td>
+                <td data-label="Withholding">
                   <Amount value={o.withholding} />
                 </td>
-                <td>
+                <td data-label="Sent">
                   <Amount value={o.net_amount} />
                 </td>
-                <td>
+                <td data-label="Requested">
                   <When at={o.requested_at} />
                 </td>
               </tr>
@@ -159,7 +159,7 @@ function Batches({ rows, admin }: { rows: PayoutBatch[]; admin: boolean }) {
   return (
     <>
       <TableWrap label="Batches">
-        <table data-testid="batches-table">
+        <table className="cards" data-testid="batches-table">
           <thead>
             <tr>
               <th scope="col">Batch</th>
@@ -178,11 +178,11 @@ function Batches({ rows, admin }: { rows: PayoutBatch[]; admin: boolean }) {
                 <th scope="row">
                   {providerName(b.provider)} <ShortId id={b.id} />
                 </th>
-                <td>
+                <td data-label="Status">
                   <Status value={b.status} />
                 </td>
-                <td>{b.payouts}</td>
-                <td>
+                <td data-label="Payouts">{b.payouts}</td>
+                <td data-label="Amounts">
                   {b.currencies.map((c) => (
                     <div key={c.currency}>
                       <Amount value={c.amount} currency={c.currency} /> (sent <Amount value={c.net_amount} />,
@@ -190,7 +190,7 @@ function Batches({ rows, admin }: { rows: PayoutBatch[]; admin: boolean }) {
                     </div>
                   ))}
                 </td>
-                <td>
+                <td data-label="Approved · exported · settled">
                   <When at={b.approved_at} /> · <When at={b.exported_at} /> · <When at={b.settled_at} />
                 </td>
                 <td className="actions">

@@ -69,7 +69,7 @@ export default function Periods() {
         ) : (
           <>
             <TableWrap label="Periods">
-              <table data-testid="periods-table">
+              <table className="cards" data-testid="periods-table">
                 <thead>
                   <tr>
                     <th scope="col">Month</th>
@@ -143,7 +143,7 @@ function PeriodRow({
       <th scope="row" className="nowrap">
         {p.period}
       </th>
-      <td>
+      <td data-label="Status">
         <Status value={p.status} />
         {p.approved_at ? (
           <>
@@ -152,8 +152,10 @@ function PeriodRow({
           </>
         ) : null}
       </td>
-      <td data-testid="period-payees">{p.payees}</td>
-      <td data-testid="period-totals">
+      <td data-label="Payees" data-testid="period-payees">
+        {p.payees}
+      </td>
+      <td data-label="Totals" data-testid="period-totals">
         {(p.totals ?? []).length === 0 ? (
           <span className="muted">—</span>
         ) : (
@@ -167,7 +169,7 @@ function PeriodRow({
           </ul>
         )}
       </td>
-      <td>
+      <td data-label="Statements">
         {p.statements > 0 ? (
           <Link to={`/money/periods?period=${p.period}`} data-testid="period-statements">
             {p.statements} statements
@@ -176,7 +178,7 @@ function PeriodRow({
           <span className="muted">none</span>
         )}
       </td>
-      <td>
+      <td className="actions">
         {p.status === "open" && admin ? (
           <button
             type="button"
@@ -319,7 +321,7 @@ function Statements({ period, periods }: { period: string; periods: MoneyPeriod[
       ) : (
         <>
           <TableWrap label={`Statements of ${period}`}>
-            <table data-testid="statements-table">
+            <table className="cards" data-testid="statements-table">
               <thead>
                 <tr>
                   <th scope="col">Payee</th>
@@ -341,16 +343,16 @@ function Statements({ period, periods }: { period: string; periods: MoneyPeriod[
                         {accounts.get(s.account_id) ?? <ShortId id={s.account_id} />}
                       </div>
                     </th>
-                    <td>
+                    <td data-label="Opening">
                       <Amount value={s.opening_balance} currency={s.currency} />
                     </td>
-                    <td>
+                    <td data-label="Earnings">
                       <Amount value={s.earnings_total} currency={s.currency} />
                     </td>
-                    <td>
+                    <td data-label="Payments">
                       <Amount value={s.payments_total} currency={s.currency} />
                     </td>
-                    <td data-testid="statement-closing">
+                    <td data-label="Closing" data-testid="statement-closing">
                       <Amount value={s.closing_balance} currency={s.currency} />
                     </td>
                     <td className="actions">

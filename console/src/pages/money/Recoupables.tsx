@@ -84,7 +84,7 @@ export default function Recoupables() {
         ) : (
           <>
             <TableWrap label="Advances and expenses">
-              <table data-testid="recoupables-table">
+              <table className="cards" data-testid="recoupables-table">
                 <thead>
                   <tr>
                     <th scope="col">Description</th>
@@ -99,8 +99,8 @@ export default function Recoupables() {
                   {shown.rows.map((r) => (
                     <tr key={r.id} data-testid="recoupable-row" data-recoupable-id={r.id}>
                       <th scope="row">{r.description}</th>
-                      <td>{r.kind}</td>
-                      <td>
+                      <td data-label="Kind">{r.kind}</td>
+                      <td data-label="Against">
                         {names.get(r.account_id) ?? <ShortId id={r.account_id} />}
                         {r.release_id ? (
                           <>
@@ -110,13 +110,13 @@ export default function Recoupables() {
                           </>
                         ) : null}
                       </td>
-                      <td>
+                      <td data-label="Amount">
                         <Amount value={r.amount} currency={r.currency} />
                       </td>
-                      <td data-testid="recoupable-unrecouped">
+                      <td data-label="Unrecouped" data-testid="recoupable-unrecouped">
                         <Amount value={r.unrecouped} currency={r.currency} />
                       </td>
-                      <td>
+                      <td data-label="Recorded">
                         <When at={r.created_at} />
                       </td>
                     </tr>

@@ -62,7 +62,7 @@ export default function TaxForms() {
         ) : (
           <>
             <TableWrap label="Payees">
-              <table data-testid="payees-table">
+              <table className="cards" data-testid="payees-table">
                 <thead>
                   <tr>
                     <th scope="col">Payee</th>
@@ -106,17 +106,17 @@ function PayeeRow({ p, account, admin }: { p: Payee; account: string | undefined
         {name}
         {p.email && p.name ? <div className="muted">{p.email}</div> : null}
       </th>
-      <td>{account ?? <ShortId id={p.account_id} />}</td>
-      <td>
+      <td data-label="Account">{account ?? <ShortId id={p.account_id} />}</td>
+      <td data-label="Form">
         {p.tax.form ?? <span className="muted">none filed</span>}
         {p.tax.country ? ` · ${p.tax.country}` : ""}
         {p.tax.tax_id_last4 ? ` · …${p.tax.tax_id_last4}` : ""}
       </td>
-      <td data-testid="payee-tax-status">
+      <td data-label="Status" data-testid="payee-tax-status">
         <Status value={p.tax.status} />
       </td>
-      <td>{p.tax.status === "verified" ? `${p.tax.withholding_rate} %` : "—"}</td>
-      <td>
+      <td data-label="Withholding">{p.tax.status === "verified" ? `${p.tax.withholding_rate} %` : "—"}</td>
+      <td className="actions">
         {admin && p.tax.form && p.tax.status !== "missing" ? (
           <form
             className="review-form"
