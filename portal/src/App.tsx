@@ -1,5 +1,5 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { type ReactNode, useEffect, useState, useSyncExternalStore } from "react";
+import { lazy, type ReactNode, Suspense, useEffect, useState, useSyncExternalStore } from "react";
 import { Loading } from "../../ui-shared/common.tsx";
 import { Link, match, navigate, useLocation } from "../../ui-shared/router.tsx";
 import {
@@ -12,6 +12,7 @@ import {
   signOut,
   unreadNotifications,
 } from "./api/portal.ts";
+import { owedByAnyone } from "./api/public.ts";
 import { ArtistPage, Artists } from "./pages/Artists.tsx";
 import { AuthCallback } from "./pages/AuthCallback.tsx";
 import { canManage, Developers } from "./pages/Developers.tsx";
@@ -27,6 +28,11 @@ import { SetPassword } from "./pages/SetPassword.tsx";
 import { SignIn } from "./pages/SignIn.tsx";
 import { SignUp } from "./pages/SignUp.tsx";
 import { ErrorState, Page } from "./ui.tsx";
+
+// The money pages (statements, getting paid) load as a chunk of their own, when first opened.
+const money = () => import("./pages/Money.tsx");
+const Money = lazy(() => money().then((m) => ({ default: m.Money })));
+const StatementPage = lazy(() => money().then((m) => ({ default: m.StatementPage })));
 
 /** The address shows no tenant (GET /portal/tenant.json answered 404): a plain page, no app. */
 export function NoPortal() {
@@ -158,6 +164,10 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   const [chosen, setChosen] = useState<string | null>(() => rememberedAccount());
   const current: Account | undefined = list.find((a) => a.id === chosen) ?? list[0];
   const [menuOpen, setMenuOpen] = useState(false);
+  // Money is offered to whoever is owed some (a payee, of any account) and to an account's owners
+  // and admins; a viewer or member who is owed nothing is not shown the way (docs/portal.md).
+  const owed = useQuery({ queryKey: ["money", "owed"], queryFn: owedByAnyone, retry: 1 });
+  const moneyShown = canManage(current) || owed.data === true;
   // biome-ignore lint/correctness/useExhaustiveDependencies: a page change closes the phone menu
   useEffect(() => setMenuOpen(false), [path]);
 
@@ -176,6 +186,8 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   let page: ReactNode;
   const release = match("/releases/:id", path);
   const artist = match("/artists/:id", path);
+  const statement = match("/money/statements/:id", path);
+  const draft = match("/money/payees/:id/draft", path);
   if (path === "/welcome" || path === "/set-password")
     page = <SetPassword invited={path === "/welcome"} accounts={list} />;
   else if (accounts.isPending) page = <Loading />;
@@ -191,6 +203,24 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   else if (path === "/releases/new") page = <NewRelease account={current} />;
   else if (path === "/notifications") page = <Notifications />;
   else if (path === "/royalties" && current) page = <Royalties account={current} />;
+  else if (path === "/money")
+    page = (
+      <Suspense fallback={<Loading />}>
+        <Money account={current} accounts={list} email={email} />
+      </Suspense>
+    );
+  else if (statement?.id)
+    page = (
+      <Suspense fallback={<Loading />}>
+        <StatementPage key={statement.id} target={{ id: statement.id }} />
+      </Suspense>
+    );
+  else if (draft?.id)
+    page = (
+      <Suspense fallback={<Loading />}>
+        <StatementPage key={draft.id} target={{ draftOf: draft.id }} />
+      </Suspense>
+    );
   else if (path === "/developers" && current) page = <Developers account={current} />;
   else if (path === "/artists" && current) page = <Artists account={current} />;
   else if (artist?.id && current) page = <ArtistPage key={artist.id} account={current} id={artist.id} />;
@@ -244,6 +274,15 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
             >
               Royalties
             </Link>
+            {moneyShown ? (
+              <Link
+                to="/money"
+                data-testid="nav-money"
+                aria-current={path.startsWith("/money") ? "page" : undefined}
+              >
+                Money
+              </Link>
+            ) : null}
             {canManage(current) ? (
               <Link
                 to="/developers"

@@ -500,7 +500,8 @@ function territoriesOf(deals: TransferDeal[]): { include: string | null; exclude
   if (deals.length === 0) return { include: null, exclude: [] };
   const listed = new Set(deals.flatMap((d) => d.territories));
   const excluded = new Set(deals.flatMap((d) => d.excluded_territories));
-  if (listed.has("WW")) return { include: "WW", exclude: [...excluded].sort() };
+  // The world, or only exclusions (which ERN reads as the world less them).
+  if (listed.has("WW") || listed.size === 0) return { include: "WW", exclude: [...excluded].sort() };
   const codes = [...listed].filter((t) => /^[A-Z]{2}$/.test(t) && !excluded.has(t)).sort();
   return { include: codes.length ? codes.join(",") : null, exclude: [] };
 }

@@ -63,7 +63,7 @@ export function plainProblem(p: ApiProblem): string {
 }
 
 /** An API failure as a PlainError: field problems (`errors`, or `param`) keyed by field. */
-function failure(status: number, body: unknown): PlainError {
+export function failure(status: number, body: unknown): PlainError {
   // application/problem+json (docs/public-api.md, "Errors"): detail is the sentence.
   const b = (body ?? {}) as { code?: string; detail?: string; param?: string; errors?: ApiProblem[] };
   const code = typeof b.code === "string" ? b.code : "error";
@@ -99,18 +99,21 @@ function failure(status: number, body: unknown): PlainError {
   return plainFromStatus(status, code);
 }
 
-/** One call for the account `accountId`; the parsed body, or a PlainError. */
+/**
+ * One call for the account `accountId` (null: a person's own /me route, which names no account);
+ * the parsed body, or a PlainError.
+ */
 export async function call<T>(
-  accountId: string,
+  accountId: string | null,
   method: "GET" | "POST" | "PATCH" | "DELETE",
   path: string,
   body?: unknown,
 ): Promise<T> {
   const headers: Record<string, string> = {
     authorization: `Bearer ${await accessToken()}`,
-    "backline-account": accountId,
     accept: "application/json",
   };
+  if (accountId !== null) headers["backline-account"] = accountId;
   if (body !== undefined) headers["content-type"] = "application/json";
   // A create sent twice (a retried request) makes one thing.
   if (method === "POST") headers["idempotency-key"] = crypto.randomUUID();
@@ -139,6 +142,13 @@ export async function call<T>(
 
 // ---------------------------------------------------------------------------------------------
 // What the portal reads and writes
+
+/**
+ * Whether the person is a payee of any account (GET /me/payees): the header then offers Money.
+ * The money pages' own calls are api/money.ts, loaded with them.
+ */
+export const owedByAnyone = async (): Promise<boolean> =>
+  (await call<{ data: unknown[] }>(null, "GET", "/me/payees?limit=1")).data.length > 0;
 
 export interface Rules {
   release_types: string[];

@@ -6,7 +6,7 @@ import { balances, fileTaxForm, findPayee, listPayees, setPayoutMethod } from ".
 import { type PayoutRow, requestPayout } from "../../money/payouts.ts";
 import { PAYOUT_METHOD_SCHEMA } from "../../money/providers.ts";
 import { fileHeaders, statementFile } from "../../money/render.ts";
-import { listStatements } from "../../money/statements.ts";
+import { listStatements, statementFor } from "../../money/statements.ts";
 import type { StatementDocument } from "../../money/types.ts";
 import { ApiError, notFound } from "../errors.ts";
 import { type Context, Id, listOf, OffsetPagination, page, route } from "../route.ts";
@@ -279,6 +279,89 @@ async function myPayee(ctx: Context<{ id: string }, unknown, unknown>) {
   return p;
 }
 
+const DraftStatement = Statement.extend({
+  id: z.literal("").meta({ description: "A draft has no id yet: its period's approval gives it one." }),
+  status: z.literal("draft"),
+  approved_at: Timestamp.nullable().meta({ description: "null: a draft is not approved yet." }),
+}).meta({
+  id: "DraftStatement",
+  description:
+    "The statement of the payee's open period as the ledger has it now: it changes with each import, request or void until the operator approves the period (then it is listed with the approved ones, with an id).",
+});
+
+/**
+ * The draft statement of a payee the person is: the earliest period with their entries that no
+ * approved statement covers, computed from the ledger now (src/money/statements.ts statementFor).
+ * Whose payee it is is decided first, under the person's own row security; the draft then reads
+ * the account's and tenant's names, which a payee who is not a member cannot read.
+ */
+async function myDraft(ctx: Context<{ id: string }, unknown, unknown>) {
+  const p = await myPayee(ctx);
+  const doc = await ctx.services.db.asService(
+    async (tx) => {
+      const period = (
+        await tx.query<{ p: string | null }>(
+          `select to_char(min(e.period), 'YYYY-MM') as p from internal.ledger_entries e
+           where e.payee_id = $1
+             and not exists (select 1 from internal.statements s where s.payee_id = e.payee_id and s.period = e.period)
+             and not exists (select 1 from internal.money_periods m
+               where m.tenant_id = e.tenant_id and m.period = e.period and m.status = 'approved')`,
+          [p.id],
+        )
+      ).rows[0]?.p;
+      return period ? statementFor(tx, p.id, period) : undefined;
+    },
+    { readOnly: true },
+  );
+  if (doc?.status !== "draft") throw notFound("draft statement of payee", p.id);
+  return doc;
+}
+
+/** A person's draft statement of a payee they are: JSON, CSV and PDF (as the approved ones). */
+function draftStatementRoutes() {
+  const file = (format: "csv" | "pdf") =>
+    route({
+      ...person,
+      method: "GET",
+      path: `/me/payees/{id}/draft-statement/${format}`,
+      operationId: format === "csv" ? "getMyDraftStatementCsv" : "getMyDraftStatementPdf",
+      summary: `Your draft statement of a payee you are, as ${format === "csv" ? "CSV" : "a PDF"}`,
+      params: withId,
+      response: {
+        status: 200,
+        description:
+          format === "csv"
+            ? "The draft as CSV (one row per earning, then the summary rows)."
+            : "The draft as a PDF, marked draft.",
+        mediaType: format === "csv" ? "text/csv" : "application/pdf",
+        headers: ["Content-Disposition"],
+      },
+      errors: [404],
+      handler: async (ctx) => {
+        const doc = await myDraft(ctx);
+        const f = await statementFile(ctx.services.db, ctx.caller.tenantId, doc, format);
+        return { body: f.body, headers: fileHeaders(f) };
+      },
+    });
+  return [
+    route({
+      ...person,
+      method: "GET",
+      path: "/me/payees/{id}/draft-statement",
+      operationId: "getMyDraftStatement",
+      summary: "Your draft statement of a payee you are: the open period, as the ledger has it now",
+      description:
+        "The earliest period with the payee's entries that is not approved yet. 404 when every entry is in an approved statement.",
+      params: withId,
+      response: { status: 200, description: "The draft statement.", schema: DraftStatement },
+      errors: [404],
+      handler: async (ctx) => ({ body: await myDraft(ctx) }),
+    }),
+    file("csv"),
+    file("pdf"),
+  ];
+}
+
 function moneyFailure(error: unknown): never {
   if (error instanceof MoneyError) {
     throw new ApiError(error.status, error.code, error.message, error.param ? { param: error.param } : {});
@@ -431,6 +514,7 @@ export const moneyRoutes = [
     }),
   }),
   ...statementRoutes("/me", person),
+  ...draftStatementRoutes(),
   route({
     ...person,
     method: "GET",
