@@ -7,6 +7,7 @@ import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
 import { LOGO_MAX_BYTES, LOGO_TYPES, saveLogo } from "../tenancy/brand-assets.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
+import { transferAdminRoutes, transferSpecs } from "../transfer/admin.ts";
 import { auditSpec } from "./audit.ts";
 import { type AdminCaller, adminCaller, operatorCallerOf } from "./auth.ts";
 import { deskRoutes, settingsOf } from "./desk.ts";
@@ -54,6 +55,7 @@ export function adminRouteSpecs(
     }),
     ...royaltySpecs({ db: options.db, tenantOf, maxBytes: options.royaltyImportMaxBytes }),
     ...moneySpecs({ db: options.db }),
+    ...transferSpecs({ db: options.db }),
     auditSpec(options.db),
   ];
 }
@@ -116,6 +118,8 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   // The royalty report upload: an encapsulated plugin, so that its raw report bodies (text/csv,
   // application/octet-stream, ...) reach its route only.
   app.register(royaltyAdminRoutes, { db, tenantOf, maxBytes: options.royaltyImportMaxBytes });
+  // The catalogue transfer upload: the same, for CSV and ERN bodies.
+  app.register(transferAdminRoutes, { db, tenantOf });
   // The logo upload: the same, for image bodies.
   app.register(logoUploadRoute, { db, tenantOf, publicUrl: options.publicUrl });
 }
