@@ -92,6 +92,18 @@ describe("the walker finds what departs", () => {
               streams: { anyOf: [{ type: "number" }, { type: "null" }] },
               updated_at: { type: "string", format: "date-time" },
               period_start: { type: "string" },
+              // An amount under a count-like name is money when its schema says so, and then needs
+              // its currency; a list named like money is a list.
+              payments_total: { type: "string", pattern: "^-?\\d+(\\.\\d+)?$" },
+              earnings: { type: "array", items: { type: "object" } },
+            },
+          },
+          Statement: {
+            type: "object",
+            properties: {
+              currency: { type: "string", pattern: "^[A-Z]{3}$" },
+              payments_total: { type: "string", pattern: "^-?\\d+(\\.\\d+)?$" },
+              earnings: { type: "array", items: { type: "object" } },
             },
           },
         },
@@ -111,10 +123,17 @@ describe("the walker finds what departs", () => {
     has(/since: a time read must be the TimestampInput schema/);
     has(/units: a count must be an integer/);
     has(/created: a time answered must be the Timestamp schema/);
+    has(/Thing\.payments_total: money must have a currency beside it/);
+    assert.ok(!problems.some((p) => /payments_total: a count|earnings: money/.test(p)), problems.join("\n"));
+    assert.ok(
+      !problems.some((p) => p.includes("Statement.")),
+      "a statement's amounts beside its currency pass",
+    );
     const values = valueDepartures({
       created_at: "2026-11-26T03:45:12.345678+00:00",
       totals: [{ currency: "EUR", units: "12", net: 1.5 }],
       gross: "1.00",
+      statement: { currency: "EUR", payments_total: "-100.00", earnings: [] },
     }).map((d) => `${d.at} ${d.problem}`);
     assert.equal(values.length, 5, values.join("\n"));
   });

@@ -17,6 +17,7 @@ function earning(overrides: Partial<StatementEarning>): StatementEarning {
     isrc: "PTABC2600001",
     store: "Spotify",
     territory: "PT",
+    currency: "EUR",
     original_currency: "EUR",
     rate: null,
     earned: "0.00",
@@ -81,11 +82,12 @@ function sample(): StatementDocument {
         net: "-1.20",
       }),
     ],
-    totals: { earned: "1249.26", fees: "187.57", recouped: "201.00", net: "860.69" },
+    totals: { currency: "EUR", earned: "1249.26", fees: "187.57", recouped: "201.00", net: "860.69" },
     payments: [
       {
         payout_id: "0e1d2c3b-4a59-4867-9a5b-4c3d2e1f0a9b",
         status: "paid",
+        currency: "EUR",
         amount: "-100.00",
         withholding: "0.00",
         at: "2026-11-12T09:00:00.000Z",
@@ -124,6 +126,7 @@ function withEarnings(n: number): StatementDocument {
   );
   const total = (k: "earned" | "fees" | "recouped" | "net") => format(sum(doc.earnings.map((e) => e[k])), 2);
   doc.totals = {
+    currency: doc.currency,
     earned: total("earned"),
     fees: total("fees"),
     recouped: total("recouped"),

@@ -212,6 +212,7 @@ function stateStatement(
     isrc: r.isrc,
     store: r.store,
     territory: r.territory,
+    currency: payee.currency,
     original_currency: r.currency,
     rate: r.rate,
     earned: statedEarned[i] as string,
@@ -222,6 +223,7 @@ function stateStatement(
   const payments: StatementPayment[] = paymentRows.map((r, i) => ({
     payout_id: r.payout_id,
     status: r.status,
+    currency: payee.currency,
     amount: statedPays[i] as string,
     withholding: r.withholding,
     at: r.at.toISOString(),
@@ -242,6 +244,7 @@ function stateStatement(
     opening_balance: format(opening, places),
     earnings,
     totals: {
+      currency: payee.currency,
       earned: totalOf(statedEarned),
       fees: totalOf(statedFees),
       recouped: totalOf(statedRecouped),

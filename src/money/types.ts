@@ -14,6 +14,8 @@ export interface StatementEarning {
   isrc: string | null;
   store: string | null;
   territory: string | null;
+  /** The statement's currency, which every figure of the row is in (repeated beside them). */
+  currency: string;
   /** The currency the money was earned in, and the rate it was converted at (null when it is the statement's). */
   original_currency: string;
   rate: string | null;
@@ -38,6 +40,8 @@ export interface StatementRecoupable {
 export interface StatementPayment {
   payout_id: string;
   status: "requested" | "paid" | "failed";
+  /** The statement's currency. */
+  currency: string;
   amount: string;
   withholding: string;
   at: string;
@@ -59,7 +63,7 @@ export interface StatementDocument {
   opening_balance: string;
   earnings: StatementEarning[];
   /** Sums of the earnings columns. */
-  totals: { earned: string; fees: string; recouped: string; net: string };
+  totals: { currency: string; earned: string; fees: string; recouped: string; net: string };
   /** Payout requests, payments and failures in the period (negative amounts leave the balance). */
   payments: StatementPayment[];
   payments_total: string;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Count, Timestamp } from "../http/formats.ts";
+import { Count, Currency, Money, Timestamp } from "../http/formats.ts";
 import { Release } from "../public-api/resources/schemas.ts";
 import { CurrencyTotalSchema } from "../royalties/import.ts";
 
@@ -109,15 +109,6 @@ const RoyaltyVoidObject = z
       "The voided royalty import: per currency, the account's amounts that no longer count (as the import had counted them), now reversed.",
   });
 
-const Money = z
-  .string()
-  .regex(/^-?[0-9]+(\.[0-9]+)?$/)
-  .meta({
-    description:
-      "An amount as a decimal string, in the currency's minor units (2 decimals for most, 0 for JPY, 3 for KWD).",
-    example: "1.65",
-  });
-
 const StatementObject = z
   .looseObject({
     id: z.uuid(),
@@ -125,7 +116,7 @@ const StatementObject = z
     account_id: z.uuid().meta({ description: "The account that pays." }),
     payee_id: z.uuid(),
     period: z.string().meta({ description: "The accounting period, YYYY-MM." }),
-    currency: z.string().meta({ description: "The payee's currency: every figure is in it." }),
+    currency: Currency.meta({ description: "The payee's currency: every figure is in it." }),
     status: z.literal("approved"),
     approved_at: Timestamp,
     opening_balance: Money,
@@ -147,7 +138,7 @@ const PayoutObject = z
     payee_id: z.uuid(),
     account_id: z.uuid(),
     status: z.enum(["requested", "approved", "paid", "failed"]),
-    currency: z.string(),
+    currency: Currency,
     amount: Money.meta({ description: "What left the payee's balance." }),
     withholding: Money.meta({ description: "Kept for tax, by the payee's verified tax form." }),
     net_amount: Money.meta({ description: "What the provider sends: amount − withholding." }),

@@ -10,8 +10,9 @@ import { Currency, MONEY_PATTERN, Timestamp, TimestampInput } from "../../src/ht
  * - a time (a name ending in `_at`, `created`, or any `format: date-time`) is the Timestamp schema
  *   in what Backline writes (RFC 3339, UTC, milliseconds), TimestampInput in what it reads;
  * - a date (a name ending in `_date`, `period_start`…, or `format: date`) is `format: date`;
- * - money (amount, revenue, earnings, price, gross, net, fees, balance, payout, *_amount…) is the
- *   Money schema (a decimal string) beside a `currency` that is the Currency schema;
+ * - money (amount, revenue, earnings, price, gross, net, fees, balance, payout, *_amount…, and any
+ *   field whose schema is Money, such as a statement's `payments_total`) is the Money schema (a
+ *   decimal string) beside a `currency` that is the Currency schema;
  * - a count (lines, units, streams, total, attempts, *_count…) is an integer; and no property is a
  *   non-integer number but the few measures named in NUMBERS, with why.
  */
@@ -88,8 +89,13 @@ function propertyDepartures(
     if (!(type === "string" && s.format === "date"))
       problems.push(`${at}: a date must be format: date (YYYY-MM-DD)`);
   }
-  if (MONEY_NAME.test(name)) {
-    if (!(type === "string" && s.pattern === MONEY_PATTERN.source)) {
+  // A field the schema makes money (the Money schema) is money whatever its name: a statement's
+  // `payments_total` is an amount, not a count. Lists and groups (a statement's `earnings`) are
+  // not amounts themselves; their members are checked where they stand.
+  const scalar = type !== "object" && type !== "array";
+  const moneySchema = type === "string" && s.pattern === MONEY_PATTERN.source;
+  if ((MONEY_NAME.test(name) && scalar) || moneySchema) {
+    if (!moneySchema) {
       problems.push(`${at}: money must be the Money schema (a decimal string), got ${JSON.stringify(type)}`);
     }
     const currency = siblings.currency ? unwrap(siblings.currency) : undefined;
@@ -97,7 +103,7 @@ function propertyDepartures(
       problems.push(`${at}: money must have a currency beside it (the Currency schema)`);
     }
   }
-  if (COUNT_NAME.test(name) && type !== "integer" && type !== "object" && type !== "array") {
+  if (COUNT_NAME.test(name) && !moneySchema && type !== "integer" && scalar) {
     problems.push(`${at}: a count must be an integer, got ${JSON.stringify(type)}`);
   }
   if (type === "number" && !(name in NUMBERS)) {
@@ -215,7 +221,11 @@ export function valueDepartures(value: unknown, at = "$"): Departure[] {
       if (x !== null && DATE_NAME.test(k) && !(typeof x === "string" && DATE_RE.test(x))) {
         out.push({ at: p, problem: `a date must be YYYY-MM-DD, got ${JSON.stringify(x)}` });
       }
-      if (x !== null && MONEY_NAME.test(k)) {
+      // An amount named a total (a statement's payments_total) is money: a decimal string with its
+      // currency beside it, where the schemas give it the Money schema.
+      const amount =
+        typeof x === "string" && MONEY_RE.test(x) && typeof o.currency === "string" && /_total$/.test(k);
+      if (x !== null && ((MONEY_NAME.test(k) && typeof x !== "object") || amount)) {
         if (!(typeof x === "string" && MONEY_RE.test(x))) {
           out.push({ at: p, problem: `money must be a decimal string, got ${JSON.stringify(x)}` });
         }
@@ -223,7 +233,7 @@ export function valueDepartures(value: unknown, at = "$"): Departure[] {
           out.push({ at: p, problem: "money must have its currency beside it" });
         }
       }
-      if (x !== null && COUNT_NAME.test(k) && typeof x !== "object" && !Number.isSafeInteger(x)) {
+      if (x !== null && !amount && COUNT_NAME.test(k) && typeof x !== "object" && !Number.isSafeInteger(x)) {
         out.push({ at: p, problem: `a count must be an integer, got ${JSON.stringify(x)}` });
       }
       if (typeof x === "number" && !Number.isInteger(x) && !(k in NUMBERS)) {
