@@ -11,6 +11,7 @@ export const SCOPES = [
   "catalog:read",
   "catalog:write",
   "royalties:read",
+  "payouts:read",
   "webhooks:manage",
   "keys:manage",
 ] as const;
