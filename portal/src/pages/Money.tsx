@@ -215,7 +215,12 @@ function PayeeCard({
     queryFn: () => myStatement(latest as string),
     enabled: !member && !draft.isPending && !draft.data && !!latest,
   });
-  const payer = member ?? draft.data?.account_name ?? approved.data?.account_name ?? "An account";
+  const waiting = !member && (draft.isPending || approved.isFetching);
+  const payer =
+    member ??
+    draft.data?.account_name ??
+    approved.data?.account_name ??
+    (waiting ? "…" : "an account that pays you");
   const id = `payee-${payee.id}`;
   return (
     <section
