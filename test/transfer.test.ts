@@ -513,6 +513,32 @@ describeEachEngine("catalogue transfer", (t) => {
     );
   });
 
+  test("media are read only inside the source's folder", async () => {
+    const account = await fresh();
+    const dir = tempDir("backline-transfer-");
+    const file = path.join(dir, "outside.csv");
+    fs.writeFileSync(path.join(dir, "inside.wav"), "RIFF");
+    fs.writeFileSync(
+      file,
+      [
+        "release_title,release_artist,upc,isrc,track_number,track_title,audio_file,audio_md5",
+        "Outside,Nova Vale,036000291452,USS1Z1500011,1,One,/etc/hostname,00000000000000000000000000000000",
+        "Outside,Nova Vale,036000291452,USS1Z1500012,2,Two,../../../../etc/hostname,00000000000000000000000000000000",
+        "Outside,Nova Vale,036000291452,USS1Z1500013,3,Three,inside.wav,00000000000000000000000000000000",
+      ].join("\n"),
+    );
+    const report = await runTransfer(t().db, { accountId: account.id, input: file, dryRun: true });
+    const [release] = report.releases;
+    assert.deepEqual(
+      release?.tracks.map((x) => x.problems.map((p) => p.code)),
+      [["media_outside"], ["media_outside"], ["checksum_mismatch"]],
+    );
+    assert.ok(
+      !release?.tracks.some((x) => x.problems.some((p) => p.message.includes("hostname has MD5"))),
+      "a file outside the folder is never hashed",
+    );
+  });
+
   test("a transferred release keeps its past release date: the lead time does not apply to it", async () => {
     const account = await fresh();
     const dir = tempDir("backline-transfer-");

@@ -95,7 +95,7 @@ export interface TransferOptions {
   input: string;
   dryRun: boolean;
   via?: "cli" | "admin";
-  /** Releases per write transaction. */
+  /** Releases per write transaction (default 250; 50 on the embedded database). */
   batchSize?: number;
   onProgress?: (p: TransferProgress) => void;
 }
@@ -179,8 +179,23 @@ async function checkMedia(
   media: TransferMedia | undefined,
   where: string,
   into: TransferProblem[],
+  root: string,
 ): Promise<void> {
   if (!media) return;
+  // Only files inside the source's folder are read: a URI never reaches elsewhere on this machine.
+  const rel = path.relative(root, path.resolve(media.path));
+  if (rel.startsWith("..") || path.isAbsolute(rel) || /^[a-z][a-z0-9+.-]*:/i.test(media.uri)) {
+    media.checked = "missing";
+    into.push(
+      problem(
+        "warning",
+        where,
+        "media_outside",
+        `${media.uri} is not a file inside the source's folder: not read; upload it before submitting`,
+      ),
+    );
+    return;
+  }
   const info = await stat(media.path).catch(() => undefined);
   if (!info?.isFile()) {
     media.checked = "missing";
@@ -609,8 +624,10 @@ export async function runTransfer(db: Db, options: TransferOptions): Promise<Tra
     ])
     .filter((x) => x.m);
   let checked = 0;
+  const info = await stat(options.input);
+  const root = path.resolve(info.isFile() ? path.dirname(options.input) : options.input);
   for (const x of media) {
-    await checkMedia(x.m, x.where, x.into);
+    await checkMedia(x.m, x.where, x.into, root);
     options.onProgress?.({ phase: "check", done: ++checked, total: media.length });
   }
 
@@ -649,7 +666,9 @@ export async function runTransfer(db: Db, options: TransferOptions): Promise<Tra
   const writable = items.filter(
     (i) => i.plan.action === "create" || (i.plan.action === "exists" && i.newTracks.length),
   );
-  const batchSize = options.batchSize ?? 250;
+  // On the embedded database a write transaction holds its one connection: smaller batches let the
+  // server's other requests in between.
+  const batchSize = options.batchSize ?? (db.kind === "pglite" ? 50 : 250);
   let artists = 0;
   let done = 0;
   for (let at = 0; at < writable.length; at += batchSize) {
