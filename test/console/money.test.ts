@@ -49,6 +49,8 @@ interface MoneyWorld {
   releaseId: string;
   operator: { email: string };
   reviewer: { email: string };
+  /** An operator: reads the money pages, decides nothing an admin decides. */
+  clerk: { email: string };
   ana: { email: string };
   june: { email: string };
 }
@@ -80,16 +82,19 @@ async function seedMoneyWorld(db: Db, config: Config): Promise<MoneyWorld> {
   );
   const operator = await seedPasswordUser(db, tenant.id, "money@lantern.example", PASSWORD);
   const reviewer = await seedPasswordUser(db, tenant.id, "reviewer@lantern.example", PASSWORD);
+  const clerk = await seedPasswordUser(db, tenant.id, "clerk@lantern.example", PASSWORD);
   const ana = await seedPasswordUser(db, tenant.id, "ana@example.org", PASSWORD);
   const june = await seedPasswordUser(db, tenant.id, "june@lantern.test", PASSWORD);
   await addStaff(db, config, operator.email, tenant.slug, "admin");
   await addStaff(db, config, reviewer.email, tenant.slug, "reviewer");
+  await addStaff(db, config, clerk.email, tenant.slug, "operator");
   return {
     tenant: { id: tenant.id, slug: tenant.slug, anonKey: keys.anon_key, serviceKey: keys.service_role_key },
     accountId: account.id,
     releaseId: release.id,
     operator,
     reviewer,
+    clerk,
     ana,
     june,
   };
@@ -489,6 +494,45 @@ describe("the console's money pages in Chromium: fees, a period, tax forms, a pa
     assertNoOffsite(desktop);
     if (phone) assertNoOffsite(phone);
   });
+
+  step(
+    "an operator reads the money pages but is not offered an admin's decisions",
+    { needs: ["paid"] },
+    async () => {
+      const context = await newContext(browser, "desktop", stack.url);
+      try {
+        const p = await context.newPage();
+        await p.goto(`${stack.url}/console/`);
+        await signInWithPassword(p, {
+          slug: world.tenant.slug,
+          email: world.clerk.email,
+          password: PASSWORD,
+        });
+        await p.locator(tid("page-review-queue")).waitFor();
+        await p.locator(tid("nav-money")).click();
+        await p.locator(`${tid("period-row")}[data-period="${period}"]`).waitFor();
+        assert.equal(await p.locator(tid("period-approve")).count(), 0);
+        await p.locator(tid("money-tab-payouts")).click();
+        await p.locator(tid("batch-row")).waitFor();
+        await p.locator(tid("needs-admin")).waitFor();
+        assert.equal(await p.locator(tid("batch-export")).count(), 0);
+        // The admin API refuses the operator the export, whatever a page offers.
+        const token = await signInAs(world.clerk.email);
+        const batches = await fetch(`${stack.url}/admin/v1/money/payout-batches`, {
+          headers: { apikey: world.tenant.anonKey, authorization: `Bearer ${token}` },
+        });
+        assert.equal(batches.status, 200);
+        const id = ((await batches.json()) as { data: Obj[] }).data[0]?.id as string;
+        const exported = await fetch(`${stack.url}/admin/v1/money/payout-batches/${id}/export`, {
+          headers: { apikey: world.tenant.anonKey, authorization: `Bearer ${token}` },
+        });
+        assert.equal(exported.status, 403);
+        assert.equal(((await exported.json()) as Obj).code, "insufficient_role");
+      } finally {
+        await context.close();
+      }
+    },
+  );
 
   step(
     "a reviewer is not offered Money, is refused its pages, and the admin API refuses them",
