@@ -16,7 +16,8 @@ import { PASSWORD } from "../support/portal-seed.ts";
  * draft statement; the operator approves the month; she downloads the statement as PDF and CSV
  * (the CSV's closing balance is the page's); asking to be paid needs her authenticator's code,
  * then is refused in words beside the button until her tax form is filed and verified and she
- * says where to be paid; then it is requested. An owner sees whom the account owes; a viewer, an
+ * says where to be paid; then it is requested. A payee without an authenticator app sets one up
+ * where the payout asks for it. An owner sees whom the account owes; a viewer, an
  * owner of another account and the same address on another tenant see nothing of it.
  */
 
@@ -209,6 +210,33 @@ describe("the portal in Chromium: money", { skip, concurrency: 2 }, () => {
       },
     });
     assert.equal(res.status, 403);
+  });
+
+  test("a payee without an authenticator app sets one up where her payout asks for it", async () => {
+    await s.story("money-authenticator", async ({ page, record }) => {
+      await s.signIn(page, s.portal(), s.world.june, PASSWORD);
+      await page.locator(tid("nav-money")).click();
+      await page.locator(tid("payout-request")).click();
+      assert.match(await page.locator(tid("payout-request-error")).innerText(), /authenticator app/);
+      await page.locator(tid("mfa-setup-start")).click();
+      const secret = await page.locator(tid("mfa-setup-secret")).innerText();
+      assert.ok(
+        await page
+          .locator(tid("mfa-setup-qr"))
+          .evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0),
+        "the QR code is drawn",
+      );
+      await record("money-authenticator", "mfa-setup");
+      await page.getByLabel("Code from your authenticator app").fill(totpCode(secret, totpStep()));
+      await page.locator(tid("payout-mfa-verify")).click();
+      // Now at aal2: the request goes on to what is missing next.
+      await page
+        .locator(tid("payout-request-error"))
+        .filter({ hasText: "File your tax form first" })
+        .waitFor();
+      assert.equal(await page.locator(tid("mfa-setup")).count(), 0);
+      await noCodes(page);
+    });
   });
 
   test("another account's owner and the same address on another tenant see nothing of it", async () => {

@@ -20,8 +20,8 @@ import { reportFile, seedDeliveredRelease } from "./royalties.ts";
  *   `viewer@lantern.test` as a viewer; its delivered release "Night Drive" whose first track's
  *   splits name Ana Lima (`ana@example.org`, 40) and June Park (60) by e-mail, a 10% fee, and one
  *   store report imported as the operator imports it (docs/payouts.md): Ana is owed exactly
- *   11.5488 USD ((30.00 + 2.08) × 0.9 × 0.4). Ana has a password and is a member of no account:
- *   she signs in only to be paid. "Other Label", owned by `other@label.test`, owes nobody;
+ *   11.5488 USD ((30.00 + 2.08) × 0.9 × 0.4). Ana and June have passwords and are members of no
+ *   account: they sign in only to be paid. "Other Label", owned by `other@label.test`, owes nobody;
  * - tenant "Elsewhere" (slug elsewhere): a user with Ana's very address, who is owed nothing there.
  */
 
@@ -40,6 +40,8 @@ export interface MoneyWorld {
   owner: string;
   viewer: string;
   ana: string;
+  /** June Park, the other payee of the split: signs in too, with no authenticator app yet. */
+  june: string;
   other: string;
 }
 
@@ -51,6 +53,7 @@ export async function seedMoneyWorld(db: Db, _config: Config): Promise<MoneyWorl
   const viewer = await seedPasswordUser(db, tenant.id, "viewer@lantern.test", PASSWORD);
   const ana = await seedPasswordUser(db, tenant.id, "ana@example.org", PASSWORD);
   const other = await seedPasswordUser(db, tenant.id, "other@label.test", PASSWORD);
+  const june = await seedPasswordUser(db, tenant.id, "june@lantern.test", PASSWORD);
   await db.asService((tx) =>
     tx.query(
       `insert into internal.memberships (tenant_id, account_id, user_id, role)
@@ -93,6 +96,7 @@ export async function seedMoneyWorld(db: Db, _config: Config): Promise<MoneyWorl
     owner: owner.email,
     viewer: viewer.email,
     ana: ana.email,
+    june: june.email,
     other: other.email,
   };
 }

@@ -375,6 +375,44 @@ export async function verifySecondFactor(code: string): Promise<void> {
   if (verified.error) throw plain(verified.error, "code");
 }
 
+/** Whether the person has an authenticator app set up (a verified TOTP factor). */
+export async function hasSecondFactor(): Promise<boolean> {
+  const { data, error } = await sb().auth.mfa.listFactors();
+  if (error) throw plain(error, "code");
+  return data.totp.some((f) => f.status === "verified");
+}
+
+/**
+ * Sets up an authenticator app (where a payout asks a second factor and the person has none): a
+ * new TOTP factor, its QR code (a data: URL) and its key to type in instead; an unfinished earlier
+ * attempt is dropped first. `confirmSecondFactor` then verifies its first code (the session
+ * becomes aal2).
+ */
+export async function startSecondFactor(): Promise<{ factorId: string; qr: string; secret: string }> {
+  const listed = await sb().auth.mfa.listFactors();
+  if (listed.error) throw plain(listed.error, "code");
+  for (const f of listed.data.all)
+    if (f.factor_type === "totp" && f.status === "unverified")
+      await sb().auth.mfa.unenroll({ factorId: f.id });
+  const { data, error } = await sb().auth.mfa.enroll({
+    factorType: "totp",
+    friendlyName: "Authenticator app",
+  });
+  if (error) throw plain(error, "code");
+  // auth-js prefixes the server's SVG unescaped; escaped, a "#" in it cannot end the address.
+  const svg = data.totp.qr_code.replace(/^data:image\/svg\+xml;utf-8,/, "");
+  const qr = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
+  return { factorId: data.id, qr, secret: data.totp.secret };
+}
+
+export async function confirmSecondFactor(factorId: string, code: string): Promise<void> {
+  const token = code.replace(/\s+/g, "");
+  if (!/^\d{6}$/.test(token))
+    throw new PlainError("Enter the six-digit code your authenticator app shows.", { field: "code" });
+  const verified = await sb().auth.mfa.challengeAndVerify({ factorId, code: token });
+  if (verified.error) throw plain(verified.error, "code");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Accounts
 

@@ -10,7 +10,13 @@ import {
   setPayoutMethod,
   type TaxFormKind,
 } from "../../api/money.ts";
-import { PlainError, verifySecondFactor } from "../../api/portal.ts";
+import {
+  confirmSecondFactor,
+  hasSecondFactor,
+  PlainError,
+  startSecondFactor,
+  verifySecondFactor,
+} from "../../api/portal.ts";
 import { errorFor, Field, FormError, Notice, SelectField } from "../../ui.tsx";
 import { amount, TAX_STATUS_WORDS } from "./format.ts";
 
@@ -356,15 +362,18 @@ function Method({ payee }: { payee: Payee }) {
 }
 
 /**
- * Asking to be paid the available balance: the API's refusal in words beside the button; where a
- * second factor is needed, the authenticator's code (the portal's MFA step), then the same request.
+ * Asking to be paid the available balance: the API's refusal in words beside the button. Where a
+ * second factor is needed, the authenticator's code (as the sign-in's second step asks it), or,
+ * for a person without an authenticator app, setting one up (its QR code and key, then its first
+ * code); then the same request again.
  */
 function RequestPayout({ payee, balance }: { payee: Payee; balance: Balance | undefined }) {
   const refresh = useRefresh();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [asked, setAsked] = useState<string | null>(null);
-  const [needCode, setNeedCode] = useState(false);
+  const [mfa, setMfa] = useState<null | "verify" | "setup">(null);
+  const [setup, setSetup] = useState<{ factorId: string; qr: string; secret: string } | null>(null);
   const [code, setCode] = useState("");
   const [codeError, setCodeError] = useState<unknown>(null);
   const ask = async () => {
@@ -376,11 +385,28 @@ function RequestPayout({ payee, balance }: { payee: Payee; balance: Balance | un
       setAsked(
         `${amount(p.amount, p.currency)}${p.withholding !== "0" && !/^0\.?0*$/.test(p.withholding) ? ` (${amount(p.withholding, p.currency)} withheld for tax, ${amount(p.net_amount, p.currency)} sent)` : ""}`,
       );
-      setNeedCode(false);
+      setMfa(null);
       await refresh();
     } catch (err) {
-      setNeedCode(err instanceof PlainError && err.code === "aal2_required");
+      if (err instanceof PlainError && err.code === "aal2_required") {
+        setMfa(
+          await hasSecondFactor()
+            .then((has) => (has ? "verify" : "setup"))
+            .catch(() => "verify" as const),
+        );
+      } else setMfa(null);
       setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const begin = async () => {
+    setCodeError(null);
+    setBusy(true);
+    try {
+      setSetup(await startSecondFactor());
+    } catch (err) {
+      setCodeError(err);
     } finally {
       setBusy(false);
     }
@@ -390,8 +416,10 @@ function RequestPayout({ payee, balance }: { payee: Payee; balance: Balance | un
     setCodeError(null);
     setBusy(true);
     try {
-      await verifySecondFactor(code);
+      if (mfa === "setup" && setup) await confirmSecondFactor(setup.factorId, code);
+      else await verifySecondFactor(code);
       setCode("");
+      setSetup(null);
     } catch (err) {
       setCodeError(err);
       setBusy(false);
@@ -400,11 +428,14 @@ function RequestPayout({ payee, balance }: { payee: Payee; balance: Balance | un
     setBusy(false);
     await ask();
   };
-  const words = error
-    ? (moneyWords(error, payee) ?? errorFor(error, undefined) ?? "That did not work. Try again.")
-    : null;
+  const words = !error
+    ? null
+    : mfa === "setup"
+      ? "Asking to be paid needs a second step: an authenticator app on your phone. Set one up below, then enter its code."
+      : (moneyWords(error, payee) ?? errorFor(error, undefined) ?? "That did not work. Try again.");
   const available = balance?.available ?? "0";
   const describedBy = words ? `payout-${payee.id}-error` : undefined;
+  const codeForm = mfa === "verify" || (mfa === "setup" && setup !== null);
   return (
     <section
       className="money-step"
@@ -432,7 +463,34 @@ function RequestPayout({ payee, balance }: { payee: Payee; balance: Balance | un
           {words}
         </p>
       ) : null}
-      {needCode ? (
+      {mfa === "setup" && !setup ? (
+        <div data-testid="mfa-setup-offer">
+          <p className="hint">
+            An authenticator app (such as Google Authenticator, Microsoft Authenticator, 1Password or Aegis)
+            shows a new six-digit code every 30 seconds; you will be asked for one before each payout.
+          </p>
+          <button type="button" disabled={busy} onClick={begin} data-testid="mfa-setup-start">
+            Set up an authenticator app
+          </button>
+          <FormError error={codeError} testid="mfa-setup-error" />
+        </div>
+      ) : null}
+      {mfa === "setup" && setup ? (
+        <div className="mfa-setup" data-testid="mfa-setup">
+          <p>Scan this code with your authenticator app, or type the key below into it.</p>
+          <img
+            src={setup.qr}
+            alt="QR code to scan with your authenticator app"
+            width={180}
+            height={180}
+            data-testid="mfa-setup-qr"
+          />
+          <p>
+            Key: <code data-testid="mfa-setup-secret">{setup.secret}</code>
+          </p>
+        </div>
+      ) : null}
+      {codeForm ? (
         <form
           className="form inline-form"
           onSubmit={verify}
