@@ -30,7 +30,13 @@ export function MoneyTabs() {
           <li key={p.to}>
             <Link
               to={p.to}
-              aria-current={path === p.to || path.startsWith(`${p.to}/`) ? "page" : undefined}
+              aria-current={
+                path === p.to ||
+                path.startsWith(`${p.to}/`) ||
+                (p.to === "/money/periods" && path.startsWith("/money/statements/"))
+                  ? "page"
+                  : undefined
+              }
               data-testid={`money-tab-${p.to.slice("/money/".length)}`}
             >
               {p.label}
