@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { type AnyAdminRoute, adminRoute, IdParams, Uuid } from "../admin/spec.ts";
 import type { Db } from "../db/db.ts";
-import { Currency, Money } from "../http/formats.ts";
+import { Count, Currency, Money } from "../http/formats.ts";
 import { HttpError } from "../http/problem.ts";
 import { MoneyError } from "./errors.ts";
 import {
@@ -39,10 +39,8 @@ const Percent = z
   .regex(/^\d{1,3}(\.\d{1,4})?$/, "a percentage as a decimal string, up to four decimals")
   .refine((v) => Number(v) <= 100, "at most 100")
   .meta({ description: "Percent, a decimal string with up to four decimals (0 to 100).", example: "15" });
-const Amount = z
-  .string()
-  .regex(/^\d{1,15}(\.\d{1,3})?$/, "a positive amount as a decimal string, up to three decimals")
-  .refine((v) => /[1-9]/.test(v), "more than 0")
+const Amount = Money.refine((v) => !v.startsWith("-") && /[1-9]/.test(v), "more than 0")
+  .refine((v) => /^\d{1,15}(\.\d{1,3})?$/.test(v), "at most 15 digits before the point and three after it")
   .meta({
     description:
       "A positive amount, a decimal string with at most the currency's decimals (2 for most, 0 for JPY, 3 for KWD; `422 amount_precision` past them).",
@@ -582,7 +580,7 @@ export function moneySpecs(options: { db: Db }): AnyAdminRoute[] {
               currency: Currency,
               holder: z.string().nullable(),
               balance: Money,
-              entries: z.number(),
+              entries: Count,
             }),
           ),
         }),

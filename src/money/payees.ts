@@ -8,7 +8,7 @@ import type { PayoutMethod } from "./types.ts";
 /**
  * Payees and what they hold (docs/payouts.md, "Payees"). Reads run in the caller's transaction,
  * so row security decides who sees which payee: the payee themself (by their user, or their
- * confirmed e-mail address), or the paying account's owners, admins and payouts:read keys.
+ * proven e-mail address), or the paying account's owners, admins and payouts:read keys.
  */
 
 export interface PayeeOut {

@@ -377,7 +377,7 @@ export async function approvePeriod(
          select p.tenant_id, coalesce(p.user_id, u.id), p.account_id, 'statement.ready', $2, $3, $4::jsonb
          from internal.payees p
          left join internal.users u on p.user_id is null and u.tenant_id = p.tenant_id and u.email = p.email
-           and u.email_confirmed_at is not null and u.deleted_at is null
+           and u.email_proven_at is not null and u.deleted_at is null
          where p.id = $1 and coalesce(p.user_id, u.id) is not null`,
         [
           payee_id,

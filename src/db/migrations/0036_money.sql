@@ -308,7 +308,9 @@ as $$
   select coalesce((select array_agg(p.id) from internal.payees p
     join internal.users u on u.id = auth.uid() and u.tenant_id = p.tenant_id
     where p.tenant_id = auth.tenant_id() and p.erased_at is null
-      and (p.user_id = u.id or (p.user_id is null and p.email = u.email and u.email_confirmed_at is not null))), '{}')
+      -- Proven, not merely confirmed: an address confirmed automatically (a tenant without e-mail
+      -- confirmation) proves nothing, and whoever proves an address claims the money held for it.
+      and (p.user_id = u.id or (p.user_id is null and p.email = u.email and u.email_proven_at is not null))), '{}')
 $$;
 
 -- The accounts whose money the caller reads: an owner or admin of the account, or a key of it with
@@ -608,7 +610,9 @@ begin
     return 0;
   end if;
 
-  update alloc_sums s set fee = s.net * f.rate / 100
+  -- × 0.01, not / 100: numeric multiplication is exact, while division rounds to about 16 significant
+  -- digits (a 12-decimal net at a 4-decimal rate has 16 decimals; a hundredth of it needs 18).
+  update alloc_sums s set fee = s.net * f.rate * 0.01
   from (select distinct account_id, release_id from alloc_sums) k
   cross join lateral (select internal.fee_rate(tenant, k.account_id, k.release_id) as rate) f
   where s.account_id = k.account_id and s.release_id = k.release_id and f.rate > 0;
@@ -655,7 +659,7 @@ begin
   union all
   select tenant, txn, 'allocation', 'payee', s.account_id, sh.payee_id, null, import, s.release_id, s.track_id,
     s.usage_period, s.store, s.territory, v.id, s.currency,
-    (s.net - s.fee - s.recouped) * sh.share / 100, s.fee * sh.share / 100, s.recouped * sh.share / 100, posting
+    (s.net - s.fee - s.recouped) * sh.share * 0.01, s.fee * sh.share * 0.01, s.recouped * sh.share * 0.01, posting
   from alloc_sums s
   left join lateral (
     select w.id from internal.split_versions w

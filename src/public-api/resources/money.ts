@@ -99,6 +99,7 @@ const Earning = z.object({
   isrc: z.string().nullable(),
   store: z.string().nullable(),
   territory: z.string().nullable(),
+  currency: Currency.meta({ description: "The statement's currency, which the row's figures are in." }),
   original_currency: Currency,
   rate: z
     .string()
@@ -124,11 +125,12 @@ const Statement = z
     approved_at: Timestamp.nullable(),
     opening_balance: Money,
     earnings: z.array(Earning),
-    totals: z.object({ earned: Money, fees: Money, recouped: Money, net: Money }),
+    totals: z.object({ currency: Currency, earned: Money, fees: Money, recouped: Money, net: Money }),
     payments: z.array(
       z.object({
         payout_id: Id,
         status: z.enum(["requested", "paid", "failed"]),
+        currency: Currency,
         amount: Money,
         withholding: Money,
         at: Timestamp,
@@ -473,7 +475,8 @@ export const moneyRoutes = [
     path: "/me/payees",
     operationId: "listMyPayees",
     summary: "The payees you are, in every account that pays you",
-    description: "You are a payee where a split names your confirmed e-mail address (or you claimed it).",
+    description:
+      "You are a payee where a split names your proven e-mail address (one you used a mailed link or code for), or you claimed it.",
     query: OffsetPagination,
     response: { status: 200, description: "Your payees.", schema: listOf(Payee, "MyPayeeList") },
     handler: async (ctx) => ({
@@ -606,7 +609,7 @@ export const moneyRoutes = [
     errors: [404, 409, 422],
     handler: async (ctx) => {
       const p = await myPayee(ctx);
-      const payout = await ctx.write((tx) => requestPayout(tx, p.id, p.currency)).catch(moneyFailure);
+      const payout = await ctx.write((tx) => requestPayout(tx, p.id)).catch(moneyFailure);
       return { status: 201, body: payoutOut(payout) };
     },
   }),
