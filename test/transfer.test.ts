@@ -3,11 +3,19 @@ import fs from "node:fs";
 import path from "node:path";
 import { before, describe, test } from "node:test";
 import type { Db } from "../src/db/db.ts";
+import { buildNewReleaseMessage, type ErnRelease, type ErnTrack } from "../src/pipeline/ddex/ern.ts";
 import type { Account, Tenant } from "../src/tenancy/tenants.ts";
+import { readErnMessage } from "../src/transfer/ern-read.ts";
 import { type PlannedRelease, runTransfer, type TransferReport } from "../src/transfer/import.ts";
 import { sampleCatalogue, writeSampleCsv, writeSampleErn } from "../src/transfer/sample.ts";
 import { runCliOn } from "./support/cli-in-process.ts";
 import { describeEachEngine } from "./support/db.ts";
+import {
+  ernSchemaErrors,
+  ernSchemaPresent,
+  ernSchemaSkip,
+  schemaMissingFails,
+} from "./support/ern-schema.ts";
 import { tempDir } from "./support/process.ts";
 import { seedAccount, seedTenant, seedUser, userClaims } from "./support/seed.ts";
 import { SHARED_REQUIRED, sharedPath } from "./support/shared.ts";
@@ -281,6 +289,66 @@ describeEachEngine("catalogue transfer", (t) => {
         { name: "Trevor Pinnock", role: "performer" },
         { name: "Simon Standage", role: "performer" },
       ]);
+    });
+  });
+
+  describe("read back: an imported release delivered as ERN 4.3", {
+    skip: sharedSkip || (schemaMissingFails ? false : ernSchemaSkip),
+  }, () => {
+    test("the message is valid against DDEX's schema and carries the same UPC, ISRCs and original release date", async () => {
+      requireShared();
+      if (!ernSchemaPresent) assert.fail(`the ERN 4.3 schema is missing: ${ernSchemaSkip}`);
+      // A tenant of its own: the sample's UPC is another account's in this suite's tenant.
+      const account = await seedAccount(t().db, await seedTenant(t().db), "Read back");
+      await runTransfer(t().db, {
+        accountId: account.id,
+        input: path.join(ERN43, "1 Audio.xml"),
+        dryRun: false,
+      });
+      const [imported] = await releasesOf(t().db, account.id);
+      assert.ok(imported);
+      // The release and tracks as a delivery reads them (src/pipeline/delivery.ts).
+      const { release, tracks } = await t().db.asService(async (tx) => ({
+        release: (
+          await tx.query<Record<string, unknown>>(
+            `select r.*, pg.name as primary_genre_name, sg.name as secondary_genre_name from public.releases r
+               left join internal.genres pg on pg.code = r.primary_genre
+               left join internal.genres sg on sg.code = r.secondary_genre where r.id = $1`,
+            [imported.id],
+          )
+        ).rows[0],
+        tracks: (
+          await tx.query<Record<string, unknown>>(
+            "select * from public.tracks where release_id = $1 order by disc_number, track_number, id",
+            [imported.id],
+          )
+        ).rows,
+      }));
+      const xml = buildNewReleaseMessage({
+        messageId: "transfer-read-back",
+        threadId: imported.id,
+        createdAt: new Date(),
+        sender: { dpid: "PADPIDA2026000001S", name: "Backline" },
+        recipient: { dpid: "PADPIDA2026000002B", name: "Store" },
+        test: true,
+        release: release as unknown as ErnRelease,
+        tracks: tracks as unknown as ErnTrack[],
+        audio: new Map(),
+        artwork: undefined,
+        deals: [{ commercialModel: "SubscriptionModel", useTypes: ["OnDemandStream"] }],
+      });
+      assert.deepEqual(await ernSchemaErrors(xml), []);
+      const back = readErnMessage(xml, {
+        genres: { genres: [{ code: "j-pop", name: "J-Pop" }] },
+        source: "x",
+        dir: "/tmp",
+      });
+      assert.equal(back.release?.upc, "00094631432057");
+      assert.equal(back.release?.original_release_date, "2004-04-01");
+      assert.equal(back.release?.primary_genre, "j-pop");
+      assert.equal(back.release?.tracks.length, 21);
+      assert.equal(back.release?.tracks[0]?.isrc, "JPTO09404900");
+      assert.equal(back.release?.tracks[0]?.title, "Yume no Lullaby");
     });
   });
 

@@ -48,6 +48,13 @@ create table internal.transferred_releases (
 );
 create index transferred_releases_transfer on internal.transferred_releases (transfer_id);
 
+-- The ISRC rules (migrations 0007 and 0016) look for the same ISRC in the same account on every
+-- track written. With only an index on isrc and one on account_id to choose from, a generic plan
+-- can take the account's index and read all of its tracks for each new one: a catalogue of 10,000
+-- tracks imported into one account then costs 50 million row reads. An index on both makes the
+-- lookup one probe whatever the plan.
+create index tracks_account_isrc on public.tracks (account_id, isrc);
+
 alter table internal.transfers enable row level security;
 alter table internal.transferred_releases enable row level security;
 
