@@ -40,7 +40,7 @@ const COUNT_NAME =
 
 /** The only properties that may be non-integer numbers, and why. */
 export const NUMBERS: Record<string, string> = {
-  share: "a split's percentage (0–100, two decimals), not money or a count",
+  share: "a split's percentage (0–100, up to four decimals), not money or a count",
   seconds: "how long an import took, a measure of time",
 };
 
