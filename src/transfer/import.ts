@@ -333,8 +333,6 @@ function plan(catalogue: TransferCatalogue, existing: Existing): Item[] {
           `the same release (${release.key}) as ${dupOf}: imported once`,
         ),
       );
-    seenKeys.set(release.key, where);
-    if (release.upc) seenKeys.set(`upc:${release.upc}`, where);
     if (release.upc && existing.upcElsewhere.has(release.upc))
       problems.push(
         problem(
@@ -423,6 +421,9 @@ function plan(catalogue: TransferCatalogue, existing: Existing): Item[] {
       for (const t of trackPlans) if (t.action === "create") t.action = "problem";
       newTracks.length = 0;
     } else {
+      // Only a release that goes in makes a later one with the same key a duplicate.
+      seenKeys.set(release.key, where);
+      if (release.upc) seenKeys.set(`upc:${release.upc}`, where);
       for (const { track } of newTracks)
         if (track.isrc)
           newIsrcs.set(track.isrc, { title: track.title, version: track.version, where: track.where });
