@@ -17,7 +17,9 @@ import { spec } from "node:test/reporters";
 const LONGEST_FIRST = [
   "test/admin-desk-scale.test.ts",
   "test/console/desk.test.ts",
+  "test/console/money.test.ts",
   "test/portal/getting-in.test.ts",
+  "test/portal/money.test.ts",
   "test/portal/catalogue.test.ts",
   "test/portal/developers.test.ts",
   // Long on PostgreSQL only (five processes killed and restarted; Prism in front of a server).
