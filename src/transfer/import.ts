@@ -105,17 +105,56 @@ interface Account {
   tenant_id: string;
 }
 
-async function catalogueLists(db: Db): Promise<{ genres: GenreList; storeCodes: Set<string> }> {
+async function catalogueLists(
+  db: Db,
+): Promise<{ genres: GenreList; storeCodes: Set<string>; territoryCodes: Set<string> }> {
   return db.asService(
     async (tx) => {
       const genres = (
         await tx.query<{ code: string; name: string }>("select code, name from internal.genres")
       ).rows;
       const stores = (await tx.query<{ code: string }>("select code from internal.stores")).rows;
-      return { genres: { genres }, storeCodes: new Set(stores.map((s) => s.code)) };
+      const territories = (await tx.query<{ code: string }>("select code from internal.territories")).rows;
+      return {
+        genres: { genres },
+        storeCodes: new Set(stores.map((s) => s.code)),
+        territoryCodes: new Set(territories.map((t) => t.code)),
+      };
     },
     { readOnly: true },
   );
+}
+
+/**
+ * What the release's own fields hold that submission will refuse, or that says the source no
+ * longer sells it: said now, as warnings (the release is still imported).
+ */
+function reviewRelease(r: TransferRelease, territoryCodes: ReadonlySet<string>, today: string): void {
+  const codes = [
+    ...(r.licensed_territories_include && r.licensed_territories_include !== "WW"
+      ? r.licensed_territories_include.split(",")
+      : []),
+    ...r.territories_exclude,
+  ];
+  const unknown = [...new Set(codes.filter((c) => !territoryCodes.has(c)))];
+  if (unknown.length > 0)
+    r.problems.push(
+      problem(
+        "warning",
+        r.where,
+        "unknown_territory",
+        `territories ${unknown.join(", ")} are not ISO 3166-1 countries the platform knows: change them before submitting`,
+      ),
+    );
+  if (r.deals.length > 0 && r.deals.every((d) => d.end !== null && d.end <= today))
+    r.problems.push(
+      problem(
+        "warning",
+        r.where,
+        "deals_ended",
+        "every deal of the source has ended: the previous distributor no longer sells the release; it is imported to be delivered again",
+      ),
+    );
 }
 
 /** Every .xml file under `dir`, sorted, relative to it. */
@@ -616,6 +655,8 @@ export async function runTransfer(db: Db, options: TransferOptions): Promise<Tra
   const lists = await catalogueLists(db);
   const catalogue = await readTransferSource(options.input, lists, options.onProgress);
   const source = path.basename(path.resolve(options.input));
+  const today = new Date().toISOString().slice(0, 10);
+  for (const r of catalogue.releases) reviewRelease(r, lists.territoryCodes, today);
 
   // Media against the source's checksums (only files the source names).
   const media = catalogue.releases
