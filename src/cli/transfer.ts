@@ -129,6 +129,16 @@ export function reportText(r: TransferReport): string {
     ...r.problems,
     ...r.releases.flatMap((x) => [...x.problems, ...x.tracks.flatMap((t) => t.problems)]),
   ].filter((p) => p.severity === "error");
+  const shown = r.releases.slice(0, 20);
+  for (const x of shown) {
+    const creates = x.tracks.filter((t) => t.action === "create").length;
+    const exists = x.tracks.filter((t) => t.action === "exists").length;
+    out.push(
+      `  ${x.action.padEnd(7)} ${(x.upc ?? x.key).padEnd(16)} ${x.title} — ${x.artist_name} (${x.tracks.length} tracks${creates && exists ? `: ${creates} new` : ""})`,
+    );
+  }
+  if (r.releases.length > shown.length)
+    out.push(`  ... ${r.releases.length - shown.length} more releases (--json lists them all)`);
   for (const p of errors.slice(0, 50)) out.push(`  error ${p.where}: ${p.message}`);
   if (errors.length > 50) out.push(`  ... ${errors.length - 50} more errors (--json lists them all)`);
   const warnings = new Map<string, { n: number; example: string }>();

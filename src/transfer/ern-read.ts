@@ -482,7 +482,12 @@ function readDeals(r: Reader, root: Node, releaseRefs: Set<string>, version: "43
         ),
         use_types: all(useParent, "UseType").map((t) => t.text),
         start: dateOf("StartDate", "StartDateTime"),
-        end: dateOf("EndDate", "EndDateTime"),
+        // ERN 3's TakeDown: the deal ends (at its start, or now).
+        end:
+          dateOf("EndDate", "EndDateTime") ??
+          (text(terms, "TakeDown") === "true"
+            ? (dateOf("StartDate", "StartDateTime") ?? new Date().toISOString().slice(0, 10))
+            : null),
       });
       if (one(terms, "PriceInformation")?.children.length)
         r.warn(
