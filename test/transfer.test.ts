@@ -581,6 +581,45 @@ describeEachEngine("catalogue transfer", (t) => {
     );
   });
 
+  test("a release already there gets the tracks it lacks while a draft, and none once submitted", async () => {
+    const account = await fresh();
+    const dir = tempDir("backline-transfer-");
+    const header = "release_title,release_artist,upc,original_release_date,isrc,track_number,track_title";
+    const rows = [
+      "Growing,Nova Vale,4006381333931,2014-02-02,USS1Z1400001,1,First",
+      "Growing,Nova Vale,4006381333931,2014-02-02,USS1Z1400002,2,Second",
+      "Growing,Nova Vale,4006381333931,2014-02-02,USS1Z1400003,3,Third",
+    ];
+    const v1 = path.join(dir, "v1.csv");
+    const v2 = path.join(dir, "v2.csv");
+    fs.writeFileSync(v1, [header, ...rows.slice(0, 2)].join("\n"));
+    fs.writeFileSync(v2, [header, ...rows].join("\n"));
+    const first = await runTransfer(t().db, { accountId: account.id, input: v1, dryRun: false });
+    const id = first.releases[0]?.release_id as string;
+    const second = await runTransfer(t().db, { accountId: account.id, input: v2, dryRun: false });
+    assert.equal(second.releases[0]?.action, "exists");
+    assert.equal(second.releases[0]?.release_id, id);
+    assert.deepEqual(
+      second.releases[0]?.tracks.map((x) => x.action),
+      ["exists", "exists", "create"],
+    );
+    assert.deepEqual(
+      (await tracksOf(t().db, id)).map((x) => x.title),
+      ["First", "Second", "Third"],
+    );
+    // Once it has gone on, a missing track is a problem to correct, never added behind review's back.
+    await t().db.asService((tx) =>
+      tx.query("delete from public.tracks where release_id = $1 and track_number = 3", [id]),
+    );
+    await t().db.asService((tx) =>
+      tx.query("update public.releases set status = 'submitted' where id = $1", [id]),
+    );
+    const third = await runTransfer(t().db, { accountId: account.id, input: v2, dryRun: false });
+    assert.equal(third.releases[0]?.action, "problem");
+    assert.ok(third.releases[0]?.tracks[2]?.problems.some((p) => p.code === "release_not_editable"));
+    assert.equal((await tracksOf(t().db, id)).length, 2);
+  });
+
   test("media are read only inside the source's folder", async () => {
     const account = await fresh();
     const dir = tempDir("backline-transfer-");
