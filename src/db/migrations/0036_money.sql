@@ -612,10 +612,15 @@ begin
 
   -- × 0.01, not / 100: numeric multiplication is exact, while division rounds to about 16 significant
   -- digits (a 12-decimal net at a 4-decimal rate has 16 decimals; a hundredth of it needs 18).
-  update alloc_sums s set fee = s.net * f.rate * 0.01
-  from (select distinct account_id, release_id from alloc_sums) k
-  cross join lateral (select internal.fee_rate(tenant, k.account_id, k.release_id) as rate) f
-  where s.account_id = k.account_id and s.release_id = k.release_id and f.rate > 0;
+  -- The rate once per release (materialized: a condition on the rate pushed down to the sums called
+  -- fee_rate for every sum, 980,000 calls taking 20 s of a million lines' allocation).
+  with k as materialized (
+    select d.account_id, d.release_id, internal.fee_rate(tenant, d.account_id, d.release_id) as rate
+    from (select distinct account_id, release_id from alloc_sums) d
+  )
+  update alloc_sums s set fee = s.net * k.rate * 0.01
+  from k
+  where s.account_id = k.account_id and s.release_id = k.release_id and k.rate > 0;
 
   create temporary table alloc_recoup (n bigint, recoupable_id uuid, amount numeric) on commit drop;
   for r in
