@@ -16,6 +16,7 @@ import {
   Uuid,
 } from "../admin/spec.ts";
 import type { Db } from "../db/db.ts";
+import { Count, Timestamp } from "../http/formats.ts";
 import { HttpError } from "../http/problem.ts";
 import { runTransfer, TransferError } from "./import.ts";
 
@@ -62,11 +63,11 @@ const Action = z.enum(["create", "exists", "problem"]).meta({
 
 const Counts = z
   .object({
-    releases: z.object({ create: z.number().int(), exists: z.number().int(), problem: z.number().int() }),
-    tracks: z.object({ create: z.number().int(), exists: z.number().int(), problem: z.number().int() }),
-    artists_created: z.number().int(),
-    errors: z.number().int(),
-    warnings: z.number().int(),
+    releases: z.object({ create: Count, exists: Count, problem: Count }),
+    tracks: z.object({ create: Count, exists: Count, problem: Count }),
+    artists_created: Count,
+    errors: Count,
+    warnings: Count,
   })
   .meta({
     id: "TransferCounts",
@@ -99,8 +100,8 @@ const Report = z
               where: z.string(),
               isrc: z.string().nullable(),
               title: z.string(),
-              disc_number: z.number().int(),
-              track_number: z.number().int().nullable(),
+              disc_number: Count,
+              track_number: Count.nullable(),
               action: Action,
               track_id: Uuid.optional(),
               problems: z.array(Problem),
@@ -126,8 +127,8 @@ const Transfer = z
     via: z.string().meta({ description: "cli or admin." }),
     counts: Counts.partial(),
     problems: z.array(Problem).meta({ description: "Its problems, errors first (at most 1,000)." }),
-    created_at: z.string(),
-    completed_at: z.string().nullable(),
+    created_at: Timestamp,
+    completed_at: Timestamp.nullable(),
   })
   .meta({ id: "Transfer", description: "A catalogue transfer that ran (not a dry run)." });
 
