@@ -373,7 +373,7 @@ async function statements(t: Target, s: MoneySeed) {
   const user = await t.db.asService(async (tx) => {
     const u = (
       await tx.query<{ id: string; email: string; tenant_id: string }>(
-        "insert into internal.users (tenant_id, email, email_confirmed_at) values ($1, $2, now()) returning id, email, tenant_id",
+        "insert into internal.users (tenant_id, email, email_confirmed_at, email_proven_at) values ($1, $2, now(), now()) returning id, email, tenant_id",
         [s.tenant.id, payee.email],
       )
     ).rows[0] as { id: string; email: string; tenant_id: string };
