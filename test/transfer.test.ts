@@ -2,14 +2,16 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { before, describe, test } from "node:test";
+import { loadConfig } from "../src/config.ts";
 import type { Db } from "../src/db/db.ts";
 import { buildNewReleaseMessage, type ErnRelease, type ErnTrack } from "../src/pipeline/ddex/ern.ts";
+import { openStorage } from "../src/storage/open.ts";
 import type { Account, Tenant } from "../src/tenancy/tenants.ts";
 import { readErnMessage } from "../src/transfer/ern-read.ts";
 import { type PlannedRelease, runTransfer, type TransferReport } from "../src/transfer/import.ts";
 import { sampleCatalogue, writeSampleCsv, writeSampleErn } from "../src/transfer/sample.ts";
 import { runCliOn } from "./support/cli-in-process.ts";
-import { describeEachEngine } from "./support/db.ts";
+import { describeEachEngine, TEST_ENCRYPTION_KEY, testSecrets } from "./support/db.ts";
 import {
   ernSchemaErrors,
   ernSchemaPresent,
@@ -550,7 +552,7 @@ describeEachEngine("catalogue transfer", (t) => {
     assert.equal(releases[0]?.explicit, true);
   });
 
-  test("ERN folder written by `transfer sample`: media checked against their MD5s, a corrupt file keeps its release out", async () => {
+  test("ERN folder written by `transfer sample`: media checked against their MD5s and stored, a corrupt file keeps its release out", async () => {
     const account = await fresh();
     const dir = tempDir("backline-transfer-ern-");
     const catalogue = sampleCatalogue(12, 11);
@@ -558,7 +560,18 @@ describeEachEngine("catalogue transfer", (t) => {
     const victim = catalogue[1];
     assert.ok(victim);
     fs.appendFileSync(path.join(dir, victim.upc, "resources", `${victim.tracks[0]?.isrc}.wav`), "x");
-    const report = await runTransfer(t().db, { accountId: account.id, input: dir, dryRun: false });
+    const config = loadConfig({
+      LOG_LEVEL: "silent",
+      DATA_DIR: tempDir("backline-transfer-data-"),
+      ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    });
+    const storage = openStorage(config, testSecrets());
+    const report = await runTransfer(t().db, {
+      accountId: account.id,
+      input: dir,
+      dryRun: false,
+      media: { store: storage.store, limits: config.uploads },
+    });
     const bad = report.releases.find((r) => r.upc === victim.upc);
     assert.equal(bad?.action, "problem");
     assert.ok(bad?.tracks[0]?.problems.some((p) => p.code === "checksum_mismatch"));
@@ -579,6 +592,21 @@ describeEachEngine("catalogue transfer", (t) => {
       tracks.map((x) => [x.isrc, x.title, x.duration]),
       sample.tracks.map((x) => [x.isrc, x.title, x.duration]),
     );
+    // Every track of the releases that went in has its audio stored as an upload, queued for validation.
+    const assets = await t().db.asService(
+      async (tx) =>
+        (
+          await tx.query<{ kind: string; status: string; object_key: string; sha256: string }>(
+            "select kind, status, object_key, sha256 from public.media_assets where account_id = $1",
+            [account.id],
+          )
+        ).rows,
+    );
+    const stored = catalogue.filter((r) => r !== victim).reduce((n, r) => n + r.tracks.length, 0);
+    assert.equal(assets.length, stored);
+    assert.ok(assets.every((a) => a.kind === "audio" && a.status === "uploaded"));
+    const root = config.storage.driver === "local" ? config.storage.root : assert.fail("the local driver");
+    for (const a of assets) assert.ok(fs.existsSync(path.join(root, a.object_key)), a.object_key);
   });
 
   test("a release already there gets the tracks it lacks while a draft, and none once submitted", async () => {

@@ -33,8 +33,12 @@ export function register(program: Command, cli: Cli): void {
       const s = await services();
       const { json } = cli;
       if (opts.account && !UUID.test(opts.account)) throw notFound("account", opts.account);
-      await cli.withDb(async (db) => {
+      await cli.withDb(async (db, config) => {
         const accountId = opts.account ?? (await onlyAccount(db));
+        // The checked media go where uploads go (the installation's storage).
+        const { openStorage } = await import("../storage/open.ts");
+        const { loadSecretBox } = await import("../secrets/box.ts");
+        const storage = openStorage(config, loadSecretBox(config));
         const tty = cli.io.stderrIsTTY && !json;
         let last = "";
         const report = await s
@@ -43,6 +47,7 @@ export function register(program: Command, cli: Cli): void {
             input: cli.path(source),
             dryRun: opts.dryRun === true,
             via: "cli",
+            media: { store: storage.store, limits: config.uploads },
             onProgress: (p) => {
               if (!tty) return;
               const line = progressBar(p);
@@ -111,7 +116,13 @@ function progressBar(p: TransferProgress, width = 30): string {
   const share = p.total > 0 ? Math.min(1, p.done / p.total) : 1;
   const filled = Math.round(share * width);
   const what =
-    p.phase === "read" ? "messages read" : p.phase === "check" ? "media checked" : "releases written";
+    p.phase === "read"
+      ? "messages read"
+      : p.phase === "check"
+        ? "media checked"
+        : p.phase === "media"
+          ? "media stored"
+          : "releases written";
   return `[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${(share * 100).toFixed(0).padStart(3)}%  ${p.done.toLocaleString("en")}/${p.total.toLocaleString("en")} ${what}`;
 }
 

@@ -6,6 +6,7 @@ import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { readCatalogueCsv } from "./csv.ts";
 import { readErnMessage } from "./ern-read.ts";
+import { type MediaTarget, storeMediaFile } from "./media.ts";
 import {
   type GenreList,
   problem,
@@ -84,7 +85,7 @@ export interface TransferReport {
 }
 
 export interface TransferProgress {
-  phase: "read" | "check" | "write";
+  phase: "read" | "check" | "write" | "media";
   done: number;
   total: number;
 }
@@ -95,6 +96,12 @@ export interface TransferOptions {
   input: string;
   dryRun: boolean;
   via?: "cli" | "admin";
+  /**
+   * Where the checked media go (the installation's storage): each file that matched its checksum
+   * becomes the new release's cover or the new track's audio, as an upload does. Without it the
+   * media are checked only.
+   */
+  media?: MediaTarget | undefined;
   /** Releases per write transaction (default 250; 50 on the embedded database). */
   batchSize?: number;
   onProgress?: (p: TransferProgress) => void;
@@ -730,6 +737,7 @@ export async function runTransfer(db: Db, options: TransferOptions): Promise<Tra
     done += batch.length;
     options.onProgress?.({ phase: "write", done, total: writable.length });
   }
+  if (options.media) await storeMedia(db, options.media, writable, options.onProgress);
   report.counts = countOf(report, artists);
   const all = [
     ...report.problems,
@@ -763,5 +771,54 @@ function refuse(item: Item, error: unknown): void {
   for (const { plan: tp } of item.newTracks) {
     tp.action = "problem";
     tp.track_id = undefined;
+  }
+}
+
+/** The media of what was written (new releases' covers, new tracks' audio) into storage, file by file. */
+async function storeMedia(
+  db: Db,
+  target: MediaTarget,
+  items: Item[],
+  onProgress?: (p: TransferProgress) => void,
+): Promise<void> {
+  const files: { run: () => Promise<void>; where: string; into: TransferProblem[]; uri: string }[] = [];
+  for (const item of items) {
+    const releaseId = item.plan.release_id;
+    if (!releaseId || item.plan.action === "problem") continue;
+    const art = item.release.artwork;
+    if (item.plan.action === "create" && art?.checked === "ok")
+      files.push({
+        run: () => storeMediaFile(db, target, { releaseId, kind: "artwork", file: art.path }),
+        where: item.plan.where,
+        into: item.plan.problems,
+        uri: art.uri,
+      });
+    for (const { track, plan: tp } of item.newTracks) {
+      const audio = track.audio;
+      const trackId = tp.track_id;
+      if (audio?.checked !== "ok" || !trackId || tp.action !== "create") continue;
+      files.push({
+        run: () => storeMediaFile(db, target, { releaseId, trackId, kind: "audio", file: audio.path }),
+        where: tp.where,
+        into: tp.problems,
+        uri: audio.uri,
+      });
+    }
+  }
+  let done = 0;
+  for (const f of files) {
+    try {
+      await f.run();
+    } catch (error) {
+      f.into.push(
+        problem(
+          "warning",
+          f.where,
+          "media_not_stored",
+          `${f.uri} was not stored (${error instanceof Error ? error.message : String(error)}): upload it before submitting`,
+        ),
+      );
+    }
+    onProgress?.({ phase: "media", done: ++done, total: files.length });
   }
 }
