@@ -806,19 +806,25 @@ async function storeMedia(
     }
   }
   let done = 0;
-  for (const f of files) {
-    try {
-      await f.run();
-    } catch (error) {
-      f.into.push(
-        problem(
-          "warning",
-          f.where,
-          "media_not_stored",
-          `${f.uri} was not stored (${error instanceof Error ? error.message : String(error)}): upload it before submitting`,
-        ),
-      );
+  let next = 0;
+  // A few at a time: each file is a copy and an fsync, then two short transactions.
+  const worker = async () => {
+    while (next < files.length) {
+      const f = files[next++] as (typeof files)[number];
+      try {
+        await f.run();
+      } catch (error) {
+        f.into.push(
+          problem(
+            "warning",
+            f.where,
+            "media_not_stored",
+            `${f.uri} was not stored (${error instanceof Error ? error.message : String(error)}): upload it before submitting`,
+          ),
+        );
+      }
+      onProgress?.({ phase: "media", done: ++done, total: files.length });
     }
-    onProgress?.({ phase: "media", done: ++done, total: files.length });
-  }
+  };
+  await Promise.all(Array.from({ length: db.kind === "pglite" ? 2 : 6 }, worker));
 }
