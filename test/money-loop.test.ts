@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Db } from "../src/db/db.ts";
 import type { Claims, Tx } from "../src/db/types.ts";
+import { Mailer } from "../src/mail/mailer.ts";
 import { MoneyError } from "../src/money/errors.ts";
 import { addRecoupable, setExchangeRate, setFee, updateMoneySettings } from "../src/money/operator.ts";
 import { balances, fileTaxForm, reviewTaxForm, setPayoutMethod } from "../src/money/payees.ts";
@@ -222,7 +223,11 @@ describeEachEngine("money: from a royalty import to a payout", (t) => {
       (e: unknown) => e instanceof MoneyError && e.code === "rate_missing",
     );
     await setExchangeRate(db, tenant.id, { period: p, from: "EUR", to: "USD", rate: "1.1" });
-    const report = await approvePeriod(db, tenant.id, p, "test");
+    const mailer = new Mailer(db, { smtpUrl: undefined, from: "Backline <no-reply@backline.local>" });
+    const report = await approvePeriod(db, tenant.id, p, "test", {
+      mailer,
+      publicUrl: "https://backline.example",
+    });
     const june = await payeeOf("june@lantern.test");
     const anaPayee = await payeeOf("ana@example.org");
     const byPayee = Object.fromEntries(report.statements.map((s) => [s.payee_id, s.closing_balance]));
@@ -231,6 +236,33 @@ describeEachEngine("money: from a royalty import to a payout", (t) => {
     const doc = await db.asService((tx) => statementFor(tx, anaPayee, p));
     assert.ok(doc);
     assert.equal(doc.status, "approved");
+    // Each payee with an address gets their statement by mail, with its figures and a link to it
+    // in the tenant's portal; the statement records that it was mailed.
+    const mails = await rows<{ to_address: string; subject: string; text_body: string }>(
+      "select to_address, subject, text_body from internal.mail_outbox where tenant_id = $1 and kind = 'statement.ready' order by to_address",
+      [tenant.id],
+    );
+    assert.deepEqual(
+      mails.map((m) => m.to_address),
+      ["ana@example.org", "june@lantern.test"],
+    );
+    const [toAna] = mails;
+    assert.match(
+      toAna?.subject ?? "",
+      /^Your royalty statement for [A-Z][a-z]+ 20[0-9]{2} from Lantern Records$/,
+    );
+    assert.match(toAna?.text_body ?? "", /^Closing balance: 1\.66 USD$/m);
+    assert.ok(
+      toAna?.text_body.includes(
+        `https://backline.example/portal/t/${tenant.slug}/money/statements/${doc.id}`,
+      ),
+      toAna?.text_body,
+    );
+    const emailed = await rows<{ emailed: boolean }>(
+      "select emailed_at is not null as emailed from internal.statements where id = $1",
+      [doc.id],
+    );
+    assert.equal(emailed[0]?.emailed, true);
     assert.deepEqual(
       doc.earnings.map((e) => [e.store, e.original_currency, e.rate, e.earned, e.fees, e.recouped, e.net]),
       [

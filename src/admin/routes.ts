@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
 import { operatorScope } from "../db/operator-scope.ts";
 import { HttpError } from "../http/problem.ts";
+import type { Mailer } from "../mail/mailer.ts";
 import { moneySpecs } from "../money/admin.ts";
 import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
@@ -35,6 +36,8 @@ export interface AdminOptions {
   signer: TokenSigner;
   /** PUBLIC_URL. */
   publicUrl: string;
+  /** Sends what the operator's acts mail (an approved period's statements). */
+  mailer?: Mailer | undefined;
 }
 
 /** Every route of /admin/v1, for the document (scripts/openapi.ts makes it without a server). */
@@ -54,7 +57,10 @@ export function adminRouteSpecs(
       isPlatformAdmin,
     }),
     ...royaltySpecs({ db: options.db, tenantOf, maxBytes: options.royaltyImportMaxBytes }),
-    ...moneySpecs({ db: options.db }),
+    ...moneySpecs({
+      db: options.db,
+      mail: options.mailer ? { mailer: options.mailer, publicUrl: options.publicUrl } : undefined,
+    }),
     ...transferSpecs({ db: options.db }),
     auditSpec(options.db),
   ];

@@ -5,6 +5,7 @@ import { type Cli, choice, notFound, refusal, table, UsageError, UUID } from "./
 
 /** The services behind these commands, loaded when one of them runs. */
 const services = async () => ({
+  ...(await import("../mail/mailer.ts")),
   ...(await import("../money/errors.ts")),
   ...(await import("../money/operator.ts")),
   ...(await import("../money/payees.ts")),
@@ -43,13 +44,14 @@ export function register(program: Command, cli: Cli): void {
       s: Awaited<ReturnType<typeof services>>,
       db: Parameters<Parameters<Cli["withDb"]>[0]>[0],
       tenantId: string,
+      config: Parameters<Parameters<Cli["withDb"]>[0]>[1],
     ) => Promise<void>,
     tenant: string,
   ) =>
-    cli.withDb(async (db) => {
+    cli.withDb(async (db, config) => {
       const s = await services();
       const t = await cli.requireTenant(db, tenant);
-      await fn(s, db, t.id).catch(refusal(s.MoneyError));
+      await fn(s, db, t.id, config).catch(refusal(s.MoneyError));
     });
 
   tenantOption(money.command("settings").description("show or change the tenant's money settings"))
@@ -173,8 +175,12 @@ export function register(program: Command, cli: Cli): void {
   tenantOption(money.command("approve").description("approve a period: each payee's statement, written once"))
     .requiredOption("--period <YYYY-MM>", "the period", month)
     .action(async (o: { tenant: string; period: string }) =>
-      run(async (s, db, tenantId) => {
-        const r = await s.approvePeriod(db, tenantId, o.period, "cli");
+      run(async (s, db, tenantId, config) => {
+        // Each statement is mailed to its payee (or kept in the local mailbox without SMTP_URL).
+        const mailer = new s.Mailer(db, { smtpUrl: config.mail.smtpUrl, from: config.mail.from });
+        const r = await s
+          .approvePeriod(db, tenantId, o.period, "cli", { mailer, publicUrl: config.publicUrl })
+          .finally(() => mailer.close());
         cli.output(
           `Approved ${r.period}: ${r.statements.length} statement${r.statements.length === 1 ? "" : "s"}\n${table(r.statements as never, ["id", "payee_id", "currency", "closing_balance"])}`,
           r,

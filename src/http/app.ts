@@ -259,6 +259,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
     royaltyImportMaxBytes: deps.config.royaltyImportMaxBytes,
     signer: storage.signer,
     publicUrl: deps.config.publicUrl,
+    mailer,
   });
   // The Backline Console (docs/console.md): the built web app, with deep links answering index.html.
   app.register(consoleStatic, {

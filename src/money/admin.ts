@@ -20,6 +20,7 @@ import { erasePayee, listPayees, reviewTaxForm } from "./payees.ts";
 import { approveBatch, exportBatch, findBatch, listBatches, listPayouts, settleBatch } from "./payouts.ts";
 import { PAYOUT_PROVIDERS } from "./providers.ts";
 import { fileHeaders, statementFile } from "./render.ts";
+import type { StatementMail } from "./statement-mail.ts";
 import { approvePeriod, listStatements } from "./statements.ts";
 
 /**
@@ -59,8 +60,8 @@ export async function moneyCall<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export function moneySpecs(options: { db: Db }): AnyAdminRoute[] {
-  const { db } = options;
+export function moneySpecs(options: { db: Db; mail?: StatementMail | undefined }): AnyAdminRoute[] {
+  const { db, mail } = options;
   const by = (tenantId: string) => `admin_api:${tenantId}`;
   return [
     adminRoute({
@@ -312,7 +313,7 @@ export function moneySpecs(options: { db: Db }): AnyAdminRoute[] {
       },
       errors: [409, 422],
       handler: ({ tenantId, params }) =>
-        moneyCall(() => approvePeriod(db, tenantId, params.period, by(tenantId))),
+        moneyCall(() => approvePeriod(db, tenantId, params.period, by(tenantId), mail)),
     }),
     adminRoute({
       method: "GET",

@@ -4,6 +4,7 @@ import { asDbError } from "../db/errors.ts";
 import type { Tx } from "../db/types.ts";
 import { add, format, largestRemainder, minorUnits, roundHalfUp, sub, sum } from "./decimal.ts";
 import { MoneyError } from "./errors.ts";
+import { mailStatement, type StatementMail } from "./statement-mail.ts";
 import type { StatementDocument, StatementEarning, StatementPayment, StatementRecoupable } from "./types.ts";
 
 /**
@@ -276,7 +277,7 @@ export interface ApprovalReport {
 
 /**
  * The operator approves a period: each payee with entries in it gets their statement, converted
- * and rounded, written once. Earlier periods with entries must be approved first; a missing rate
+ * and rounded, written once, and e-mailed to the payee's address when `mail` is given. Earlier periods with entries must be approved first; a missing rate
  * stops the whole approval (nothing is written).
  */
 export async function approvePeriod(
@@ -284,6 +285,8 @@ export async function approvePeriod(
   tenantId: string,
   period: string,
   by: string,
+  /** Where each statement is e-mailed to its payee from (without it, none is). */
+  mail?: StatementMail,
 ): Promise<ApprovalReport> {
   const p = monthOf(period);
   return db.asService(async (tx) => {
@@ -386,6 +389,7 @@ export async function approvePeriod(
           JSON.stringify({ statement_id: doc.id, period: doc.period }),
         ],
       );
+      if (mail) await mailStatement(tx, mail, tenantId, doc);
       statements.push({
         id: doc.id,
         payee_id,
