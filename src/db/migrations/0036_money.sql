@@ -846,9 +846,10 @@ begin
 end
 $$;
 
--- The payout as the public API and the events show it.
+-- The payout as the public API and the events show it. With the caller's rights (security invoker):
+-- a client reads only a payout row security shows them (null otherwise).
 create function internal.payout_object(payout uuid) returns jsonb
-language sql stable security definer set search_path = ''
+language sql stable set search_path = ''
 as $$
   select jsonb_build_object('id', o.id, 'object', 'payout', 'payee_id', o.payee_id, 'account_id', o.account_id,
     'status', o.status, 'currency', o.currency,
@@ -900,15 +901,22 @@ begin
 end
 $$;
 
+-- The helpers that bypass row security (security definer) are the database's own and the
+-- operator's: account_payee and posting_period write (a payee, a period) for any id they are given,
+-- payee_balance and fee_rate read any payee's balance or any tenant's fees. No client role calls
+-- them (PostgreSQL grants a new function to PUBLIC: revoked). payout_object runs with the caller's
+-- rights, so it shows a client only a payout row security lets them read.
 revoke execute on function internal.account_payee(uuid), internal.track_split_versions(),
   internal.allocate_import(uuid), internal.reverse_allocation(uuid), internal.record_recoupable(uuid),
-  internal.settle_payout(uuid, text, text, text), internal.convert_payee_period(uuid, date) from public;
+  internal.settle_payout(uuid, text, text, text), internal.convert_payee_period(uuid, date),
+  internal.tenant_currency(uuid), internal.posting_period(uuid), internal.fee_rate(uuid, uuid, uuid),
+  internal.payee_balance(uuid, char), internal.payout_object(uuid) from public;
 grant execute on function internal.allocate_import(uuid), internal.reverse_allocation(uuid),
   internal.record_recoupable(uuid), internal.settle_payout(uuid, text, text, text),
-  internal.convert_payee_period(uuid, date) to service_role;
-grant execute on function internal.account_payee(uuid), internal.tenant_currency(uuid), internal.posting_period(uuid),
-  internal.fee_rate(uuid, uuid, uuid), internal.payee_balance(uuid, char), internal.payout_object(uuid)
-  to authenticated, tenant_service, service_role;
+  internal.convert_payee_period(uuid, date), internal.account_payee(uuid), internal.tenant_currency(uuid),
+  internal.posting_period(uuid), internal.fee_rate(uuid, uuid, uuid), internal.payee_balance(uuid, char)
+  to service_role;
+grant execute on function internal.payout_object(uuid) to authenticated, tenant_service, service_role;
 
 -- The new events, for webhook endpoints.
 alter table internal.webhook_endpoints drop constraint webhook_endpoints_events_check;
