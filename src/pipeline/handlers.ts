@@ -3,6 +3,7 @@ import type { Handlers } from "../jobs/worker.ts";
 import type { ObjectStore } from "../storage/driver.ts";
 import { LocalMedia, type MediaSource } from "../storage/media.ts";
 import { validateAsset } from "../storage/uploads.ts";
+import { runTransferJob, TRANSFER_JOB_KIND } from "../transfer/job.ts";
 import { ddexStore } from "./ddex/adapter.ts";
 import {
   deliverRelease,
@@ -46,6 +47,8 @@ export function pipelineHandlers(
     "oac.request": async (job) => processOacRequest(db, id(job.payload.oac_request_id)),
     // A store's recurring poll of its answer and report folders (store-inbox.ts).
     [POLL_KIND]: async (job) => runStorePoll(db, id(job.payload.store)),
+    // A catalogue transfer asked for through the public API (src/transfer/job.ts).
+    [TRANSFER_JOB_KIND]: async (job) => runTransferJob(db, id(job.payload.transfer_job_id)),
     ...(options.store
       ? {
           "media.validate": async (job, ctx) => {

@@ -25,6 +25,7 @@ import { releaseRoutes } from "./resources/releases.ts";
 import { royaltyRoutes } from "./resources/royalties.ts";
 import { ruleRoutes } from "./resources/rules.ts";
 import { trackRoutes } from "./resources/tracks.ts";
+import { transferRoutes, transferUploadReceiver } from "./resources/transfers.ts";
 import { uploadRoutes } from "./resources/uploads.ts";
 import { webhookRoutes } from "./resources/webhooks.ts";
 import { type AnyRoute, parseBody, parseParams, parseQuery, type Services } from "./route.ts";
@@ -59,6 +60,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...uploadRoutes,
   ...royaltyRoutes,
   ...moneyRoutes,
+  ...transferRoutes,
 ];
 
 /** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */
@@ -127,6 +129,9 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
     );
     return send(reply, { status: r.status, body: r.body, headers: r.headers });
   });
+
+  // A transfer file's upload URL (resources/transfers.ts): the token is the permission, the body raw.
+  app.register(transferUploadReceiver, { db });
 
   app.get("/openapi.json", async (_request, reply) => reply.type("application/json").send(document()));
   app.get("/docs", async (_request, reply) => {

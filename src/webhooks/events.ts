@@ -2,6 +2,7 @@ import { z } from "zod";
 import { Count, Currency, Money, Timestamp } from "../http/formats.ts";
 import { Release } from "../public-api/resources/schemas.ts";
 import { CurrencyTotalSchema } from "../royalties/import.ts";
+import { TransferJob } from "../transfer/job.ts";
 
 /**
  * The events an account's webhook endpoints can subscribe to (seed 001, "Events"), with the
@@ -10,7 +11,8 @@ import { CurrencyTotalSchema } from "../royalties/import.ts";
  * transaction of the change (migration 0005); royalty imports write royalties.imported, and
  * voiding one royalties.voided; approving a period writes statement.ready for each statement, and
  * a payout's request and settlement payout.requested, payout.paid or payout.failed (migration
- * 0036, docs/payouts.md).
+ * 0036, docs/payouts.md); a catalogue transfer of the public API writes transfer.completed when its
+ * job ends (src/transfer/job.ts, migration 0038).
  */
 export const WEBHOOK_EVENT_TYPES = [
   "release.submitted",
@@ -24,6 +26,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "payout.requested",
   "payout.paid",
   "payout.failed",
+  "transfer.completed",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -231,5 +234,11 @@ export const WEBHOOK_EVENTS: { type: WebhookEventType; summary: string; schema: 
     summary:
       "The provider could not pay: the amount is back in the payee's balance; failure_reason says why.",
     schema: envelope("payout.failed", PayoutObject, "PayoutFailedEvent"),
+  },
+  {
+    type: "transfer.completed",
+    summary:
+      "A catalogue transfer asked for through POST /transfers ended: completed (see its counts and problems) or failed.",
+    schema: envelope("transfer.completed", TransferJob, "TransferCompletedEvent"),
   },
 ];
