@@ -114,12 +114,9 @@ const TransferUploadUrl = z
 const CreateTransfer = z
   .object({
     upload_id: Id.meta({ description: "The transfer upload holding the file (status uploaded)." }),
-    dry_run: z
-      .boolean()
-      .default(false)
-      .meta({
-        description: "true: write nothing, report what would happen (the same file can then run for real).",
-      }),
+    dry_run: z.boolean().default(false).meta({
+      description: "true: write nothing, report what would happen (the same file can then run for real).",
+    }),
   })
   .strict()
   .meta({ id: "TransferRequest" });
