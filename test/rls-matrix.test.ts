@@ -4,8 +4,15 @@ import { before, describe, test } from "node:test";
 import type { Db } from "../src/db/db.ts";
 import { asDbError } from "../src/db/errors.ts";
 import type { Claims } from "../src/db/types.ts";
+import { addRecoupable, setExchangeRate, setFee, updateMoneySettings } from "../src/money/operator.ts";
+import { fileTaxForm, reviewTaxForm, setPayoutMethod } from "../src/money/payees.ts";
+import { approveBatch, requestPayout } from "../src/money/payouts.ts";
+import { approvePeriod } from "../src/money/statements.ts";
+import { importRoyalties } from "../src/royalties/import.ts";
 import { type Account, POLICY_PRESETS, type PolicyPreset, type Tenant } from "../src/tenancy/tenants.ts";
 import { describeEachEngine } from "./support/db.ts";
+import { issueTestKey } from "./support/public-api.ts";
+import { reportFile, seedDeliveredRelease } from "./support/royalties.ts";
 import {
   anonClaims,
   EXPOSED_TABLES,
@@ -1460,4 +1467,393 @@ describeEachEngine("RLS matrix: the audit log and the MFA tables (migration 0020
       }
     });
   }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Migration 0036: the money tables and the /rest/v1 money views, against every caller
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The money tables (docs/payouts.md, "Who sees what") over the matrix's world, with money in it:
+ * account A delivered a track split between memberA2 (a member who is also a payee) and an outsider
+ * by address, and one without splits (A's own payee); account C (tenant 2) a track split to memberC.
+ * Both tenants imported a report and approved the month; memberA2 asked for a payout, which the
+ * operator put in a batch; A has an expense and tenant 1 a fee. Two callers join the matrix's:
+ * ownerA (an owner of A) and payoutsKeyA (a stored key of A with payouts:read) — the matrix's own
+ * keys are claims of no stored key, so they hold no scope. test/rls-money.test.ts goes further
+ * (a payee paid by two accounts, keys with and without the scope, the functions).
+ *
+ * A payee reads their own rows, an account's owner and payouts:read key the account's; a member,
+ * a viewer, a key without the scope, staff, another tenant and a tampered token read nothing;
+ * the operator tables are no client's. No client role writes any of it; the operator's own
+ * changes to the ledger and to an approved statement are refused by the database.
+ */
+const MONEY_CALLERS = [...CALLERS, "ownerA", "payoutsKeyA"] as const;
+type MoneyCaller = (typeof MONEY_CALLERS)[number];
+type MoneyOutcome = readonly string[] | SqlState | "55000";
+
+/** Who reads which labels: the payees' ("A:memberA2"), the accounts' ("A") or the tenants' ("tenant1"). */
+const moneyReads = (
+  labels: { A: readonly string[]; C: readonly string[] },
+  who: { payeeA?: readonly string[]; payeeC?: readonly string[]; readersOfA?: "managers" | "members" },
+): Record<MoneyCaller, MoneyOutcome> => {
+  const managers = labels.A;
+  const members = who.readersOfA === "members" ? labels.A : [];
+  return {
+    anon: DENIED,
+    memberA: members,
+    memberA2:
+      who.readersOfA === "members" ? labels.A : (who.payeeA ?? []).filter((l) => labels.A.includes(l)),
+    memberB: [],
+    viewerA: members,
+    tenant2User:
+      who.readersOfA === "members" ? labels.C : (who.payeeC ?? []).filter((l) => labels.C.includes(l)),
+    keyA: members,
+    viewerKeyA: members,
+    service: [...labels.A, ...labels.C].sort(),
+    tenantService1: labels.A,
+    tenantService2: labels.C,
+    tamperedUser: [],
+    tamperedKey: [],
+    tamperedService: [],
+    reviewer1: [],
+    operator1: [],
+    platformOperator: [],
+    unprovenReviewer1: [],
+    ownerA: managers,
+    payoutsKeyA: managers,
+  };
+};
+
+const PAYEES_A = ["A:memberA2", "A:outsider", "A:self"];
+const PAYEES_C = ["C:memberC", "C:self"];
+/** Payees with ledger entries and statements (C's own payee was never paid anything). */
+const PAID_C = ["C:memberC"];
+const ownPayee = { payeeA: ["A:memberA2"], payeeC: ["C:memberC"] };
+
+/** select: what each caller sees, by the label of the payee, account or tenant each row is about. */
+const MONEY_READS: Record<string, { sql: string; key: string; reads: Record<MoneyCaller, MoneyOutcome> }> = {
+  "internal.payees": {
+    sql: "internal.payees",
+    key: "id",
+    reads: moneyReads({ A: PAYEES_A, C: PAYEES_C }, ownPayee),
+  },
+  "public.payees": {
+    sql: "public.payees",
+    key: "id",
+    reads: moneyReads({ A: PAYEES_A, C: PAYEES_C }, ownPayee),
+  },
+  "internal.ledger_entries": {
+    sql: "internal.ledger_entries",
+    key: "coalesce(payee_id::text, tenant_id::text || ':books')",
+    reads: {
+      ...moneyReads({ A: PAYEES_A, C: PAID_C }, ownPayee),
+      // The books (store, fees, recoupable, cash, payouts pending) only to the tenant's service key.
+      service: [...PAYEES_A, ...PAID_C, "tenant1:books", "tenant2:books"].sort(),
+      tenantService1: [...PAYEES_A, "tenant1:books"],
+      tenantService2: [...PAID_C, "tenant2:books"],
+    },
+  },
+  "public.payee_balances": {
+    sql: "public.payee_balances",
+    key: "payee_id",
+    reads: moneyReads({ A: PAYEES_A, C: PAID_C }, ownPayee),
+  },
+  "internal.statements": {
+    sql: "internal.statements",
+    key: "payee_id",
+    reads: moneyReads({ A: PAYEES_A, C: PAID_C }, ownPayee),
+  },
+  "public.statements": {
+    sql: "public.statements",
+    key: "payee_id",
+    reads: moneyReads({ A: PAYEES_A, C: PAID_C }, ownPayee),
+  },
+  "internal.payouts": {
+    sql: "internal.payouts",
+    key: "payee_id",
+    reads: moneyReads({ A: ["A:memberA2"], C: [] }, ownPayee),
+  },
+  "public.payouts": {
+    sql: "public.payouts",
+    key: "payee_id",
+    reads: moneyReads({ A: ["A:memberA2"], C: [] }, ownPayee),
+  },
+  "internal.recoupables": {
+    sql: "internal.recoupables",
+    key: "account_id",
+    reads: moneyReads({ A: ["A"], C: [] }, {}),
+  },
+  // Split versions and shares are the catalog's (as tracks.splits): whoever reads the account's tracks.
+  "internal.split_versions": {
+    sql: "internal.split_versions",
+    key: "account_id",
+    reads: moneyReads({ A: ["A"], C: ["C"] }, { readersOfA: "members" }),
+  },
+  "internal.split_shares": {
+    sql: "internal.split_shares s join internal.split_versions v on v.id = s.version_id",
+    key: "v.account_id",
+    reads: moneyReads({ A: ["A"], C: ["C"] }, { readersOfA: "members" }),
+  },
+};
+/** The operator's records: no client reads them; a tenant's service key its tenant's rows. */
+for (const [table, tenants] of [
+  ["money_settings", ["tenant1"]],
+  ["distribution_fees", ["tenant1"]],
+  ["money_periods", ["tenant1", "tenant2"]],
+  ["exchange_rates", ["tenant1"]],
+  ["payout_batches", ["tenant1"]],
+] as const) {
+  const reads = Object.fromEntries(MONEY_CALLERS.map((c) => [c, DENIED])) as Record<
+    MoneyCaller,
+    MoneyOutcome
+  >;
+  reads.service = [...tenants];
+  reads.tenantService1 = tenants.filter((x) => x === "tenant1");
+  reads.tenantService2 = tenants.filter((x) => x === "tenant2");
+  // A service key whose tenant_id names no tenant: the grant, and none of the rows.
+  reads.tamperedService = [];
+  MONEY_READS[`internal.${table}`] = { sql: `internal.${table}`, key: "tenant_id", reads };
+}
+
+const MONEY_TABLES = [
+  "money_settings",
+  "distribution_fees",
+  "payees",
+  "split_versions",
+  "split_shares",
+  "money_periods",
+  "exchange_rates",
+  "recoupables",
+  "payout_batches",
+  "payouts",
+  "ledger_entries",
+  "statements",
+] as const;
+const MONEY_VIEWS = ["payees", "payee_balances", "statements", "payouts"] as const;
+
+/** insert, update and delete of each money table and view, aimed at tenant 1's rows. */
+const MONEY_WRITES: { name: string; sql: string; service?: string }[] = [
+  ...MONEY_TABLES.flatMap((table) => {
+    const column = table === "split_shares" ? "share" : "tenant_id";
+    return [
+      { name: `insert into internal.${table}`, sql: `insert into internal.${table} default values` },
+      {
+        name: `update internal.${table}`,
+        sql:
+          table === "ledger_entries"
+            ? "update internal.ledger_entries set amount = amount + 1"
+            : table === "statements"
+              ? "update internal.statements set closing_balance = closing_balance + 1"
+              : `update internal.${table} set ${column} = ${column}`,
+        // The ledger is append-only and an approved statement never changes, whoever asks.
+        ...(table === "ledger_entries" || table === "statements" ? { service: "55000" } : {}),
+      },
+      {
+        name: `delete from internal.${table}`,
+        sql: `delete from internal.${table}`,
+        ...(table === "ledger_entries" || table === "statements" ? { service: "55000" } : {}),
+      },
+    ];
+  }),
+  ...MONEY_VIEWS.flatMap((view) => [
+    { name: `insert into public.${view}`, sql: `insert into public.${view} default values` },
+    { name: `update public.${view}`, sql: `update public.${view} set account_id = account_id` },
+    { name: `delete from public.${view}`, sql: `delete from public.${view}` },
+  ]),
+];
+
+describeEachEngine("RLS matrix: money (migration 0036)", (t) => {
+  let seeded: World | undefined;
+  const claims = new Map<MoneyCaller, Claims>();
+  const moneyLabels = new Map<string, string>();
+
+  before(async () => {
+    const db = t().db;
+    const w = await seedWorld(db, "account-members");
+    seeded = w;
+    for (const c of CALLERS) claims.set(c, w.claims[c]);
+    const { memberA2, memberC } = w.people;
+    await db.asService((tx) =>
+      tx.query("update internal.users set email_proven_at = now() where id = any ($1::uuid[])", [
+        [memberA2.id, memberC.id],
+      ]),
+    );
+    const split = (shares: [string, number][]) =>
+      JSON.stringify(shares.map(([email, share]) => ({ name: email, email, share })));
+    const delivered = async (account: Account, upc: string, isrcs: string[], splits: (string | null)[]) => {
+      const r = await seedDeliveredRelease(
+        db,
+        account.id,
+        { title: `Paid ${upc}`, upc },
+        isrcs.map((isrc, i) => ({ title: isrc, isrc, duration: 200, track_number: i + 1 })),
+      );
+      for (const [i, s] of splits.entries()) {
+        if (s)
+          await db.asService((tx) =>
+            tx.query("update public.tracks set splits = $2 where id = $1", [r.tracks[i]?.id, s]),
+          );
+      }
+      return r;
+    };
+    const releaseA = await delivered(
+      w.accounts.A,
+      "012345000010",
+      ["QZMTX2600001", "QZMTX2600002"],
+      [
+        split([
+          [memberA2.email, 50],
+          ["outsider@matrix.test", 50],
+        ]),
+        null,
+      ],
+    );
+    await delivered(w.accounts.C, "012345000010", ["QZMTX2600003"], [split([[memberC.email, 100]])]);
+    await setFee(db, w.tenants[1].id, {}, "10");
+    await updateMoneySettings(db, w.tenants[1].id, { payout_threshold: "1.00" });
+    await addRecoupable(
+      db,
+      w.tenants[1].id,
+      {
+        account_id: w.accounts.A.id,
+        release_id: releaseA.id,
+        kind: "expense",
+        currency: "USD",
+        amount: "1.00",
+        description: "Mastering",
+      },
+      "matrix",
+    );
+    const report = (isrcs: string[]) =>
+      reportFile(
+        [
+          "reporting_period,sale_period,store,territory,upc,isrc,usage_type,units,gross,fees,net,currency",
+          ...isrcs.map((isrc) => `2026-11,2026-10,spotify,US,,${isrc},stream,1000,0,0,20.00,USD`),
+          "",
+        ].join("\n"),
+      );
+    for (const [tenant, isrcs] of [
+      [w.tenants[1], ["QZMTX2600001", "QZMTX2600002"]],
+      [w.tenants[2], ["QZMTX2600003"]],
+    ] as const) {
+      const r = await importRoyalties(db, {
+        tenantId: tenant.id,
+        format: "backline",
+        file: report([...isrcs]),
+      });
+      assert.equal(r.status, "completed");
+    }
+    const period = (
+      await db.asService((tx) => tx.query<{ p: string }>("select to_char(now(), 'YYYY-MM') as p"))
+    ).rows[0]?.p as string;
+    // The period's statements, an exchange rate set for it, and memberA2's payout in a batch.
+    await setExchangeRate(db, w.tenants[1].id, { period, from: "EUR", to: "USD", rate: "1.1" });
+    await approvePeriod(db, w.tenants[1].id, period, "matrix");
+    await approvePeriod(db, w.tenants[2].id, period, "matrix");
+    const payees = (
+      await db.asService((tx) =>
+        tx.query<{ id: string; account_id: string; email: string | null }>(
+          "select id, account_id, email from internal.payees where tenant_id = any ($1::uuid[])",
+          [[w.tenants[1].id, w.tenants[2].id]],
+        ),
+      )
+    ).rows;
+    const who = (email: string | null) =>
+      email === null
+        ? "self"
+        : email === memberA2.email
+          ? "memberA2"
+          : email === memberC.email
+            ? "memberC"
+            : (email.split("@")[0] as string);
+    for (const p of payees) {
+      moneyLabels.set(
+        p.id,
+        `${p.account_id === w.accounts.A.id ? "A" : p.account_id === w.accounts.C.id ? "C" : "?"}:${who(p.email)}`,
+      );
+    }
+    moneyLabels.set(w.accounts.A.id, "A");
+    moneyLabels.set(w.accounts.B.id, "B");
+    moneyLabels.set(w.accounts.C.id, "C");
+    moneyLabels.set(w.tenants[1].id, "tenant1");
+    moneyLabels.set(w.tenants[2].id, "tenant2");
+    moneyLabels.set(`${w.tenants[1].id}:books`, "tenant1:books");
+    moneyLabels.set(`${w.tenants[2].id}:books`, "tenant2:books");
+    const payeeA2 = payees.find((p) => p.email === memberA2.email)?.id as string;
+    await fileTaxForm(db, t().db.secrets, payeeA2, {
+      form: "W-9",
+      name: "A2",
+      country: "US",
+      tax_id: "123-45-6789",
+    });
+    await reviewTaxForm(db, w.tenants[1].id, payeeA2, { status: "verified" });
+    await setPayoutMethod(db, payeeA2, { provider: "paypal", receiver: memberA2.email });
+    await db.withRequestContext({ ...userClaims(memberA2), aal: "aal2" } as Claims, (tx) =>
+      requestPayout(tx, payeeA2),
+    );
+    await approveBatch(db, w.tenants[1].id, "paypal", "matrix");
+
+    const ownerA = await seedUser(db, w.tenants[1], [{ account: w.accounts.A, role: "owner" }]);
+    claims.set("ownerA", userClaims(ownerA));
+    const key = await issueTestKey(db, w.accounts.A, { scopes: ["payouts:read"] });
+    claims.set("payoutsKeyA", {
+      role: "authenticated",
+      tenant_id: w.tenants[1].id,
+      account_id: w.accounts.A.id,
+      account_role: "member",
+      api_key_id: key.id,
+    });
+  });
+  const world = (): World => {
+    if (!seeded) throw new Error("world not seeded");
+    return seeded;
+  };
+  const claimsOf = (caller: MoneyCaller): Claims => {
+    const c = claims.get(caller);
+    if (!c) throw new Error(`no claims for ${caller}`);
+    return c;
+  };
+
+  for (const [name, { sql: from, key, reads }] of Object.entries(MONEY_READS)) {
+    describe(name, () => {
+      for (const caller of MONEY_CALLERS) {
+        const expected = reads[caller];
+        const want: Observation =
+          typeof expected === "string" ? { error: expected } : { visible: [...expected].sort() };
+        test(`select as ${caller}: ${describeObservation(want)}`, async () => {
+          world();
+          const seen = await observing(async () => {
+            const r = await t().db.withRequestContext(
+              claimsOf(caller),
+              (tx) => tx.query<{ k: string }>(`select ${key}::text as k from ${from}`),
+              { readOnly: true },
+            );
+            // This suite's database holds only the matrix's world: every row has a label.
+            return {
+              visible: [
+                ...new Set(r.rows.map((row) => moneyLabels.get(row.k) ?? `unseeded ${row.k}`)),
+              ].sort(),
+            };
+          });
+          assert.deepEqual(seen, want);
+        });
+      }
+    });
+  }
+
+  describe("writes to the money tables and views", () => {
+    for (const write of MONEY_WRITES) {
+      for (const caller of MONEY_CALLERS) {
+        // The operator writes what the money code writes; only its refusals by rule are asserted.
+        if (caller === "service" && !write.service) continue;
+        // An aggregate view is not updatable by anyone (55000); every other write lacks the privilege.
+        const refusal = write.sql.includes("payee_balances") ? "55000" : DENIED;
+        const expected: Observation = { error: caller === "service" ? (write.service as string) : refusal };
+        test(`${write.name} as ${caller}: ${describeObservation(expected)}`, async () => {
+          world();
+          assert.deepEqual(await mutate(t().db, claimsOf(caller), sql(write.sql)), expected);
+        });
+      }
+    }
+  });
 });
