@@ -10,6 +10,7 @@ import { requestHash } from "../src/public-api/idempotency.ts";
 import { ROUTES } from "../src/public-api/plugin.ts";
 import { importRoyalties } from "../src/royalties/import.ts";
 import type { Account, Tenant } from "../src/tenancy/tenants.ts";
+import { runTransferJob } from "../src/transfer/job.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { artworkJpeg } from "./support/media-fixtures.ts";
@@ -52,6 +53,7 @@ const VALID_BODIES: Record<string, Json> = {
   revealApiKey: { code: "123456" },
   createWebhook: { url: "https://93.184.216.34/sample", events: ["release.live"] },
   setPayoutMethod: { method: { provider: "paypal", receiver: "sample@example.com" } },
+  createTransfer: { upload_id: "3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21" },
 };
 
 /**
@@ -903,6 +905,48 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       [payout.body.id],
     );
     await call("listMyPayouts", 200, { key: payeeToken });
+
+    // --- Transfers -----------------------------------------------------------------------------
+    const transferCsv =
+      "release_ref,upc,release_title,release_artist,original_release_date,isrc,track_number,track_title\n" +
+      "T1,036000291452,Contract Transfer,Contract Artist,2015-03-01,QZ-CT1-15-00001,1,One\n";
+    const slot = await call("createTransferUpload", 201, {
+      body: { filename: "catalogue.csv", size: transferCsv.length },
+    });
+    assert.equal(slot.body.upload.status, "pending");
+    await call("createTransferUpload", 413, { body: { filename: "big.csv", size: 10 ** 12 } });
+    await call("createTransferUpload", 422, { body: { content_type: "text/html" } });
+    const notReceived = await call("createTransfer", 409, { body: { upload_id: slot.body.upload_id } });
+    assert.equal(notReceived.body.code, "upload_not_received");
+    const sent = await fetch(slot.body.upload_url, {
+      method: slot.body.method,
+      headers: slot.body.headers,
+      body: transferCsv,
+    });
+    assert.equal(sent.status, 200);
+    const arrived = await call("getTransferUpload", 200, {
+      key: reader,
+      params: { id: slot.body.upload_id },
+    });
+    assert.equal(arrived.body.status, "uploaded");
+    await call("getTransferUpload", 404, { key: otherKey, params: { id: slot.body.upload_id } });
+    const queued = await call("createTransfer", 202, {
+      body: { upload_id: slot.body.upload_id, dry_run: true },
+    });
+    assert.equal(queued.body.status, "queued");
+    await call("createTransfer", 404, { body: { upload_id: missing } });
+    await call("createTransfer", 422, { body: { upload_id: "nope" } });
+    // The worker's part, run here: the transfer then reads as completed, with its counts.
+    await runTransferJob(t().db, queued.body.id);
+    const ran = await call("getTransfer", 200, { key: reader, params: { id: queued.body.id } });
+    assert.equal(ran.body.status, "completed");
+    assert.equal(ran.body.counts.tracks_created, 1);
+    await call("getTransfer", 404, { key: otherKey, params: { id: queued.body.id } });
+    const transfers = await call("listTransfers", 200, { key: reader, query: { limit: "1" } });
+    assert.deepEqual(
+      transfers.body.data.map((x: { id: string }) => x.id),
+      [queued.body.id],
+    );
 
     // --- Coverage -----------------------------------------------------------------------------
     const notCalled = [...operations.keys()].filter((id) => !exercised.has(id));
