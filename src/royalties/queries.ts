@@ -6,10 +6,10 @@ import { count } from "../http/formats.ts";
  * internal.royalty_lines and internal.royalty_totals decides which accounts' rows): a page of
  * lines, or of groups, and the totals per currency over everything that matches. Totals and
  * groups come from internal.royalty_totals, whose key holds every filter; only the page of lines
- * reads the lines themselves, by index.
+ * and the groups per track (the totals have no track) read the lines themselves, by index.
  */
 
-export const GROUP_KEYS = ["period", "store", "territory", "release"] as const;
+export const GROUP_KEYS = ["period", "store", "territory", "release", "track"] as const;
 export type GroupKey = (typeof GROUP_KEYS)[number];
 
 export interface RoyaltyFilter {
@@ -108,6 +108,24 @@ export async function royaltyTotals(tx: Tx, filter: RoyaltyFilter): Promise<Curr
   return r.rows.map((row) => sumsOut(row) as unknown as CurrencyTotals);
 }
 
+/**
+ * The same sums over the lines themselves, for the groups per track: a voided import's lines and
+ * their reversing lines are left out (together they sum to zero), so every figure, line counts
+ * included, is what internal.royalty_totals holds for the same lines.
+ */
+const LINE_SUMS = `count(*)::int8 as lines, sum(units)::int8 as units,
+  coalesce(sum(units) filter (where usage_type = 'stream'), 0)::int8 as streams,
+  coalesce(sum(units) filter (where usage_type = 'download'), 0)::int8 as downloads,
+  coalesce(sum(units) filter (where usage_type = 'ugc'), 0)::int8 as ugc_uses,
+  trim_scale(sum(gross))::text as gross, trim_scale(sum(fees))::text as fees, trim_scale(sum(net))::text as net`;
+/** Beside a track group's ids: their titles, and the track's ISRC. */
+const NAMED: Record<string, string> = {
+  release_id: "g.release_id, rel.title as release_title",
+  track_id: "g.track_id, t.title as track_title, t.isrc",
+};
+const NOT_VOIDED = `reverses_line_id is null
+  and import_id <> all (coalesce((select internal.voided_royalty_import_ids()), array[]::uuid[]))`;
+
 export async function royaltyGroups(
   tx: Tx,
   filter: RoyaltyFilter,
@@ -118,14 +136,19 @@ export async function royaltyGroups(
   const w = where(filter);
   const keys: string[] = [];
   const out: string[] = [];
+  const byTrack = groupBy.includes("track");
   for (const g of GROUP_KEYS) {
-    if (!groupBy.includes(g)) continue;
+    if (!groupBy.includes(g) && !(g === "release" && byTrack)) continue;
     if (g === "period") {
       keys.push("period_start");
       out.push("to_char(period_start, 'YYYY-MM') as period");
     } else if (g === "release") {
       keys.push("release_id");
       out.push("release_id");
+    } else if (g === "track") {
+      // A track is one release's; a release-level sale (UPC only) is the release's group with no track.
+      keys.push("track_id");
+      out.push("track_id");
     } else {
       keys.push(g);
       out.push(g);
@@ -133,19 +156,33 @@ export async function royaltyGroups(
   }
   keys.push("currency");
   out.push("currency");
+  // The totals have no track: groups per track sum the lines (by the account's index).
+  const from = byTrack ? "internal.royalty_lines" : "internal.royalty_totals";
+  const sums = byTrack ? LINE_SUMS : SUMS;
+  const only = byTrack ? `${w.sql} and ${NOT_VOIDED}` : w.sql;
+  const names = out.map((o) => o.split(" as ").at(-1) as string);
   const n = w.params.length;
-  const r = await tx.query<Record<string, unknown>>(
-    `select ${out.join(", ")}, ${SUMS}, count(*) over ()::int as total_count__
-     from internal.royalty_totals where ${w.sql}
+  const page = `select ${out.join(", ")}, ${sums}, count(*) over ()::int as total_count__
+     from ${from} where ${only}
      group by ${keys.join(", ")}
      order by ${keys.map((k) => `${k} nulls last`).join(", ")}
-     limit $${n + 1} offset $${n + 2}`,
+     limit $${n + 1} offset $${n + 2}`;
+  const r = await tx.query<Record<string, unknown>>(
+    byTrack
+      ? // The titles and ISRC of the page's tracks and releases (null for a track the caller cannot see).
+        `select ${names.map((k) => NAMED[k] ?? `g.${k}`).join(", ")},
+           g.lines, g.units, g.streams, g.downloads, g.ugc_uses, g.gross, g.fees, g.net, g.total_count__
+         from (${page}) g
+         left join public.tracks t on t.id = g.track_id
+         left join public.releases rel on rel.id = g.release_id
+         order by ${names.map((k) => `g.${k} nulls last`).join(", ")}`
+      : page,
     [...w.params, limit, offset],
   );
   let total = Number(r.rows[0]?.total_count__ ?? 0);
   if (r.rows.length === 0 && offset > 0) {
     const c = await tx.query<{ n: number }>(
-      `select count(*)::int as n from (select 1 from internal.royalty_totals where ${w.sql} group by ${keys.join(", ")}) g`,
+      `select count(*)::int as n from (select 1 from ${from} where ${only} group by ${keys.join(", ")}) g`,
       w.params,
     );
     total = c.rows[0]?.n ?? 0;

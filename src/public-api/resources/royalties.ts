@@ -15,7 +15,7 @@ import { type Context, Id, OffsetPagination as Pagination, route } from "../rout
 /**
  * Royalties (seed 001; docs/royalties.md): the lines of the store reports the operator imported,
  * matched to this account's catalog, across the catalog or for one release — as lines, or summed
- * in groups (by period, store, territory, release) — with totals per currency. Amounts are
+ * in groups (by period, store, territory, release, track) — with totals per currency. Amounts are
  * decimal strings, never floats. Read with the royalties:read scope, under row-level security.
  */
 
@@ -53,7 +53,9 @@ const filterFields = {
     .optional()
     .meta({
       description:
-        "Sum the lines in groups instead of listing them: any of period, store, territory, release, comma-separated. Groups are always per currency.",
+        "Sum the lines in groups instead of listing them: any of period, store, territory, release, track, comma-separated. " +
+        "Groups are always per currency. track: per track (with its release), and per release for the sales of a " +
+        "release as a whole (track_id null).",
     }),
 };
 
@@ -154,7 +156,29 @@ const RoyaltyGroup = z
       .nullable()
       .optional()
       .meta({ description: "With group_by=territory (null: unknown)." }),
-    release_id: Id.optional().meta({ description: "With group_by=release." }),
+    release_id: Id.optional().meta({ description: "With group_by=release or group_by=track." }),
+    release_title: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({
+        description: "With group_by=track: the release's title (null if the release is not visible).",
+      }),
+    track_id: Id.nullable()
+      .optional()
+      .meta({
+        description: "With group_by=track: the track; null for sales of the release as a whole (UPC only).",
+      }),
+    track_title: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: "With group_by=track: the track's title (null with no track)." }),
+    isrc: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: "With group_by=track: the track's ISRC (null with no track)." }),
     currency: Currency,
     ...Sums,
   })
