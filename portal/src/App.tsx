@@ -4,6 +4,7 @@ import { Loading } from "../../ui-shared/common.tsx";
 import { Link, match, navigate, useLocation } from "../../ui-shared/router.tsx";
 import {
   type Account,
+  canEdit,
   myAccounts,
   type PortalTenant,
   rememberAccount,
@@ -27,6 +28,7 @@ import { SecondFactor } from "./pages/SecondFactor.tsx";
 import { SetPassword } from "./pages/SetPassword.tsx";
 import { SignIn } from "./pages/SignIn.tsx";
 import { SignUp } from "./pages/SignUp.tsx";
+import { TransferPage } from "./pages/Transfer.tsx";
 import { ErrorState, Page } from "./ui.tsx";
 
 // The money pages (statements, getting paid) load as a chunk of their own, when first opened.
@@ -223,6 +225,7 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
     );
   else if (path === "/developers" && current) page = <Developers account={current} />;
   else if (path === "/artists" && current) page = <Artists account={current} />;
+  else if (path === "/transfer" && current) page = <TransferPage account={current} />;
   else if (artist?.id && current) page = <ArtistPage key={artist.id} account={current} id={artist.id} />;
   else if (release?.id) page = <ReleasePage id={release.id} account={current} />;
   else
@@ -274,6 +277,15 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
             >
               Royalties
             </Link>
+            {canEdit(current?.role) ? (
+              <Link
+                to="/transfer"
+                data-testid="nav-transfer"
+                aria-current={path === "/transfer" ? "page" : undefined}
+              >
+                Bring your catalogue
+              </Link>
+            ) : null}
             {moneyShown ? (
               <Link
                 to="/money"
