@@ -1,5 +1,6 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState } from "react";
+import { TableWrap } from "../../../ui-shared/common.tsx";
 import { Link } from "../../../ui-shared/router.tsx";
 import { type Account, canEdit, PlainError } from "../api/portal.ts";
 import { call, failure } from "../api/public.ts";
@@ -84,33 +85,35 @@ function Report({ transfer }: { transfer: Transfer }) {
       {transfer.status === "failed" ? (
         <p data-testid="transfer-failed">The file could not be read as a catalogue: nothing was imported.</p>
       ) : c ? (
-        <table className="table" data-testid="transfer-counts">
-          <caption>{dry ? "What the import would do" : "What the import did"}</caption>
-          <thead>
-            <tr>
-              <th scope="col">
-                <span className="sr-only">What</span>
-              </th>
-              <th scope="col">{dry ? "To create" : "Created"}</th>
-              <th scope="col">Already there</th>
-              <th scope="col">Left out (problems)</th>
-            </tr>
-          </thead>
-          <tbody>
-            <tr data-testid="transfer-releases">
-              <th scope="row">Releases</th>
-              <td data-testid="releases-created">{c.releases_created}</td>
-              <td data-testid="releases-existing">{c.releases_existing}</td>
-              <td data-testid="releases-problems">{c.releases_with_problems}</td>
-            </tr>
-            <tr data-testid="transfer-tracks">
-              <th scope="row">Tracks</th>
-              <td data-testid="tracks-created">{c.tracks_created}</td>
-              <td data-testid="tracks-existing">{c.tracks_existing}</td>
-              <td data-testid="tracks-problems">{c.tracks_with_problems}</td>
-            </tr>
-          </tbody>
-        </table>
+        <TableWrap label={dry ? "What the import would do" : "What the import did"}>
+          <table data-testid="transfer-counts">
+            <caption className="sr-only">{dry ? "What the import would do" : "What the import did"}</caption>
+            <thead>
+              <tr>
+                <th scope="col">
+                  <span className="sr-only">What</span>
+                </th>
+                <th scope="col">{dry ? "To create" : "Created"}</th>
+                <th scope="col">Already there</th>
+                <th scope="col">Left out</th>
+              </tr>
+            </thead>
+            <tbody>
+              <tr data-testid="transfer-releases">
+                <th scope="row">Releases</th>
+                <td data-testid="releases-created">{c.releases_created}</td>
+                <td data-testid="releases-existing">{c.releases_existing}</td>
+                <td data-testid="releases-problems">{c.releases_with_problems}</td>
+              </tr>
+              <tr data-testid="transfer-tracks">
+                <th scope="row">Tracks</th>
+                <td data-testid="tracks-created">{c.tracks_created}</td>
+                <td data-testid="tracks-existing">{c.tracks_existing}</td>
+                <td data-testid="tracks-problems">{c.tracks_with_problems}</td>
+              </tr>
+            </tbody>
+          </table>
+        </TableWrap>
       ) : null}
       {transfer.problems.length > 0 ? (
         <>
