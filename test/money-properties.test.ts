@@ -41,7 +41,7 @@ import { type SeedUser, seedAccount, seedTenant, userClaims } from "./support/se
  * fast-check prints the seed and the shrunk sequence of a failing run.
  */
 
-const NUM_RUNS = Number(process.env.MONEY_PROPERTY_RUNS ?? 20);
+const NUM_RUNS = Number(process.env.MONEY_PROPERTY_RUNS ?? 25);
 
 const CURRENCIES = ["USD", "EUR", "JPY"] as const;
 const STORES = ["spotify", "apple_music", "deezer"] as const;
@@ -471,6 +471,8 @@ describeEachEngine("money: the ledger's invariants hold whatever happens (proper
   /** What the runs did, printed at the end so a run that tests nothing shows. */
   const tally = new Map<string, number>();
   const count = (what: string) => tally.set(what, (tally.get(what) ?? 0) + 1);
+  /** Where the time went: seeding each run's tenant, each kind of step, the invariants. */
+  const spent = new Map<string, number>();
 
   async function step(w: World, op: Op): Promise<void> {
     const db = t().db;
@@ -1168,10 +1170,19 @@ describeEachEngine("money: the ledger's invariants hold whatever happens (proper
     const started = Date.now();
     await fc.assert(
       fc.asyncProperty(startArb, fc.array(opArb, { minLength: 1, maxLength: 10 }), async (start, ops) => {
+        let mark = performance.now();
+        const lap = (what: string) => {
+          const now = performance.now();
+          spent.set(what, (spent.get(what) ?? 0) + (now - mark));
+          mark = now;
+        };
         const w = await seedWorld(db);
+        lap("seeding");
         for (const op of [...start, ...ops]) {
           await step(w, op);
+          lap(op.kind);
           await checkInvariants(w);
+          lap("invariants");
         }
       }),
       {
@@ -1179,7 +1190,7 @@ describeEachEngine("money: the ledger's invariants hold whatever happens (proper
         examples: EXAMPLES,
         // Bounded: a failure's shrinking stops after this long (reporting the smallest case so far),
         // and runs that did not all finish in it fail rather than pass quietly.
-        interruptAfterTimeLimit: 100_000,
+        interruptAfterTimeLimit: 300_000,
         markInterruptAsFailure: true,
         // To replay a failure: MONEY_PROPERTY_SEED and MONEY_PROPERTY_PATH as fast-check printed them.
         ...(process.env.MONEY_PROPERTY_SEED
@@ -1192,6 +1203,9 @@ describeEachEngine("money: the ledger's invariants hold whatever happens (proper
       },
     );
     const did = [...tally].map(([k, n]) => `${k} ${n}`).join(", ");
-    console.log(`# ${t().kind}: ${NUM_RUNS} runs in ${((Date.now() - started) / 1000).toFixed(1)} s: ${did}`);
+    const time = [...spent].map(([k, ms]) => `${k} ${(ms / 1000).toFixed(1)} s`).join(", ");
+    console.log(
+      `# ${t().kind}: ${NUM_RUNS} runs in ${((Date.now() - started) / 1000).toFixed(1)} s (${time}): ${did}`,
+    );
   });
 });

@@ -443,8 +443,10 @@ $$;
 -- Every track whose splits were written in this statement gets a version from this month: set-based,
 -- once per statement, so a bulk insert of tracks stays one pass. A split without an e-mail is the
 -- account's own share; two splits with one e-mail are one payee's shares added.
+-- Without JIT: the temporary table has no statistics, so its statements are estimated at millions of
+-- rows and PostgreSQL spent about a second compiling them for every write of one track's splits.
 create function internal.track_split_versions() returns trigger
-language plpgsql security definer set search_path = ''
+language plpgsql security definer set search_path = '' set jit = off
 as $$
 begin
   create temporary table if not exists pg_temp.changed_splits (track_id uuid, account_id uuid, splits jsonb) on commit drop;
