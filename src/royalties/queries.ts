@@ -5,8 +5,9 @@ import { count } from "../http/formats.ts";
  * What GET /royalties and GET /releases/{id}/royalties read, as the caller (row-level security on
  * internal.royalty_lines and internal.royalty_totals decides which accounts' rows): a page of
  * lines, or of groups, and the totals per currency over everything that matches. Totals and
- * groups come from internal.royalty_totals, whose key holds every filter; only the page of lines
- * and the groups per track (the totals have no track) read the lines themselves, by index.
+ * groups come from internal.royalty_totals, whose key holds every filter, and per track from
+ * public.track_analytics beside it; only the page of lines (and groups per track by territory,
+ * which no rollup has) read the lines themselves, by index.
  */
 
 export const GROUP_KEYS = ["period", "store", "territory", "release", "track"] as const;
@@ -108,23 +109,132 @@ export async function royaltyTotals(tx: Tx, filter: RoyaltyFilter): Promise<Curr
   return r.rows.map((row) => sumsOut(row) as unknown as CurrencyTotals);
 }
 
+/** Each group's sums, as numbers and numeric, from the grouped rows of a source below. */
+const GROUPED_OUT = `lines::int8 as lines, units::int8 as units, streams::int8 as streams, downloads::int8 as downloads,
+  ugc_uses::int8 as ugc_uses, trim_scale(gross)::text as gross, trim_scale(fees)::text as fees, trim_scale(net)::text as net`;
+
 /**
- * The same sums over the lines themselves, for the groups per track: a voided import's lines and
- * their reversing lines are left out (together they sum to zero), so every figure, line counts
- * included, is what internal.royalty_totals holds for the same lines.
+ * Groups per track from the lines themselves: a voided import's lines and their reversing lines
+ * are left out (together they sum to zero), so every figure, line counts included, is what the
+ * rollups hold for the same lines. Reads every matching line of the account (its index, then the
+ * rows): used only with a territory filter, which the per-track rollup does not have.
  */
-const LINE_SUMS = `count(*)::int8 as lines, sum(units)::int8 as units,
-  coalesce(sum(units) filter (where usage_type = 'stream'), 0)::int8 as streams,
-  coalesce(sum(units) filter (where usage_type = 'download'), 0)::int8 as downloads,
-  coalesce(sum(units) filter (where usage_type = 'ugc'), 0)::int8 as ugc_uses,
-  trim_scale(sum(gross))::text as gross, trim_scale(sum(fees))::text as fees, trim_scale(sum(net))::text as net`;
+function trackGroupsFromLines(dims: string[], whereSql: string): string {
+  return `select ${dims.join(", ")}, track_id, count(*) as lines, sum(units) as units,
+      coalesce(sum(units) filter (where usage_type = 'stream'), 0) as streams,
+      coalesce(sum(units) filter (where usage_type = 'download'), 0) as downloads,
+      coalesce(sum(units) filter (where usage_type = 'ugc'), 0) as ugc_uses,
+      sum(gross) as gross, sum(fees) as fees, sum(net) as net
+    from internal.royalty_lines
+    where ${whereSql} and reverses_line_id is null
+      and import_id <> all (coalesce((select internal.voided_royalty_import_ids()), array[]::uuid[]))
+    group by ${dims.join(", ")}, track_id`;
+}
+
+/**
+ * Groups per track from the rollups an import and a void keep (one row per track, month, store
+ * and currency in public.track_analytics; per release in internal.royalty_totals): the tracks'
+ * figures, and for each release the sales of the release as a whole (UPC-only lines, no track) as
+ * its totals less its tracks'. Both are exact sums of the same lines, so the tracks and the
+ * release-level group add up to the release's totals exactly. Reads as many rows as GET
+ * /royalties?group_by=release does, per track, whatever the number of lines.
+ */
+function trackGroupsFromRollups(dims: string[], whereSql: string): string {
+  const d = dims.join(", ");
+  const diff = (c: string) => `r.${c} - coalesce(ts.${c}, 0) as ${c}`;
+  return `with t as (
+      select ${d}, track_id, sum(royalty_lines) as lines, sum(streams + downloads + ugc_uses + other_units) as units,
+        sum(streams) as streams, sum(downloads) as downloads, sum(ugc_uses) as ugc_uses,
+        sum(gross_revenue) as gross, sum(fees) as fees, sum(revenue) as net
+      from public.track_analytics where ${whereSql}
+      group by ${d}, track_id having sum(royalty_lines) <> 0
+    ), ts as (
+      select ${d}, sum(lines) as lines, sum(units) as units, sum(streams) as streams, sum(downloads) as downloads,
+        sum(ugc_uses) as ugc_uses, sum(gross) as gross, sum(fees) as fees, sum(net) as net
+      from t group by ${d}
+    ), r as (
+      select ${d}, sum(lines) as lines, sum(units) as units, sum(streams) as streams, sum(downloads) as downloads,
+        sum(ugc_uses) as ugc_uses, sum(gross) as gross, sum(fees) as fees, sum(net) as net
+      from internal.royalty_totals where ${whereSql}
+      group by ${d}
+    )
+    select ${d}, track_id, lines, units, streams, downloads, ugc_uses, gross, fees, net from t
+    union all
+    select * from (
+      select ${dims.map((k) => `r.${k}`).join(", ")}, null::uuid as track_id,
+        ${["lines", "units", "streams", "downloads", "ugc_uses", "gross", "fees", "net"].map(diff).join(", ")}
+      from r left join ts using (${d})
+    ) whole where lines <> 0`;
+}
+
 /** Beside a track group's ids: their titles, and the track's ISRC. */
 const NAMED: Record<string, string> = {
   release_id: "g.release_id, rel.title as release_title",
   track_id: "g.track_id, t.title as track_title, t.isrc",
 };
-const NOT_VOIDED = `reverses_line_id is null
-  and import_id <> all (coalesce((select internal.voided_royalty_import_ids()), array[]::uuid[]))`;
+
+/** Runs `read` with JIT off: a grouping's row estimate under row-level security switches it on for nothing. */
+async function withoutJit<T>(tx: Tx, read: () => Promise<T>): Promise<T> {
+  const before = await tx.query<{ jit: string }>(
+    "select current_setting('jit') as jit, set_config('jit', 'off', true)",
+  );
+  const result = await read();
+  const was = before.rows[0];
+  if (was) await tx.query("select set_config('jit', $1, true)", [was.jit]);
+  return result;
+}
+
+/**
+ * A page of groups per track (and per release for release-level sales, track_id null), with the
+ * keys asked for besides, the titles and ISRC, and how many groups there are over all pages.
+ */
+async function trackGroups(
+  tx: Tx,
+  filter: RoyaltyFilter,
+  groupBy: readonly GroupKey[],
+  limit: number,
+  offset: number,
+): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+  const w = where(filter);
+  const dims = [
+    ...(groupBy.includes("period") ? ["period_start"] : []),
+    ...(groupBy.includes("store") ? ["store"] : []),
+    ...(groupBy.includes("territory") ? ["territory"] : []),
+    "release_id",
+    "currency",
+  ];
+  // Territories are only on the lines: with a territory filter or key, the lines are summed.
+  const fromLines = filter.territory !== undefined || groupBy.includes("territory");
+  const grouped = fromLines ? trackGroupsFromLines(dims, w.sql) : trackGroupsFromRollups(dims, w.sql);
+  const order = [...dims.slice(0, -1), "track_id", "currency"];
+  const out = order.map((k) =>
+    k === "period_start" ? "to_char(g.period_start, 'YYYY-MM') as period" : (NAMED[k] ?? `g.${k}`),
+  );
+  const n = w.params.length;
+  const r = await withoutJit(tx, () =>
+    tx.query<Record<string, unknown>>(
+      `select ${out.join(", ")}, g.lines, g.units, g.streams, g.downloads, g.ugc_uses, g.gross, g.fees, g.net, g.total_count__
+       from (select *, count(*) over ()::int as total_count__ from (
+               select ${order.join(", ")}, ${GROUPED_OUT} from (${grouped}) x
+             ) y
+             order by ${order.map((k) => `${k} nulls last`).join(", ")}
+             limit $${n + 1} offset $${n + 2}) g
+       left join public.tracks t on t.id = g.track_id
+       left join public.releases rel on rel.id = g.release_id
+       order by ${order.map((k) => `g.${k} nulls last`).join(", ")}`,
+      [...w.params, limit, offset],
+    ),
+  );
+  let total = Number(r.rows[0]?.total_count__ ?? 0);
+  if (r.rows.length === 0 && offset > 0) {
+    const c = await withoutJit(tx, () =>
+      tx.query<{ n: number }>(`select count(*)::int as n from (${grouped}) g`, w.params),
+    );
+    total = c.rows[0]?.n ?? 0;
+  }
+  const rows = r.rows.map(({ total_count__, ...row }) => ({ object: "royalty_group", ...sumsOut(row) }));
+  return { rows, total };
+}
 
 export async function royaltyGroups(
   tx: Tx,
@@ -133,22 +243,18 @@ export async function royaltyGroups(
   limit: number,
   offset: number,
 ): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+  if (groupBy.includes("track")) return trackGroups(tx, filter, groupBy, limit, offset);
   const w = where(filter);
   const keys: string[] = [];
   const out: string[] = [];
-  const byTrack = groupBy.includes("track");
   for (const g of GROUP_KEYS) {
-    if (!groupBy.includes(g) && !(g === "release" && byTrack)) continue;
+    if (!groupBy.includes(g)) continue;
     if (g === "period") {
       keys.push("period_start");
       out.push("to_char(period_start, 'YYYY-MM') as period");
     } else if (g === "release") {
       keys.push("release_id");
       out.push("release_id");
-    } else if (g === "track") {
-      // A track is one release's; a release-level sale (UPC only) is the release's group with no track.
-      keys.push("track_id");
-      out.push("track_id");
     } else {
       keys.push(g);
       out.push(g);
@@ -156,33 +262,19 @@ export async function royaltyGroups(
   }
   keys.push("currency");
   out.push("currency");
-  // The totals have no track: groups per track sum the lines (by the account's index).
-  const from = byTrack ? "internal.royalty_lines" : "internal.royalty_totals";
-  const sums = byTrack ? LINE_SUMS : SUMS;
-  const only = byTrack ? `${w.sql} and ${NOT_VOIDED}` : w.sql;
-  const names = out.map((o) => o.split(" as ").at(-1) as string);
   const n = w.params.length;
-  const page = `select ${out.join(", ")}, ${sums}, count(*) over ()::int as total_count__
-     from ${from} where ${only}
+  const r = await tx.query<Record<string, unknown>>(
+    `select ${out.join(", ")}, ${SUMS}, count(*) over ()::int as total_count__
+     from internal.royalty_totals where ${w.sql}
      group by ${keys.join(", ")}
      order by ${keys.map((k) => `${k} nulls last`).join(", ")}
-     limit $${n + 1} offset $${n + 2}`;
-  const r = await tx.query<Record<string, unknown>>(
-    byTrack
-      ? // The titles and ISRC of the page's tracks and releases (null for a track the caller cannot see).
-        `select ${names.map((k) => NAMED[k] ?? `g.${k}`).join(", ")},
-           g.lines, g.units, g.streams, g.downloads, g.ugc_uses, g.gross, g.fees, g.net, g.total_count__
-         from (${page}) g
-         left join public.tracks t on t.id = g.track_id
-         left join public.releases rel on rel.id = g.release_id
-         order by ${names.map((k) => `g.${k} nulls last`).join(", ")}`
-      : page,
+     limit $${n + 1} offset $${n + 2}`,
     [...w.params, limit, offset],
   );
   let total = Number(r.rows[0]?.total_count__ ?? 0);
   if (r.rows.length === 0 && offset > 0) {
     const c = await tx.query<{ n: number }>(
-      `select count(*)::int as n from (select 1 from ${from} where ${only} group by ${keys.join(", ")}) g`,
+      `select count(*)::int as n from (select 1 from internal.royalty_totals where ${w.sql} group by ${keys.join(", ")}) g`,
       w.params,
     );
     total = c.rows[0]?.n ?? 0;
