@@ -364,8 +364,8 @@ export async function upload(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Royalties (GET /royalties, royalties:read): sums per month, store, territory or release, per
-// currency. Amounts are decimal strings and stay strings: the page never adds money up itself.
+// Royalties (GET /royalties, royalties:read): sums per month, store, territory, release or track,
+// per currency. Amounts are decimal strings and stay strings: the page never adds money up itself.
 
 export interface RoyaltyFilters {
   from?: string | undefined;
@@ -393,9 +393,14 @@ export interface RoyaltyGroup extends RoyaltySums {
   store?: string;
   territory?: string | null;
   release_id?: string;
+  /** By track: the release's title, and the track (all null for a sale of the release as a whole). */
+  release_title?: string | null;
+  track_id?: string | null;
+  track_title?: string | null;
+  isrc?: string | null;
 }
 
-export type RoyaltyKey = "period" | "store" | "territory" | "release";
+export type RoyaltyKey = "period" | "store" | "territory" | "release" | "track";
 
 /** The most groups the page reads for one breakdown (10 pages of 100). */
 const MAX_GROUPS = 1000;

@@ -21,7 +21,7 @@ const TimeChart = lazy(() => charts().then((m) => ({ default: m.TimeChart })));
 const BarList = lazy(() => charts().then((m) => ({ default: m.BarList })));
 const WorldMap = lazy(() => charts().then((m) => ({ default: m.WorldMap })));
 
-const KEYS: RoyaltyKey[] = ["period", "store", "territory", "release"];
+const KEYS: RoyaltyKey[] = ["period", "store", "territory", "release", "track"];
 
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 
@@ -40,6 +40,11 @@ function filtersOf(search: URLSearchParams): RoyaltyFilters {
     currency: code(search.get("currency"), /^[A-Z]{3}$/),
     release_id: code(search.get("release"), /^[0-9a-f-]{36}$/i),
   };
+}
+
+/** A track's row: its title, or what a release-level sale (UPC only, no track) is. */
+function trackName(g: RoyaltyGroup): string {
+  return g.track_id ? (g.track_title ?? "A track") : "The whole release (no track named)";
 }
 
 /** "2026-03" → "Mar 2026". */
@@ -65,24 +70,36 @@ function Section({ title, testid, children }: { title: string; testid: string; c
   );
 }
 
-/** A table of one breakdown: its label column, then streams, downloads and net in the currency. */
+/**
+ * A table of one breakdown: its label column (and any further columns naming the row), then
+ * streams, downloads and net in the currency.
+ */
 function SumsTable({
   label,
   rows,
   currency,
   testid,
+  columns = [],
+  describedBy,
 }: {
   label: string;
-  rows: { key: string; name: ReactNode; sums: RoyaltySums }[];
+  rows: { key: string; name: ReactNode; cells?: ReactNode[]; sums: RoyaltySums }[];
   currency: string;
   testid: string;
+  columns?: string[];
+  describedBy?: string;
 }) {
   return (
     <TableWrap label={`${label}: figures`}>
-      <table data-testid={testid}>
+      <table data-testid={testid} aria-describedby={describedBy}>
         <thead>
           <tr>
             <th scope="col">{label}</th>
+            {columns.map((c) => (
+              <th scope="col" key={c}>
+                {c}
+              </th>
+            ))}
             <th scope="col" className="num">
               Streams
             </th>
@@ -98,6 +115,9 @@ function SumsTable({
           {rows.map((r) => (
             <tr key={r.key} data-testid={`${testid}-row`}>
               <th scope="row">{r.name}</th>
+              {(r.cells ?? []).map((c, i) => (
+                <td key={columns[i] ?? i}>{c}</td>
+              ))}
               <td className="num">{groupDigits(r.sums.streams)}</td>
               <td className="num">{groupDigits(r.sums.downloads)}</td>
               <td className="num">{money(r.sums.net, currency)}</td>
@@ -111,7 +131,7 @@ function SumsTable({
 
 /**
  * Royalties and analytics of the account: streams and revenue over time, by store, by territory
- * (a world map and a sorted list) and by release, for one currency at a time (amounts are never
+ * (a world map and a sorted list), by release and by track, for one currency at a time (amounts are never
  * added across currencies; the totals list every currency), filtered by period, store, territory,
  * currency and release as the address says, with a CSV of exactly what is shown.
  */
@@ -125,7 +145,7 @@ export function Royalties({ account }: { account: Account }) {
       queryFn: () => royaltyGroups(account.id, by, filters),
     })),
   });
-  const [byPeriod, byStore, byTerritory, byRelease] = results;
+  const [byPeriod, byStore, byTerritory, byRelease, byTrack] = results;
   const releaseIds = useMemo(
     () => [
       ...new Set((byRelease?.data?.groups ?? []).map((g) => g.release_id).filter((x): x is string => !!x)),
@@ -153,6 +173,9 @@ export function Royalties({ account }: { account: Account }) {
   const stores = of(byStore?.data?.groups).sort((a, b) => toNumber(b.net) - toNumber(a.net));
   const territories = of(byTerritory?.data?.groups).sort((a, b) => toNumber(b.net) - toNumber(a.net));
   const releases = of(byRelease?.data?.groups).sort((a, b) => toNumber(b.net) - toNumber(a.net));
+  const tracks = of(byTrack?.data?.groups).sort(
+    (a, b) => toNumber(b.net) - toNumber(a.net) || trackName(a).localeCompare(trackName(b)),
+  );
   const shown = totals.find((t) => t.currency === currency);
   const span =
     periods.length > 0
@@ -163,6 +186,13 @@ export function Royalties({ account }: { account: Account }) {
     : "";
   const top = (rows: RoyaltyGroup[], name: (g: RoyaltyGroup) => string) =>
     rows[0] && currency ? `Most earned: ${name(rows[0])}, ${money(rows[0].net, currency)}.` : "";
+  const trackCount = tracks.filter((g) => g.track_id).length;
+  const tracksSummary = `Net revenue by track, highest first: ${groupDigits(trackCount)} ${trackCount === 1 ? "track" : "tracks"}${
+    tracks.length > trackCount ? ", and sales of whole releases" : ""
+  }. ${top(tracks, (g) => `${trackName(g)} (${g.release_title ?? titleOf(g.release_id)})`)}`;
+  /** The address with the release filter set: a release named in a table narrows the page to it. */
+  const onlyRelease = (id: string | undefined) =>
+    `/royalties?${new URLSearchParams({ ...Object.fromEntries(search), release: id ?? "" })}`;
 
   const exportCsv = () => {
     if (!currency) return;
@@ -173,6 +203,14 @@ export function Royalties({ account }: { account: Account }) {
         ["store", stores.map((g) => [g.store ?? "", g])],
         ["territory", territories.map((g) => [g.territory ?? "", g])],
         ["release", releases.map((g) => [titleOf(g.release_id), g])],
+        [
+          "track",
+          tracks.map((g) => [
+            trackName(g),
+            g,
+            { release: g.release_title ?? titleOf(g.release_id), isrc: g.isrc ?? "" },
+          ]),
+        ],
       ]),
     );
   };
@@ -330,13 +368,36 @@ export function Royalties({ account }: { account: Account }) {
                 testid="table-releases"
                 rows={releases.map((g) => ({
                   key: g.release_id ?? "",
-                  name: (
-                    <Link
-                      to={`/royalties?${new URLSearchParams({ ...Object.fromEntries(search), release: g.release_id ?? "" })}`}
-                    >
-                      {titleOf(g.release_id)}
-                    </Link>
-                  ),
+                  name: <Link to={onlyRelease(g.release_id)}>{titleOf(g.release_id)}</Link>,
+                  sums: g,
+                }))}
+              />
+            </Section>
+            <Section title="By track" testid="royalties-tracks">
+              <p id="tracks-summary" data-testid="tracks-summary">
+                {tracksSummary}
+              </p>
+              {byTrack?.data?.truncated ? (
+                <p className="hint" data-testid="tracks-truncated">
+                  Only the first {groupDigits(byTrack.data.groups.length)} tracks and currencies are shown:
+                  narrow the filters to see the others.
+                </p>
+              ) : null}
+              <SumsTable
+                label="Track"
+                columns={["ISRC", "Release"]}
+                currency={currency}
+                testid="table-tracks"
+                describedBy="tracks-summary"
+                rows={tracks.map((g) => ({
+                  key: `${g.release_id}/${g.track_id ?? ""}`,
+                  name: trackName(g),
+                  cells: [
+                    g.isrc ?? "—",
+                    <Link key="release" to={onlyRelease(g.release_id)}>
+                      {g.release_title ?? titleOf(g.release_id)}
+                    </Link>,
+                  ],
                   sums: g,
                 }))}
               />

@@ -9,12 +9,16 @@ function field(value: string | number): string {
 }
 
 /**
- * The royalties page's tables as one CSV, exactly as shown: a row per month, store, territory and
- * release (the `breakdown` column says which), in one currency, with the exact amounts the API
- * gave (not the rounded ones on the page). Each breakdown covers the same lines, so the rows of
- * any one breakdown add up to the totals of GET /royalties with the same filters.
+ * The royalties page's tables as one CSV, exactly as shown: a row per month, store, territory,
+ * release and track (the `breakdown` column says which), in one currency, with the exact amounts
+ * the API gave (not the rounded ones on the page). Each breakdown covers the same lines, so the
+ * rows of any one breakdown add up to the totals of GET /royalties with the same filters. A
+ * track's row also names its release and ISRC (the last two columns, empty on other rows).
  */
-export function royaltiesCsv(currency: string, breakdowns: [string, [string, RoyaltySums][]][]): string {
+export function royaltiesCsv(
+  currency: string,
+  breakdowns: [string, [string, RoyaltySums, { release?: string; isrc?: string }?][]][],
+): string {
   const head = [
     "breakdown",
     "key",
@@ -27,10 +31,12 @@ export function royaltiesCsv(currency: string, breakdowns: [string, [string, Roy
     "gross",
     "fees",
     "net",
+    "release",
+    "isrc",
   ];
   const rows = [head.join(",")];
   for (const [breakdown, groups] of breakdowns)
-    for (const [key, s] of groups)
+    for (const [key, s, named] of groups)
       rows.push(
         [
           breakdown,
@@ -44,6 +50,8 @@ export function royaltiesCsv(currency: string, breakdowns: [string, [string, Roy
           s.gross,
           s.fees,
           s.net,
+          named?.release ?? "",
+          named?.isrc ?? "",
         ]
           .map(field)
           .join(","),
