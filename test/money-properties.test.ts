@@ -642,18 +642,25 @@ describeEachEngine("money: the ledger's invariants hold whatever happens (proper
         return;
       }
       case "payout": {
-        const email = PEOPLE[op.person] as string;
-        const user = w.users.get(email);
-        // One of the payees the address is: the one holding the most, else the account asked for.
-        const payees = await rows<{ id: string }>(
-          `select p.id from internal.payees p where p.tenant_id = $1 and p.email = $2
+        // A payee who signed up: one holding at least the threshold if any, the person and account
+        // the operation names first.
+        const payees = await rows<{ id: string; email: string }>(
+          `select p.id, p.email from internal.payees p where p.tenant_id = $1 and p.email = any ($2::text[])
            order by (select coalesce(sum(e.amount), 0) from internal.ledger_entries e where e.payee_id = p.id
-             and e.currency = p.currency) >= $4 desc, p.account_id = $3 desc, p.account_id`,
-          [w.tenant.id, email, (w.accounts[op.account] as Account).id, THRESHOLD],
+             and e.currency = p.currency) >= $5 desc, p.email = $3 desc, p.account_id = $4 desc, p.account_id, p.email`,
+          [
+            w.tenant.id,
+            [...w.users.keys()],
+            PEOPLE[op.person],
+            (w.accounts[op.account] as Account).id,
+            THRESHOLD,
+          ],
         );
         const payee = payees[0]?.id;
+        const email = payees[0]?.email as string;
+        const user = w.users.get(email);
         if (!user || !payee) {
-          count(user ? "payout: not a payee here" : "payout: not signed up");
+          count("payout: nobody signed up is a payee");
           return;
         }
         if (!w.ready.has(payee)) {
