@@ -332,6 +332,34 @@ describeEachEngine("royalties: per track (group_by=track)", (t) => {
     assert.equal(beyond.body.total, page.body.total, "the total past the last page too");
   });
 
+  test("with territory or store and period as keys too, each group is its lines' sum", async () => {
+    const lines = await all(key, "/royalties?");
+    for (const [groupBy, keyOf] of [
+      ["territory,track", (r: Obj) => `${r.territory}`],
+      ["period,store,track", (r: Obj) => `${String(r.period ?? r.period_start).slice(0, 7)}/${r.store}`],
+    ] as const) {
+      for (const filter of ["", "&currency=USD", "&territory=US"]) {
+        const groups = await all(key, `/royalties?group_by=${groupBy}${filter}`);
+        const asked = new URLSearchParams(filter);
+        const of = lines.data.filter(
+          (l) =>
+            (!asked.get("currency") || l.currency === asked.get("currency")) &&
+            (!asked.get("territory") || l.territory === asked.get("territory")),
+        );
+        const id = (r: Obj) => `${keyOf(r)}/${r.track_id ?? "-"}/${r.release_id}/${r.currency}`;
+        assert.deepEqual(
+          Object.fromEntries(groups.data.map((g) => [id(g), figures(g)])),
+          Object.fromEntries(sumBy(of, id)),
+          `group_by=${groupBy}${filter}`,
+        );
+        assert.deepEqual(
+          Object.fromEntries(sumBy(groups.data, (g) => String(g.currency))),
+          Object.fromEntries(groups.totals.map((x) => [x.currency, figures(x)])),
+        );
+      }
+    }
+  });
+
   test("another account's tracks never appear; each account sees its own", async () => {
     const mine = await all(key, "/royalties?group_by=track");
     for (const g of mine.data) {
