@@ -535,8 +535,9 @@ async function seedWorld(db: Db, preset: PolicyPreset): Promise<World> {
     const user = await seedUser(db, spec.tenant);
     staffUsers[who] = user;
     staffRows[who] = await db.asService(async (tx) => {
-      if (spec.proven)
-        await tx.query("update internal.users set email_proven_at = now() where id = $1", [user.id]);
+      // seedUser's users have proven addresses; this one has not proven it yet.
+      if (!spec.proven)
+        await tx.query("update internal.users set email_proven_at = null where id = $1", [user.id]);
       const r = await tx.query<{ id: string }>(
         "insert into internal.staff (user_id, tenant_id, role) values ($1, $2, $3) returning id",
         [user.id, spec.staffOf?.id ?? null, spec.role],
