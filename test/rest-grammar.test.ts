@@ -179,13 +179,20 @@ const RELEASE_COLUMNS = [
   "updated_at",
 ];
 
-/** Seed 000's seven tables, and media_assets (the uploads of docs/uploads.md, read-only). */
+/**
+ * Seed 000's seven tables, media_assets (the uploads of docs/uploads.md, read-only), and the money
+ * views a payee reads their own figures through (docs/payouts.md, "Who sees what").
+ */
 const EXPOSED_PATHS = [
   "/artist_profiles",
   "/media_assets",
   "/notifications",
+  "/payee_balances",
+  "/payees",
+  "/payouts",
   "/release_analytics",
   "/releases",
+  "/statements",
   "/takedown_requests",
   "/track_analytics",
   "/tracks",
