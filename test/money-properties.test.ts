@@ -6,7 +6,13 @@ import { asDbError } from "../src/db/errors.ts";
 import type { Claims, Tx } from "../src/db/types.ts";
 import { add, compare, mul, roundHalfUp, sub, sum } from "../src/money/decimal.ts";
 import { MoneyError } from "../src/money/errors.ts";
-import { addRecoupable, setExchangeRate, setFee, updateMoneySettings } from "../src/money/operator.ts";
+import {
+  addRecoupable,
+  addSplitVersion,
+  setExchangeRate,
+  setFee,
+  updateMoneySettings,
+} from "../src/money/operator.ts";
 import { fileTaxForm, reviewTaxForm, setPayoutMethod } from "../src/money/payees.ts";
 import { approveBatch, exportBatch, requestPayout, settleBatch } from "../src/money/payouts.ts";
 import { approvePeriod, statementFor } from "../src/money/statements.ts";
@@ -21,7 +27,8 @@ import { type SeedUser, seedAccount, seedTenant, userClaims } from "./support/se
 /**
  * The money model's invariants (docs/payouts.md) as properties: random sequences of what happens to
  * a tenant's money — royalty imports (amounts with up to 12 decimals, several currencies, tracks and
- * usage months), voids, split changes (decimal-string shares, drafts that do not total 100),
+ * usage months), voids, split changes (tracks.splits writes with decimal-string shares, drafts that
+ * do not total 100, and the operator's versions dated from earlier months or for one store),
  * distributor fees, advances and expenses (some cross-recouped), payout requests by payees who
  * signed up, batches settled with some lines failed, and the period's approval (with the exchange
  * rates it needs) — each run against a fresh tenant, with these checked after every step:
@@ -31,14 +38,17 @@ import { type SeedUser, seedAccount, seedTenant, userClaims } from "./support/se
  *      and the payouts table agrees with the ledger (requested, pending, paid, withheld, returned);
  *   3. the payee shares of every allocated sum add up exactly to the sum's net after the fee and
  *      the recoupment, each share exactly remaining × share / 100 of the version used, the fee
- *      exactly net × the rate in force, and a recoupable never recouped below zero or above its
- *      amount (and, after an import, left unrecouped only where no sum it reaches had money left);
+ *      exactly net × the rate in force, the split version the one docs/payouts.md's rule picks for
+ *      the sum's usage month, store and territory, and a recoupable never recouped below zero or
+ *      above its amount (and, after an import, left unrecouped only where no sum it reaches had
+ *      money left);
  *   4. replaying an allocation (or a void) posts nothing;
  *   5. an approved statement never changes (read again after every later step), states the exact
  *      balance rounded, and the database refuses any UPDATE or DELETE of statements and ledger
  *      entries.
  *
- * fast-check prints the seed and the shrunk sequence of a failing run.
+ * fast-check prints the seed and the shrunk sequence of a failing run (replay it with
+ * MONEY_PROPERTY_SEED and MONEY_PROPERTY_PATH); MONEY_PROPERTY_RUNS sets the number of runs.
  */
 
 const NUM_RUNS = Number(process.env.MONEY_PROPERTY_RUNS ?? 25);
@@ -80,6 +90,7 @@ type Op =
   | { kind: "import"; lines: LineSpec[] }
   | { kind: "void"; pick: number }
   | { kind: "splits"; track: number; splits: SplitSpec[]; payable: boolean }
+  | { kind: "datedSplits"; track: number; monthsAgo: number; store: number | null; splits: SplitSpec[] }
   | {
       kind: "fee";
       scope: "tenant" | "account" | "release";
@@ -189,6 +200,24 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc
       .tuple(fc.integer({ min: 0, max: ISRCS.length - 1 }), splitsArb)
       .map(([track, s]) => ({ kind: "splits" as const, track, ...s })),
+  },
+  {
+    // The operator's version: dated from an earlier month, perhaps for one store only.
+    weight: 2,
+    arbitrary: fc
+      .tuple(
+        fc.integer({ min: 0, max: ISRCS.length - 1 }),
+        fc.integer({ min: 0, max: 2 }),
+        fc.option(fc.integer({ min: 0, max: STORES.length - 1 }), { freq: 2 }),
+        splitsArb.filter((x) => x.payable && x.splits.length > 0),
+      )
+      .map(([track, monthsAgo, store, x]) => ({
+        kind: "datedSplits" as const,
+        track,
+        monthsAgo,
+        store,
+        splits: x.splits,
+      })),
   },
   {
     weight: 2,
@@ -599,6 +628,20 @@ describeEachEngine("money: the ledger's invariants hold whatever happens (proper
         }
         return;
       }
+      case "datedSplits": {
+        const track = w.tracks[op.track] as Track;
+        await addSplitVersion(db, w.tenant.id, {
+          track_id: track.id,
+          effective_from: w.months[op.monthsAgo] as string,
+          ...(op.store === null ? {} : { store: STORES[op.store] }),
+          splits: op.splits.map((x) => {
+            const email = x.person === null ? undefined : (PEOPLE[x.person] as string);
+            return { name: email ?? "The label", ...(email ? { email } : {}), share: x.share };
+          }),
+        });
+        track.versions += 1;
+        return;
+      }
       case "fee": {
         const account = w.accounts[op.account] as Account;
         const releases = w.releases.filter((r) => r.account === account);
@@ -837,8 +880,11 @@ describeEachEngine("money: the ledger's invariants hold whatever happens (proper
       version: string | null;
       track_id: string;
       remaining: string;
+      usage: string;
+      store: string;
+      territory: string;
     }>(
-      `select account_id, release_id, track_id, currency, trim_scale(sum(amount + fee_amount + recouped_amount))::text as net,
+      `select account_id, release_id, track_id, to_char(usage_period, 'YYYY-MM') as usage, store, territory, currency, trim_scale(sum(amount + fee_amount + recouped_amount))::text as net,
          trim_scale(sum(fee_amount))::text as fee, trim_scale(sum(recouped_amount))::text as recouped,
          trim_scale(sum(amount))::text as remaining, max(split_version_id)::text as version
        from internal.ledger_entries where import_id = $1 and txn_kind = 'allocation' and holder = 'payee'
@@ -856,16 +902,34 @@ describeEachEngine("money: the ledger's invariants hold whatever happens (proper
       // Only positive sums recoup, never more than they hold after the fee.
       assert.ok(compare(g.recouped, "0") >= 0, "recouped a negative amount");
       if (compare(g.recouped, "0") > 0) assert.ok(compare(g.remaining, "0") >= 0, "recouped past the sum");
-      // The version of the usage month: tracks.splits versions are all from this month, so the
-      // newest (none: the account takes the whole).
-      const track = w.tracks.find((x) => x.id === g.track_id) as Track;
-      const newest = (
-        await q<{ v: string | null }>(
-          "select max(id)::text as v from internal.split_versions where track_id = $1",
-          [track.id],
+      // The version of the usage month (docs/payouts.md, "Splits"): among the versions in effect
+      // then, the most specific scope, and of those the latest; before the first, the earliest
+      // unscoped one (of its month, the last written). None: the account takes the whole.
+      const versions = await q<{ id: string; from: string; store: string | null; territory: string | null }>(
+        `select id::text, to_char(effective_from, 'YYYY-MM') as from, store, territory from internal.split_versions
+         where track_id = $1`,
+        [g.track_id],
+      );
+      const version = versions
+        .filter(
+          (v) =>
+            (v.store === null || v.store === g.store) &&
+            (v.territory === null || v.territory === g.territory) &&
+            (v.from <= g.usage || (v.store === null && v.territory === null)),
         )
-      )[0]?.v;
-      assert.equal(g.version, newest ?? null, "the split version used is the newest in effect");
+        .sort(
+          (a, b) =>
+            Number(b.from <= g.usage) - Number(a.from <= g.usage) ||
+            Number(b.store !== null) - Number(a.store !== null) ||
+            Number(b.territory !== null) - Number(a.territory !== null) ||
+            (a.from <= g.usage ? b.from.localeCompare(a.from) : a.from.localeCompare(b.from)) ||
+            Number(BigInt(b.id) - BigInt(a.id)),
+        )[0];
+      assert.equal(
+        g.version,
+        version?.id ?? null,
+        `the split version used for ${g.usage} ${g.store} ${g.territory}`,
+      );
     }
     // Recoupables still owed after the import: no sum of it they reach had money left.
     const owed = await q<{
