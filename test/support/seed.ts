@@ -156,8 +156,9 @@ export async function seedStaffUser(
 ): Promise<SeedUser> {
   const user = await seedUser(db, tenant);
   await db.asService(async (tx) => {
-    if (options.proven !== false)
-      await tx.query("update internal.users set email_proven_at = now() where id = $1", [user.id]);
+    // seedUser's addresses are proven; `proven: false` undoes it.
+    if (options.proven === false)
+      await tx.query("update internal.users set email_proven_at = null where id = $1", [user.id]);
     for (const r of roles) {
       await tx.query("insert into internal.staff (user_id, tenant_id, role) values ($1, $2, $3)", [
         user.id,

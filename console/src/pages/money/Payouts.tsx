@@ -29,6 +29,9 @@ export default function Payouts() {
     queryFn: () => money.payouts({ status: "requested" }),
   });
   const batches = useQuery({ queryKey: ["money", "batches"], queryFn: money.batches });
+  // Said here, not in the provider's group: the approved requests leave the open list (and their
+  // group with them) as soon as it is read again.
+  const [approved, setApproved] = useState<number | null>(null);
   const groups = new Map<string, Payout[]>();
   for (const o of open.data?.data ?? []) {
     const key = `${o.provider ?? ""}|${o.currency}`;
@@ -51,9 +54,14 @@ export default function Payouts() {
           <Empty>No open payout request.</Empty>
         ) : (
           [...groups.entries()].map(([key, rows]) => (
-            <ProviderGroup key={key} rows={rows} admin={isAdmin(role)} />
+            <ProviderGroup key={key} rows={rows} admin={isAdmin(role)} onApproved={setApproved} />
           ))
         )}
+        {approved !== null ? (
+          <p role="status" data-testid="batch-approved">
+            Batch approved: {approved} payouts. Export its file below.
+          </p>
+        ) : null}
         {!isAdmin(role) ? <NeedsAdmin what="Approving, exporting and settling a batch" /> : null}
       </Section>
       <Section title="Batches" id="batches-h" testid="money-batches">
@@ -71,13 +79,24 @@ export default function Payouts() {
   );
 }
 
-function ProviderGroup({ rows, admin }: { rows: Payout[]; admin: boolean }) {
+function ProviderGroup({
+  rows,
+  admin,
+  onApproved,
+}: {
+  rows: Payout[];
+  admin: boolean;
+  onApproved: (payouts: number) => void;
+}) {
   const client = useQueryClient();
   const first = rows[0] as Payout;
   const list = useShowMore(rows);
   const approve = useMutation({
     mutationFn: () => money.approveBatch({ provider: first.provider ?? "", currency: first.currency }),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["money"] }),
+    onSuccess: (batch) => {
+      onApproved(batch.payouts);
+      void client.invalidateQueries({ queryKey: ["money"] });
+    },
   });
   const label = `${providerName(first.provider)}, ${first.currency}`;
   return (
@@ -130,11 +149,6 @@ function ProviderGroup({ rows, admin }: { rows: Payout[]; admin: boolean }) {
         </button>
       ) : null}
       {approve.isError ? <ErrorState error={approve.error} /> : null}
-      {approve.isSuccess ? (
-        <p role="status" data-testid="batch-approved">
-          Batch approved: {approve.data.payouts} payouts. Export its file below.
-        </p>
-      ) : null}
     </div>
   );
 }
