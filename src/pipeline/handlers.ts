@@ -48,7 +48,8 @@ export function pipelineHandlers(
     // A store's recurring poll of its answer and report folders (store-inbox.ts).
     [POLL_KIND]: async (job) => runStorePoll(db, id(job.payload.store)),
     // A catalogue transfer asked for through the public API (src/transfer/job.ts).
-    [TRANSFER_JOB_KIND]: async (job) => runTransferJob(db, id(job.payload.transfer_job_id)),
+    [TRANSFER_JOB_KIND]: async (job) =>
+      runTransferJob(db, id(job.payload.transfer_job_id), { lastAttempt: job.attempts >= job.max_attempts }),
     ...(options.store
       ? {
           "media.validate": async (job, ctx) => {

@@ -180,7 +180,11 @@ async function finish(
  * The `transfer.run` job. A job already ended is left alone (a job runs at least once); a file that
  * cannot be read as a transfer at all ends the job as failed, with why.
  */
-export async function runTransferJob(db: Db, jobId: string): Promise<void> {
+export async function runTransferJob(
+  db: Db,
+  jobId: string,
+  options: { lastAttempt?: boolean } = {},
+): Promise<void> {
   const job = await db.asService(async (tx) => {
     const j = (
       await tx.query<{
@@ -246,7 +250,31 @@ export async function runTransferJob(db: Db, jobId: string): Promise<void> {
         via: "admin",
       });
     } catch (error) {
-      if (!(error instanceof TransferError)) throw error;
+      if (!(error instanceof TransferError)) {
+        // A fault, not the file: tried again by the queue, and on its last attempt the transfer is
+        // failed (rather than left running) and transfer.completed says so.
+        if (options.lastAttempt) {
+          await db.asService((tx) =>
+            finish(
+              tx,
+              job,
+              "failed",
+              null,
+              [
+                {
+                  severity: "error",
+                  where: "transfer",
+                  code: "internal_error",
+                  message:
+                    "the transfer could not run; the operator has its error (backline jobs list --status dead)",
+                },
+              ] as TransferProblem[],
+              null,
+            ),
+          );
+        }
+        throw error;
+      }
       await db.asService((tx) =>
         finish(
           tx,
