@@ -157,18 +157,12 @@ const RoyaltyGroup = z
       .optional()
       .meta({ description: "With group_by=territory (null: unknown)." }),
     release_id: Id.optional().meta({ description: "With group_by=release or group_by=track." }),
-    release_title: z
-      .string()
-      .nullable()
-      .optional()
-      .meta({
-        description: "With group_by=track: the release's title (null if the release is not visible).",
-      }),
-    track_id: Id.nullable()
-      .optional()
-      .meta({
-        description: "With group_by=track: the track; null for sales of the release as a whole (UPC only).",
-      }),
+    release_title: z.string().nullable().optional().meta({
+      description: "With group_by=track: the release's title (null if the release is not visible).",
+    }),
+    track_id: Id.nullable().optional().meta({
+      description: "With group_by=track: the track; null for sales of the release as a whole (UPC only).",
+    }),
     track_title: z
       .string()
       .nullable()
