@@ -337,7 +337,9 @@ describeEachEngine("metrics", (t) => {
   test("METRICS_PORT: /metrics on its own port only, with the token when one is set", async () => {
     for (const token of [undefined, TOKEN]) {
       const port = await freePort();
-      const metricsPort = await freePort();
+      // Two free ports asked one after the other may be the same one (neither is held yet).
+      let metricsPort = await freePort();
+      while (metricsPort === port) metricsPort = await freePort();
       const config = loadConfig({
         PORT: String(port),
         METRICS_PORT: String(metricsPort),
