@@ -191,6 +191,8 @@ const REVIEWED_SAFE: Record<string, string[]> = {
     "voided_at",
     "void_reason",
     "voided_via",
+    // warnings: what an import read past (a bad check digit, a footer count), no secret.
+    "warnings",
   ],
   "internal.staff": ["id", "user_id", "tenant_id", "role", "created_at", "updated_at"],
   // code: the store's identifier (the audit row's object_id). settings: no credential can be in it
