@@ -28,7 +28,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: "No such object in this tenant (another tenant's ids, and ids that are not ids, are not found either).",
   409: "The object's state does not allow this action (`invalid_state`, `already_voided`, `not_voidable`).",
   413: "The body is too large (`body_too_large`). The connection is closed after the answer.",
-  415: "The body's media type is not accepted (`unsupported_media_type`).",
+  415: "The body's media type is not accepted (`invalid_media_type`).",
   422: "The request is well formed but cannot be carried out (`release_incomplete` lists the failing checks; `invalid_settings`; a rejected royalty report).",
   500: "An unexpected error; the request changed nothing it could not undo.",
   503: "The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started.",
@@ -37,12 +37,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 
 /** What a route can answer, derived from its spec (as the public API's document does). */
 function errorStatuses(r: AnyAdminRoute): number[] {
-  return [
-    ...EVERY_OPERATION_ERRORS,
-    ...requestErrors({ method: r.method, query: r.query, body: r.body ?? r.rawBody }),
-    ...(r.params ? [404] : []),
-    ...(r.errors ?? []),
-  ];
+  return [...EVERY_OPERATION_ERRORS, ...requestErrors(r), ...(r.params ? [404] : []), ...(r.errors ?? [])];
 }
 
 const TAG_DESCRIPTIONS: Record<string, string> = {

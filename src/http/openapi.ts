@@ -185,13 +185,22 @@ export function addHeaders(response: Json, names: readonly string[]): void {
 export const EVERY_OPERATION_ERRORS = [401, 403, 500, 503, 504] as const;
 
 /**
- * What an operation can answer because of how its request is made, from its spec: 400 where there
- * is a query to get wrong or a body to parse (every method but GET has one parsed: bad JSON is a
- * 400 there), and 413 past the body limit and 415 for a media type it does not take where the
- * operation takes a body (src/http/app.ts, body-limits.ts).
+ * The methods whose requests the server reads a body of, when one is sent (Fastify parses it
+ * whether or not the route takes one): a body that is not JSON is 400, one past the body limit
+ * 413, one of a media type the interface does not parse 415 — so an operation without a request
+ * body (POST /releases/{id}/submit, a DELETE) can answer all three too. GET bodies are never read.
  */
-export function requestErrors(r: { method: string; query?: unknown; body?: unknown }): number[] {
-  return [...(r.method !== "GET" || r.query ? [400] : []), ...(r.body ? [413, 415] : [])];
+export const BODY_READING_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/**
+ * What an operation can answer because of how its request is made, from its spec: 400 where there
+ * is a query to get wrong or a body to parse, and 413 past the body limit and 415 for a media type
+ * the interface does not take wherever a body is read (BODY_READING_METHODS; src/http/app.ts,
+ * body-limits.ts), whether or not the operation documents a request body.
+ */
+export function requestErrors(r: { method: string; query?: unknown }): number[] {
+  const readsBody = BODY_READING_METHODS.has(r.method.toUpperCase());
+  return [...(readsBody || r.query ? [400] : []), ...(readsBody ? [413, 415] : [])];
 }
 
 /**

@@ -77,9 +77,10 @@ const PUBLIC_HEADERS: Json = {
 
 /**
  * The statuses a route can answer, derived from its spec: what every operation can answer, what its
- * request can get wrong (400, 413, 415), 429 (rate limits), 404 where a path names an object, 422
- * where it takes a body, 409/422 for a POST
- * honouring Idempotency-Key, 412 for a conditional write, and the route's own `errors`.
+ * request can get wrong (400; 413 and 415 for every method whose body is read, with a request body
+ * documented or not), 429 (rate limits), 404 where a path names an object, 422 where it takes a
+ * body, 409/422 for a POST honouring Idempotency-Key, 412 for a conditional write, and the route's
+ * own `errors`.
  */
 function errorStatuses(r: AnyRoute): number[] {
   return [
