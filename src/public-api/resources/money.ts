@@ -286,7 +286,8 @@ function statementRoutes(prefix: "" | "/me", common: typeof account | typeof per
       params: withId,
       response: { status: 200, description: "The statement.", schema: Statement },
       etag: true,
-      handler: async (ctx) => statementAnswer(ctx.request, ctx.params.id, (await readStatement(ctx, mine)).json),
+      handler: async (ctx) =>
+        statementAnswer(ctx.request, ctx.params.id, (await readStatement(ctx, mine)).json),
     }),
     file("csv"),
     file("pdf"),
