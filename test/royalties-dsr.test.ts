@@ -56,14 +56,17 @@ describeEachEngine("royalties: ddex-dsr import", (t) => {
     assert.equal(events.rowCount, 1);
   });
 
-  test("without --store the import is refused before reading", async () => {
+  test("without --store, a sender no store has is refused before reading, naming its party id", async () => {
     await assert.rejects(
       importRoyalties(t().db, {
         tenantId: tenant.id,
         format: "ddex-dsr",
         file: path.join(ROOT, "docs/formats/ddex-dsr.tsv"),
       }),
-      (e: unknown) => e instanceof ImportError && /say --store/.test(e.message),
+      (e: unknown) =>
+        e instanceof ImportError &&
+        /no store has the DDEX party id PADPIDA2026000001X/.test(e.message) &&
+        /say --store/.test(e.message),
     );
   });
 

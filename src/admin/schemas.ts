@@ -356,6 +356,12 @@ export const RoyaltyImport = z
     lines_unmatched: Count,
     lines_malformed: Count,
     errors: z.array(z.object({ line: z.number().int(), message: z.string() })),
+    warnings: z
+      .array(z.object({ line: nullable(z.number().int()), message: z.string(), lines: Count }))
+      .meta({
+        description:
+          'What the import read past without refusing the report, once per message: the line first seen on (null: the file as a whole) and on how many lines (docs/royalties.md, "Warnings").',
+      }),
     totals: z.array(ImportTotal).meta({ description: "Per currency: lines, units, gross, fees, net." }),
     unmatched: z.array(Unmatched).meta({
       description:

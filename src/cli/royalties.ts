@@ -34,7 +34,11 @@ export function register(program: Command, cli: Cli): void {
       "the reporting month for lines that give none (video-ugc: every line's reporting month, and the sale " +
         "month when the file has no #Period line); recorded on the import",
     )
-    .option("--store <code>", "the store, for formats whose lines do not name it")
+    .option(
+      "--store <code>",
+      "the store, for formats whose lines do not name it (ddex-dsr: needed only when no store's ddex.recipient.dpid " +
+        "is the sender's party id in the file's HEAD record)",
+    )
     .action(
       async (file: string, opts: { tenant: string; format: string; period?: string; store?: string }) => {
         const s = await services();

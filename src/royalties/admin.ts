@@ -70,7 +70,12 @@ const ImportQuery = z.strictObject({
     .string()
     .regex(/^[a-z0-9]+(_[a-z0-9]+)*$/)
     .optional()
-    .meta({ description: "The store, for formats whose lines do not name it." }),
+    .meta({
+      description:
+        "The store, for formats whose lines do not name it. A `ddex-dsr` report without it is from the store whose " +
+        "`ddex.recipient.dpid` is the sender's DDEX party id in its HEAD record (SenderPartyId); 422 `invalid_import` " +
+        "names that id when no store has it.",
+    }),
   file_name: z.string().min(1).max(500).optional().meta({ description: "The name to record." }),
   id: Uuid.optional().meta({
     description:
@@ -141,6 +146,7 @@ function runOut(r: RunRow) {
     lines_unmatched: 0,
     lines_malformed: 0,
     errors: [],
+    warnings: [],
     totals: [],
     unmatched: [],
     period_from: null,

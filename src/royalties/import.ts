@@ -19,7 +19,8 @@ import { type Codes, formatAmount, monthProblem, type NormalLine, normalise } fr
  *
  * Malformed lines: the whole report is refused, nothing is loaded, and the refusal is recorded
  * with every malformed line's number and reason (the first 100), so the operator fixes the file
- * and imports it again. Idempotency: a report whose bytes (SHA-256), or whose normalised lines,
+ * and imports it again. What is read past without refusing (a UPC with a wrong check digit on a
+ * line matched otherwise, a DSR footer that disagrees with the body) is a warning on the import. Idempotency: a report whose bytes (SHA-256), or whose normalised lines,
  * were already imported for the tenant is refused as a duplicate and counts nothing.
  */
 
@@ -32,6 +33,10 @@ export interface ImportOptions {
   fileName?: string | null | undefined;
   /** YYYY-MM. */
   period?: string | undefined;
+  /**
+   * The store, for formats whose lines do not name it. A DSR without it is from the store whose
+   * `ddex.recipient.dpid` is the sender's party id in its HEAD record.
+   */
   store?: string | undefined;
   source?: "cli" | "admin_api" | "store";
   /** The id the import gets (the admin API's upload lets a client choose it, to poll its progress). */
@@ -83,6 +88,16 @@ export interface UnmatchedEntry {
   units: number;
 }
 
+/**
+ * What an import read past without refusing the report, once per distinct message: the line it was
+ * first seen on (null: the file as a whole) and on how many lines.
+ */
+export interface ImportWarning {
+  line: number | null;
+  message: string;
+  lines: number;
+}
+
 export interface ImportReport {
   id: string;
   object: "royalty_import";
@@ -100,6 +115,8 @@ export interface ImportReport {
   lines_unmatched: number;
   lines_malformed: number;
   errors: { line: number; message: string }[];
+  /** What was read past without refusing the report (the first 100 distinct messages). */
+  warnings: ImportWarning[];
   totals: CurrencyTotal[];
   /**
    * Unmatched identifiers, ambiguous ones first, then most lines first (at most 100). reason:
@@ -128,12 +145,100 @@ export type ImportResult =
 export class ImportError extends Error {}
 
 const MAX_ERRORS = 100;
+const MAX_WARNINGS = 100;
+
+/** The warnings of one import, once per message (the first MAX_WARNINGS; the rest counted in a last entry). */
+class Warnings {
+  private readonly byMessage = new Map<string, ImportWarning>();
+  private leftOff = 0;
+
+  add(line: number | null, message: string): void {
+    const w = this.byMessage.get(message);
+    if (w) {
+      w.lines++;
+      if (w.line === null) w.line = line;
+    } else if (this.byMessage.size < MAX_WARNINGS) {
+      this.byMessage.set(message, { line, message, lines: 1 });
+    } else this.leftOff++;
+  }
+
+  list(): ImportWarning[] {
+    const out = [...this.byMessage.values()];
+    if (this.leftOff > 0) {
+      out.push({ line: null, message: `${this.leftOff} more warnings, not listed`, lines: this.leftOff });
+    }
+    return out;
+  }
+}
+
+/**
+ * The store a report is from, for a format whose lines do not name it: --store, else the store
+ * whose `ddex.recipient.dpid` (its DDEX party id, docs/ddex.md) is the sender's party id in the
+ * file (a DSR's HEAD SenderPartyId). ImportError when neither says.
+ */
+async function storeOfReport(
+  db: Db,
+  format: NonNullable<ReturnType<typeof formatNamed>>,
+  options: ImportOptions,
+  warnings: Warnings,
+): Promise<string | undefined> {
+  if (format.storeInFile) return undefined;
+  const sender = format.senderPartyId ? await format.senderPartyId(options.file) : undefined;
+  if (!sender) {
+    const store = options.store ?? format.defaultStore;
+    if (store) return store;
+    throw new ImportError(
+      format.senderPartyId
+        ? `the file names no sender (no SenderPartyId in a HEAD record at its start), so the store cannot be found by its DDEX party id: say --store (admin API: store=)`
+        : `the ${format.name} format does not name the store in Backline's codes: say --store`,
+    );
+  }
+  const found = await db.asService(
+    async (tx) =>
+      (
+        await tx.query<{ code: string; dpid: string | null }>(
+          `select code, settings -> 'ddex' -> 'recipient' ->> 'dpid' as dpid from internal.stores
+           where upper(btrim(settings -> 'ddex' -> 'recipient' ->> 'dpid')) = upper($1)
+              or code = $2
+           order by code`,
+          [sender, options.store ?? null],
+        )
+      ).rows,
+    { readOnly: true },
+  );
+  const isSender = (dpid: string | null) => dpid?.trim().toUpperCase() === sender.toUpperCase();
+  const senders = found.filter((s) => isSender(s.dpid)).map((s) => s.code);
+  if (options.store) {
+    // --store wins; a file from another store's party id is said on the import.
+    const named = found.find((s) => s.code === options.store);
+    if (named && !isSender(named.dpid) && (senders.length > 0 || named.dpid)) {
+      warnings.add(
+        null,
+        `the file's sender (SenderPartyId ${sender}) is ${
+          senders.length > 0
+            ? `the DDEX party id of store ${senders.join(", ")}`
+            : "not this store's DDEX party id"
+        }${named.dpid ? ` (${options.store}: ${named.dpid})` : ""}: imported as ${options.store}, as --store says`,
+      );
+    }
+    return options.store;
+  }
+  if (senders.length === 1) return senders[0];
+  if (senders.length === 0) {
+    throw new ImportError(
+      `no store has the DDEX party id ${sender}, the sender in the file's HEAD record (SenderPartyId): set it as the store's ddex.recipient.dpid, or say --store (admin API: store=)`,
+    );
+  }
+  throw new ImportError(
+    `stores ${senders.join(", ")} all have the DDEX party id ${sender}, the sender in the file's HEAD record: say --store (admin API: store=)`,
+  );
+}
 
 export const IMPORT_COLUMNS = `id, tenant_id, format, file_name, file_sha256, content_sha256,
   to_char(reporting_period, 'YYYY-MM') as reporting_period, store, status, lines_total,
   lines_matched, lines_unmatched, lines_malformed, errors, totals, unmatched,
   period_from::text as period_from, period_to::text as period_to, account_ids, source, started_at, completed_at,
-  voided_at, void_reason, voided_via`;
+  voided_at, void_reason, voided_via, warnings`;
 
 type ImportRow = Omit<
   ImportReport,
@@ -277,12 +382,8 @@ export async function importRoyalties(db: Db, options: ImportOptions): Promise<I
   } catch {
     throw new ImportError(`cannot read ${options.file}`);
   }
-  const store = format.storeInFile ? undefined : (options.store ?? format.defaultStore);
-  if (!format.storeInFile && !store) {
-    throw new ImportError(
-      `the ${format.name} format does not name the store in Backline's codes: say --store`,
-    );
-  }
+  const warnings = new Warnings();
+  const store = await storeOfReport(db, format, options, warnings);
 
   const tenantOk = await db.asService(
     async (tx) => {
@@ -344,7 +445,7 @@ export async function importRoyalties(db: Db, options: ImportOptions): Promise<I
           throw error;
         });
       importId = inserted.rows[0]?.id ?? "";
-      return load(tx, importId, format, store, options, size, phase);
+      return load(tx, importId, format, store, options, size, phase, warnings);
     });
     return { status: "completed", report, seconds: (Date.now() - started) / 1000 };
   } catch (error) {
@@ -361,8 +462,8 @@ export async function importRoyalties(db: Db, options: ImportOptions): Promise<I
       const report = await db.asService(async (tx) => {
         const r = await tx.query<ImportRow>(
           `insert into internal.royalty_imports (id, tenant_id, format, file_name, file_sha256, reporting_period, store, status,
-             source, lines_total, lines_malformed, errors, completed_at)
-           values (coalesce($11::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, $6, 'rejected', $7, $8, $9, $10, now())
+             source, lines_total, lines_malformed, errors, completed_at, warnings)
+           values (coalesce($11::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, $6, 'rejected', $7, $8, $9, $10, now(), $12)
            returning ${IMPORT_COLUMNS}`,
           [
             base.tenantId,
@@ -376,6 +477,7 @@ export async function importRoyalties(db: Db, options: ImportOptions): Promise<I
             error instanceof Rejected ? error.malformed : 1,
             JSON.stringify(errors),
             options.importId ?? null,
+            JSON.stringify(warnings.list()),
           ],
         );
         return importOut(r.rows[0] as ImportRow);
@@ -402,7 +504,7 @@ class DuplicateContent extends Duplicate {
  */
 export const MATCHABLE_STATUSES = ["delivered", "live", "takedown_requested", "taken_down"] as const;
 
-async function loadCatalog(tx: Tx, tenantId: string) {
+async function loadCatalog(tx: Tx, tenantId: string, store: string | undefined) {
   const isrcs = new Map<string, TrackRef[]>();
   const upcs = new Map<string, ReleaseRef[]>();
   // Oldest release first (then by id): within one account, the first candidate wins (see match).
@@ -443,13 +545,75 @@ async function loadCatalog(tx: Tx, tenantId: string) {
     if (list) list.push(ref);
     else upcs.set(key, [ref]);
   }
+  const storeIds = store ? await loadStoreIds(tx, tenantId, store) : undefined;
   const stores = await tx.query<{ code: string }>("select code from internal.stores");
   const territories = await tx.query<{ code: string }>("select code from internal.territories");
   const codes: Codes = {
     stores: new Set(stores.rows.map((r) => r.code)),
     territories: new Set(territories.rows.map((r) => r.code)),
   };
-  return { isrcs, upcs, codes };
+  return { isrcs, upcs, codes, storeIds };
+}
+
+/** The catalog by the store's own ids (for formats that carry them, such as a DSR's DspResourceId). */
+interface StoreIds {
+  tracks: Map<string, TrackRef[]>;
+  releases: Map<string, ReleaseRef[]>;
+}
+
+/**
+ * The tenant's delivered releases and tracks by the ids one store knows them by: the release's
+ * `store_reference` of its deliveries to the store (what the store answered), and a transferred
+ * release's `store_ids` and `track_store_ids` under the store's code or its DDEX party id.
+ */
+async function loadStoreIds(tx: Tx, tenantId: string, store: string): Promise<StoreIds> {
+  const params = [tenantId, [...MATCHABLE_STATUSES], store];
+  const dpid = `(select settings -> 'ddex' -> 'recipient' ->> 'dpid' from internal.stores where code = $3)`;
+  const releases = await tx.query<{ ref: string; id: string; account_id: string }>(
+    `select x.ref, r.id, r.account_id from (
+       select d.release_id, d.store_reference as ref from internal.release_deliveries d
+       where d.store = $3 and d.store_reference is not null
+       union
+       select tr.release_id, coalesce(tr.store_ids ->> $3, tr.store_ids ->> ${dpid}) from internal.transferred_releases tr
+     ) x
+     join public.releases r on r.id = x.release_id join internal.accounts a on a.id = r.account_id
+     where x.ref is not null and a.tenant_id = $1 and r.status = any ($2::text[])
+     order by r.created_at, r.id`,
+    params,
+  );
+  const tracks = await tx.query<{
+    ref: string;
+    id: string;
+    release_id: string;
+    account_id: string;
+    upc: string | null;
+  }>(
+    `select coalesce(ids.value ->> $3, ids.value ->> ${dpid}) as ref, t.id, t.release_id, t.account_id, r.upc
+     from internal.transferred_releases tr
+     cross join lateral jsonb_each(tr.track_store_ids) as ids(isrc, value)
+     join public.tracks t on t.release_id = tr.release_id and t.isrc = ids.isrc
+     join public.releases r on r.id = t.release_id join internal.accounts a on a.id = r.account_id
+     where a.tenant_id = $1 and r.status = any ($2::text[]) and jsonb_typeof(ids.value) = 'object'
+       and coalesce(ids.value ->> $3, ids.value ->> ${dpid}) is not null
+     order by r.created_at, r.id, t.created_at, t.id`,
+    params,
+  );
+  const out: StoreIds = { tracks: new Map(), releases: new Map() };
+  const push = <T>(m: Map<string, T[]>, key: string, v: T) => {
+    const list = m.get(key);
+    if (list) list.push(v);
+    else m.set(key, [v]);
+  };
+  for (const r of releases.rows) push(out.releases, r.ref, { releaseId: r.id, accountId: r.account_id });
+  for (const t of tracks.rows) {
+    push(out.tracks, t.ref, {
+      trackId: t.id,
+      releaseId: t.release_id,
+      accountId: t.account_id,
+      upc: t.upc ? gtinKey(t.upc) : null,
+    });
+  }
+  return out;
 }
 
 type MatchResult = { accountId: string; releaseId: string; trackId: string | null } | "ambiguous" | undefined;
@@ -462,7 +626,8 @@ function oneAccount(refs: readonly { accountId: string }[]): boolean {
 
 /**
  * The track or release a line is about, among delivered releases (MATCHABLE_STATUSES) only
- * (docs/royalties.md, "Matching"): ISRC first, then UPC.
+ * (docs/royalties.md, "Matching"): ISRC first, then UPC, then the store's own ids of the resource
+ * and of the release.
  *
  * - Several releases carry the ISRC: the ones whose UPC is on the line, else the ones of the
  *   account(s) owning the line's UPC, else all of them.
@@ -471,6 +636,29 @@ function oneAccount(refs: readonly { accountId: string }[]): boolean {
  * - Within one account, the oldest release (created_at, then id) wins.
  */
 function match(
+  line: NormalLine,
+  isrcs: Map<string, TrackRef[]>,
+  upcs: Map<string, ReleaseRef[]>,
+  storeIds?: StoreIds,
+): MatchResult {
+  const found = matchByCodes(line, isrcs, upcs);
+  if (found !== undefined || !storeIds) return found;
+  const tracks = line.storeResourceId ? storeIds.tracks.get(line.storeResourceId) : undefined;
+  if (tracks) {
+    if (!oneAccount(tracks)) return "ambiguous";
+    const t = tracks[0];
+    if (t) return { accountId: t.accountId, releaseId: t.releaseId, trackId: t.trackId };
+  }
+  const releases = line.storeReleaseId ? storeIds.releases.get(line.storeReleaseId) : undefined;
+  if (releases) {
+    if (!oneAccount(releases)) return "ambiguous";
+    const r = releases[0];
+    if (r) return { accountId: r.accountId, releaseId: r.releaseId, trackId: null };
+  }
+  return undefined;
+}
+
+function matchByCodes(
   line: NormalLine,
   isrcs: Map<string, TrackRef[]>,
   upcs: Map<string, ReleaseRef[]>,
@@ -519,9 +707,14 @@ async function load(
   options: ImportOptions,
   totalBytes: number,
   phase: (name: string) => void,
+  warnings: Warnings,
 ): Promise<ImportReport> {
-  const { isrcs, upcs, codes } = await loadCatalog(tx, options.tenantId);
-  const parser = format.create({ period: options.period, store });
+  const { isrcs, upcs, codes, storeIds } = await loadCatalog(tx, options.tenantId, store);
+  const parser = format.create({
+    period: options.period,
+    store,
+    warn: (line, message) => warnings.add(line, message),
+  });
   const contentHash = createHash("sha256");
   const errors: { line: number; message: string }[] = [];
   let malformed = 0;
@@ -565,7 +758,7 @@ async function load(
           if (record.error) throw new LineError(record.error);
           const raw = parser.record(record.fields, record.line);
           if (!raw) continue;
-          line = normalise(raw, record.line, codes);
+          line = normalise(raw, record.line, codes, (message) => warnings.add(record.line, message));
         } catch (error) {
           if (!(error instanceof LineError)) throw error;
           malformed++;
@@ -574,7 +767,7 @@ async function load(
         }
         linesTotal++;
         if (malformed > 0) continue;
-        const found = match(line, isrcs, upcs);
+        const found = match(line, isrcs, upcs, storeIds);
         const m = found === "ambiguous" ? undefined : found;
         hashText += `${line.reportingPeriod}\t${line.periodStart}\t${line.store}\t${line.territory ?? ""}\t${line.upc ?? ""}\t${
           line.isrc ?? ""
@@ -669,7 +862,7 @@ async function load(
     .query<ImportRow>(
       `update internal.royalty_imports set content_sha256 = $2, lines_total = $3, lines_matched = $4,
          lines_unmatched = $5, totals = $6, unmatched = $7, period_from = $8, period_to = $9, account_ids = $10,
-         completed_at = now()
+         warnings = $11, completed_at = now()
        where id = $1 returning ${IMPORT_COLUMNS}`,
       [
         importId,
@@ -682,6 +875,7 @@ async function load(
         periodFrom,
         periodTo,
         accountIds,
+        JSON.stringify(warnings.list()),
       ],
     )
     .catch((error: unknown) => {

@@ -30,6 +30,9 @@ export interface NormalLine {
   feesScaled: bigint;
   netScaled: bigint;
   currency: string;
+  /** The store's own ids of what was sold, for matching only (not stored): null when not given. */
+  storeResourceId: string | null;
+  storeReleaseId: string | null;
 }
 
 export interface Codes {
@@ -94,7 +97,17 @@ export function formatAmount(scaled: bigint): string {
   return `${negative ? "-" : ""}${int}${frac ? `.${frac}` : ""}`;
 }
 
-export function normalise(raw: RawLine, line: number, codes: Codes): NormalLine {
+/**
+ * A line's checks. `warn` receives what is read past rather than refused: a UPC that fails its check
+ * digit on a line that has another identifier (an ISRC, or the store's own id) — left off the line,
+ * which is matched by the others.
+ */
+export function normalise(
+  raw: RawLine,
+  line: number,
+  codes: Codes,
+  warn?: (message: string) => void,
+): NormalLine {
   const reportingProblem = monthProblem(raw.reportingPeriod);
   if (reportingProblem) {
     throw new LineError(
@@ -114,19 +127,30 @@ export function normalise(raw: RawLine, line: number, codes: Codes): NormalLine 
       throw new LineError(`territory ${JSON.stringify(raw.territory)} is not an ISO 3166-1 alpha-2 code`);
     }
   }
-  let upc: string | null = null;
-  if (raw.upc !== "") {
-    // A spreadsheet drops a UPC's leading zeros: pad back to 12 digits.
-    const digits = /^\d{8,14}$/.test(raw.upc) ? raw.upc.padStart(12, "0") : raw.upc;
-    if (!gtinIsValid(digits)) throw new LineError(`UPC ${JSON.stringify(raw.upc)} is not a valid UPC or EAN`);
-    upc = digits;
-  }
   let isrc: string | null = null;
   if (raw.isrc !== "") {
     isrc = normaliseIsrc(raw.isrc) ?? null;
     if (!isrc) throw new LineError(`ISRC ${JSON.stringify(raw.isrc)} is malformed`);
   }
-  if (!upc && !isrc) throw new LineError("the line has neither an ISRC nor a UPC");
+  const storeResourceId = raw.storeResourceId || null;
+  const storeReleaseId = raw.storeReleaseId || null;
+  let upc: string | null = null;
+  if (raw.upc !== "") {
+    // A spreadsheet drops a UPC's leading zeros: pad back to 12 digits.
+    const digits = /^\d{8,14}$/.test(raw.upc) ? raw.upc.padStart(12, "0") : raw.upc;
+    if (gtinIsValid(digits)) upc = digits;
+    else if (warn && (isrc || storeResourceId || storeReleaseId)) {
+      // Stores send codes with wrong check digits: the line stays, matched by what else it carries.
+      warn(
+        `UPC ${JSON.stringify(raw.upc)} is not a valid UPC or EAN (check digit): left off the line, which is matched by ${
+          isrc ? "its ISRC" : "the store's own id"
+        }`,
+      );
+    } else throw new LineError(`UPC ${JSON.stringify(raw.upc)} is not a valid UPC or EAN`);
+  }
+  if (!upc && !isrc && !storeResourceId && !storeReleaseId) {
+    throw new LineError("the line has neither an ISRC nor a UPC");
+  }
   if (!USAGE.has(raw.usageType)) {
     throw new LineError(
       `usage type ${JSON.stringify(raw.usageType)} is not one of ${USAGE_TYPES.join(", ")}`,
@@ -160,6 +184,8 @@ export function normalise(raw: RawLine, line: number, codes: Codes): NormalLine 
     feesScaled,
     netScaled,
     currency,
+    storeResourceId,
+    storeReleaseId,
   };
 }
 

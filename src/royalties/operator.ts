@@ -41,6 +41,10 @@ export function reportText(r: ImportReport): string {
     }
     if (r.unmatched.length > 20) out.push(`    ... ${r.unmatched.length - 20} more (--json lists up to 100)`);
   }
+  for (const w of r.warnings) {
+    const where = w.line === null ? "" : ` line ${w.line}${w.lines > 1 ? ` (and ${w.lines - 1} more)` : ""}:`;
+    out.push(`  warning:${where} ${w.message}`);
+  }
   for (const e of r.errors) out.push(`  line ${e.line}: ${e.message}`);
   if (r.lines_malformed > r.errors.length)
     out.push(`  ... ${r.lines_malformed - r.errors.length} more malformed lines`);

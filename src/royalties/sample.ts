@@ -485,16 +485,7 @@ function ddexDsrText(
       "Backline Distribution",
       "",
     ],
-    [
-      "#HEAD",
-      ...LAYOUTS.HEAD,
-      "SenderPartyId",
-      "SenderName",
-      "ServiceDescription",
-      "RecipientPartyId",
-      "RecipientName",
-      "RepresentedRepertoire",
-    ],
+    ["#HEAD", ...LAYOUTS.HEAD],
     [
       "#SY01.02",
       // The parser's SY01 layout, as the real files name its columns (TotalUsages for Usages).

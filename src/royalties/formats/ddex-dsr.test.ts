@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { dsrMissingFails, dsrPath, dsrSkip } from "../../../test/support/dsr.ts";
 import { readRecords } from "../csv.ts";
-import { ddexDsrFormat } from "./ddex-dsr.ts";
+import { ddexDsrFormat, dsrSenderPartyId } from "./ddex-dsr.ts";
 import { FormatError, LineError, type RawLine } from "./types.ts";
 
 const SAMPLE = path.resolve(
@@ -14,7 +14,8 @@ const SAMPLE = path.resolve(
 );
 
 async function parse(file: string, store = "spotify") {
-  const parser = ddexDsrFormat.create({ store });
+  const warnings: string[] = [];
+  const parser = ddexDsrFormat.create({ store, warn: (line, m) => warnings.push(`${line}: ${m}`) });
   const lines: RawLine[] = [];
   const errors: string[] = [];
   for await (const batch of readRecords(createReadStream(file), "\t", false)) {
@@ -29,11 +30,11 @@ async function parse(file: string, store = "spotify") {
     }
   }
   parser.finish();
-  return { lines, errors };
+  return { lines, errors, warnings };
 }
 
-async function parseText(text: string, store?: string) {
-  const parser = ddexDsrFormat.create({ store });
+async function parseText(text: string, store?: string, warnings: string[] = []) {
+  const parser = ddexDsrFormat.create({ store, warn: (line, m) => warnings.push(`${line}: ${m}`) });
   const out: RawLine[] = [];
   for await (const batch of readRecords(
     (async function* () {
@@ -53,8 +54,10 @@ async function parseText(text: string, store?: string) {
 
 describe("ddex-dsr: the sample made for docs/formats/", () => {
   test("streams share the summary's revenue, downloads are priced, non-bearing lines carry no money", async () => {
-    const { lines, errors } = await parse(SAMPLE);
+    const { lines, errors, warnings } = await parse(SAMPLE);
     assert.deepEqual(errors, []);
+    // Its FOOT counts the file right.
+    assert.deepEqual(warnings, []);
     assert.deepEqual(
       lines.map((l) => [l.isrc, l.upc, l.usageType, l.units, l.net, l.currency, l.territory]),
       [
@@ -107,6 +110,57 @@ describe("ddex-dsr: the sample made for docs/formats/", () => {
       (e: unknown) => e instanceof LineError && /NetRevenue "lots"/.test(e.message),
     );
   });
+
+  test("FOOT's counts are compared with the file: each difference (and a missing FOOT) is a warning", async () => {
+    const head =
+      "HEAD\tdsrf\tBasicAudioProfile\t1.3\tM\t2026-04-01T00:00:00Z\t1\t1\t2026-03-01\t2026-03-31\tPADPIDA2026000001X\n";
+    const body =
+      "SY01.02\tS1\tX\t\tSubscriptionModel\tOnDemandStream\tDE\tP\t10\t1\tEUR\t1.00\n" +
+      "RE01.02\t1\tR1\t\t\t\t012345000010\nAS02.03\t1\tA1\t\tQZABC2600001\nSU02.02\t1\tS1\tT1\t\tA1\tTRUE\t5\n";
+    // 6 lines, 1 summary, 1 block: right.
+    let warnings: string[] = [];
+    await parseText(`${head}${body}FOOT\t6\t6\t1\t1\t1\n`, "spotify", warnings);
+    assert.deepEqual(warnings, []);
+    warnings = [];
+    const lines = await parseText(`${head}${body}FOOT\t9\t9\t2\t1\t94\n`, "spotify", warnings);
+    assert.equal(lines.length, 1);
+    assert.deepEqual(warnings, [
+      "6: the FOOT record's NumberOfLinesInFile is 9, the file has 6",
+      "6: the FOOT record's NumberOfLinesInReport is 9, the file has 6",
+      "6: the FOOT record's NumberOfSummaryRecords is 2, the file has 1",
+      "6: the FOOT record's NumberOfBlocksInReport is 94, the file has 1",
+    ]);
+    // A report in several files: its "in the report" counts are not this file's.
+    warnings = [];
+    await parseText(
+      `${head.replace("\t1\t1\t", "\t1\t2\t")}${body}FOOT\t6\t90\t1\t1\t50\n`,
+      "spotify",
+      warnings,
+    );
+    assert.deepEqual(warnings, []);
+    warnings = [];
+    await parseText(`${head}${body}FOOT\tsix\t6\t1\t1\t1\n`, "spotify", warnings);
+    assert.deepEqual(warnings, [
+      '6: the FOOT record\'s NumberOfLinesInFile "six" is not a whole number: not compared',
+    ]);
+    warnings = [];
+    await parseText(`${head}${body}`, "spotify", warnings);
+    assert.deepEqual(warnings, [
+      "null: the file has no FOOT record: its counts could not be checked (is the file complete?)",
+    ]);
+  });
+
+  test("the sender's party id is HEAD's SenderPartyId, by a #HEAD row's column when one comes first", async () => {
+    assert.equal(await dsrSenderPartyId(SAMPLE), "PADPIDA2026000001X");
+    const { reportFile } = await import("../../../test/support/royalties.ts");
+    const moved = reportFile(
+      "#HEAD\tMessageVersion\tSenderPartyId\nHEAD\tdsrf\tPADPIDA0000000001Z\n",
+      "moved.tsv",
+    );
+    assert.equal(await dsrSenderPartyId(moved), "PADPIDA0000000001Z");
+    assert.equal(await dsrSenderPartyId(reportFile("SY01.02\tS1\n", "no-head.tsv")), undefined);
+    assert.equal(await dsrSenderPartyId(reportFile("HEAD\tdsrf\n", "no-sender.tsv")), undefined);
+  });
 });
 
 describe("ddex-dsr: DDEX's published samples (../shared/ddex/dsr)", {
@@ -137,6 +191,8 @@ describe("ddex-dsr: DDEX's published samples (../shared/ddex/dsr)", {
       // 5000 × 120 ÷ 3160, rounded down at 12 decimals.
       net: "189.873417721518",
       currency: "GBP",
+      storeResourceId: "B002X426VM",
+      storeReleaseId: "B002X46CDK",
     });
     const units = lines.reduce((n, l) => n + Number(l.units), 0);
     assert.equal(units, 3160);
@@ -146,12 +202,23 @@ describe("ddex-dsr: DDEX's published samples (../shared/ddex/dsr)", {
     );
   });
 
-  test("Basic Audio 1.3, AdFunded: 'SY1' read as the only summary, release-level lines carry the ICPN", async () => {
-    const { lines, errors } = await parse(dsrPath("adFunded"));
+  test("Basic Audio 1.3, AdFunded: 'SY1' read as the only summary; release-level lines whose ICPN fails its check digit carry the block's one ISRC", async () => {
+    const { lines, errors, warnings } = await parse(dsrPath("adFunded"));
     assert.deepEqual(errors, []);
     assert.equal(lines.length, 3);
-    assert.ok(lines.every((l) => l.isrc === "" && l.upc === "731453000000" && l.currency === "EUR"));
+    // The ICPN stays on the raw line: normalise leaves it off with a warning.
+    assert.ok(lines.every((l) => l.upc === "731453000000" && l.currency === "EUR"));
+    assert.deepEqual(
+      lines.map((l) => [l.isrc, l.storeResourceId, l.storeReleaseId]),
+      [
+        ["USRC11501628", "d37700594f044c19a48b1ecde9d96176", "04312ef08dfd4ce984d70da69e8f10e6"],
+        ["GBUM70602587", "8cc0c9248511470790e2ace2cf627282", "0930c46cd5024372aaea7781e620d3d6"],
+        ["GBF089601184", "d323b29082a24156b4420ebd04ef0801", "09eaeb1802f247449ff9b80ce58a7856"],
+      ],
+    );
     assert.ok(lines.every((l) => l.units === "1" && l.net === "0.1" && l.salePeriod === "2015-08"));
+    // Its FOOT says 94 blocks in the report (of one file) for 3.
+    assert.deepEqual(warnings, ["18: the FOOT record's NumberOfBlocksInReport is 94, the file has 3"]);
   });
 
   for (const name of ["ugc10", "ugc11"] as const) {

@@ -1,4 +1,6 @@
+import { createReadStream } from "node:fs";
 import { gtinIsValid } from "../../catalog/identifiers.ts";
+import { readRecords } from "../csv.ts";
 import { formatAmount, parseAmount } from "../normalise.ts";
 import { FormatError, type FormatParser, LineError, type RawLine, type RoyaltyFormat } from "./types.ts";
 
@@ -6,14 +8,22 @@ import { FormatError, type FormatParser, LineError, type RawLine, type RoyaltyFo
  * `ddex-dsr`: a DDEX Digital Sales Report in its flat-file form (docs/royalties.md, "DDEX DSR";
  * sample docs/formats/ddex-dsr.tsv). Tab-separated records, each starting with its record type:
  *
- * - HEAD: the usage period (UsageStartDate) and when the report was made (MessageCreatedDateTime).
+ * - HEAD: the usage period (UsageStartDate), when the report was made (MessageCreatedDateTime) and
+ *   who sent it (SenderPartyId: the store, found by its party id before the import starts, see
+ *   dsrSenderPartyId).
  * - SYxx: summary records; the details point at one by SummaryRecordId and take its territory,
  *   currency and revenue from it.
  * - Blocks (BlockId): RE (a release: ICPN = UPC), AS (a resource: ISRC), then SU details: SU01
  *   downloads, SU02 streams (Basic Audio Profile), SU03 usages with their own NetRevenue (UGC Profile).
  * - `#XXnn` rows name a record's columns; they override the layouts built in below, so a file's
- *   own column order wins. MW, RU, LI, SR and other records are read past. FOOT's counts are not
- *   trusted (real files get them wrong) and not checked.
+ *   own column order wins. MW, RU, LI, SR and other records are read past. FOOT's counts are
+ *   compared with the body and each difference is a warning on the import (real files get them
+ *   wrong: the report is not refused for it).
+ *
+ * Identifiers: a detail about a resource carries its ISRC and the block's ICPN; one about a release
+ * carries the release's ICPN, and when that fails its check digit, the ISRC of the block's only
+ * resource. Both carry the store's own ids (DspResourceId, DspReleaseId). An ICPN that fails its
+ * check digit is left off the line with a warning (normalise), never a malformed line.
  *
  * Amounts: SU03 carries its NetRevenue. SU01 is priced: units (Usages − Returns) × the price the
  * consumer paid. SU02 has no amount: its share of the summary's NetRevenue in proportion to its
@@ -34,6 +44,12 @@ export const LAYOUTS = {
     "NumberOfFiles",
     "UsageStartDate",
     "UsageEndDate",
+    "SenderPartyId",
+    "SenderName",
+    "ServiceDescription",
+    "RecipientPartyId",
+    "RecipientName",
+    "RepresentedRepertoire",
   ],
   SY01: [
     "SummaryRecordId",
@@ -87,6 +103,13 @@ export const LAYOUTS = {
     "PriceConsumerPaidExcSalesTax",
   ],
   SU03: ["BlockId", "SalesTransactionId", "SummaryRecordId", "DspReleaseId", "Usages", "NetRevenue"],
+  FOOT: [
+    "NumberOfLinesInFile",
+    "NumberOfLinesInReport",
+    "NumberOfSummaryRecords",
+    "NumberOfBlocksInFile",
+    "NumberOfBlocksInReport",
+  ],
 } satisfies Record<string, string[]>;
 
 /** Synonyms across profile versions: the first name found in a layout is used. */
@@ -127,26 +150,90 @@ function monthOfDate(value: string, what: string, line: number): string {
   return `${m[1]}-${m[2]}`;
 }
 
+/** HEAD's column of SenderPartyId when no `#HEAD` row names the columns (the record type is column 0). */
+const SENDER_COLUMN = LAYOUTS.HEAD.indexOf("SenderPartyId") + 1;
+
+/**
+ * The DDEX party id of the file's sender (HEAD's SenderPartyId), read from the file's first records
+ * (a `#HEAD` row before HEAD names the columns); undefined when the file does not start with a HEAD
+ * record or the HEAD gives none. The file's NAME is not read: real files name their parties there in
+ * either order (DDEX's UnlimitedMusicMonthly sample puts the recipient first).
+ */
+export async function dsrSenderPartyId(file: string): Promise<string | undefined> {
+  // HEAD is the first record: the first 64 KiB hold it, and any `#` rows before it.
+  const source = createReadStream(file, { start: 0, end: 64 * 1024 - 1 });
+  try {
+    let column = SENDER_COLUMN;
+    for await (const records of readRecords(source, "\t", false)) {
+      for (const record of records) {
+        const type = (record.fields[0] ?? "").replace(/^\uFEFF/, "").trim();
+        if (type.startsWith("#")) {
+          if (type.slice(1).split(".")[0] === "HEAD") {
+            const at = record.fields.findIndex((f, n) => n > 0 && f.trim().toLowerCase() === "senderpartyid");
+            if (at > 0) column = at;
+          }
+          continue;
+        }
+        if (type.split(".")[0] !== "HEAD") return undefined;
+        return (record.fields[column] ?? "").trim() || undefined;
+      }
+    }
+    return undefined;
+  } finally {
+    source.destroy();
+  }
+}
+
+/** A FOOT count: a whole number, or undefined when empty (then not compared). */
+function footCount(value: string, name: string, line: number, warn: Warn): number | undefined {
+  if (value === "") return undefined;
+  if (!/^\d+$/.test(value)) {
+    warn(line, `the FOOT record's ${name} ${JSON.stringify(value)} is not a whole number: not compared`);
+    return undefined;
+  }
+  return Number(value);
+}
+
+type Warn = (line: number | null, message: string) => void;
+
+interface Release {
+  icpn: string;
+  dspId: string;
+}
+
+interface Resource {
+  isrc: string;
+  dspId: string;
+}
+
 export const ddexDsrFormat: RoyaltyFormat = {
   name: "ddex-dsr",
   title: "DDEX DSR flat file (Basic Audio and UGC profiles)",
   delimiter: "\t",
   quoting: false,
   storeInFile: false,
+  senderPartyId: dsrSenderPartyId,
   create(options): FormatParser {
     const store = options.store;
+    const warn: Warn = options.warn ?? (() => {});
     const layouts = new Map<string, Columns>(
       Object.entries(LAYOUTS).map(([k, v]) => [k, columns(v)] as [string, Columns]),
     );
-    let head: { salePeriod: string; reportingPeriod: string; ugc: boolean } | undefined;
+    let head: { salePeriod: string; reportingPeriod: string; ugc: boolean; oneFile: boolean } | undefined;
     const summaries = new Map<string, Summary>();
     let block = "";
-    const releases = new Map<string, string>();
-    const resources = new Map<string, string>();
-    let firstIsrc = "";
+    const releases = new Map<string, Release>();
+    const resources = new Map<string, Resource>();
+    let firstResource: Resource | undefined;
+    // What FOOT's counts are compared with.
+    let lastLine = 0;
+    let summaryRecords = 0;
+    const blocks = new Set<string>();
+    let foot: { line: number; fields: string[]; layout: Columns } | undefined;
 
     return {
       record(fields, line) {
+        if (line > lastLine) lastLine = line;
         const type = (fields[0] ?? "").replace(/^\uFEFF/, "").trim();
         if (type.startsWith("#")) {
           const base = type.slice(1).split(".")[0] ?? "";
@@ -174,12 +261,20 @@ export const ddexDsrFormat: RoyaltyFormat = {
             reportingPeriod:
               options.period ?? (created ? monthOfDate(created, "MessageCreatedDateTime", line) : salePeriod),
             ugc,
+            // The report is this one file: its counts "in the report" are the file's.
+            oneFile: (get("NumberOfFiles") || "1") === "1",
           };
           return null;
         }
         if (!head)
           throw new FormatError(line, "the file does not start with a HEAD record: not a DSR flat file");
+        if (base === "FOOT") {
+          // Compared at the end (finish): records after FOOT count too.
+          foot = { line, fields, layout: layout ?? columns(LAYOUTS.FOOT) };
+          return null;
+        }
         if (base.startsWith("SY")) {
+          summaryRecords++;
           const id = get("SummaryRecordId");
           // Several summaries can share an id (one per rights controller): the first one counts.
           if (summaries.has(id)) return null;
@@ -199,21 +294,25 @@ export const ddexDsrFormat: RoyaltyFormat = {
         }
         if (base.startsWith("RE") || base.startsWith("AS") || base.startsWith("MW")) {
           const id = get("BlockId");
+          blocks.add(id);
           if (id !== block) {
             block = id;
             releases.clear();
             resources.clear();
-            firstIsrc = "";
+            firstResource = undefined;
           }
-          if (base.startsWith("RE")) releases.set(get("ReleaseReference"), get("ICPN"));
+          if (base.startsWith("RE")) {
+            releases.set(get("ReleaseReference"), { icpn: get("ICPN"), dspId: get("DspReleaseId") });
+          }
           if (base.startsWith("AS")) {
-            const isrc = get("ISRC");
-            resources.set(get("ResourceReference"), isrc);
-            if (!firstIsrc) firstIsrc = isrc;
+            const resource = { isrc: get("ISRC"), dspId: get("DspResourceId") };
+            resources.set(get("ResourceReference"), resource);
+            if (!firstResource) firstResource = resource;
           }
           return null;
         }
         if (base !== "SU01" && base !== "SU02" && base !== "SU03") return null;
+        blocks.add(get("BlockId"));
         if (get("BlockId") !== block) {
           throw new LineError(
             `the ${type} record's BlockId ${JSON.stringify(get("BlockId"))} has no RE or AS record before it`,
@@ -228,28 +327,42 @@ export const ddexDsrFormat: RoyaltyFormat = {
 
         let isrc = "";
         let upc = "";
+        let storeResourceId = "";
+        let storeReleaseId = "";
         if (base === "SU03") {
-          isrc = firstIsrc;
+          isrc = firstResource?.isrc ?? "";
+          storeResourceId = firstResource?.dspId || get("DspReleaseId");
         } else {
           const resource = get("TransactedResource");
           const release = get("TransactedRelease");
           if (resource) {
-            isrc = resources.get(resource) ?? "";
-            if (!resources.has(resource)) {
+            const r = resources.get(resource);
+            if (!r) {
               throw new LineError(
                 `TransactedResource ${JSON.stringify(resource)} is not a resource of block ${block}`,
               );
             }
-            // The release's ICPN helps matching when it is a valid code; an invalid one is dropped.
-            const icpn = releases.size === 1 ? (releases.values().next().value ?? "") : "";
-            if (/^\d{12,14}$/.test(icpn) && gtinIsValid(icpn)) upc = icpn;
+            isrc = r.isrc;
+            storeResourceId = r.dspId;
+            // The block's release, when it has one: its ICPN helps matching (checked by normalise).
+            const only = releases.size === 1 ? releases.values().next().value : undefined;
+            upc = only?.icpn ?? "";
+            storeReleaseId = only?.dspId ?? "";
           } else if (release) {
-            if (!releases.has(release)) {
+            const r = releases.get(release);
+            if (!r) {
               throw new LineError(
                 `TransactedRelease ${JSON.stringify(release)} is not a release of block ${block}`,
               );
             }
-            upc = releases.get(release) ?? "";
+            upc = r.icpn;
+            storeReleaseId = r.dspId;
+            // An ICPN that fails its check digit cannot find the release: the block's only
+            // resource, when it has just one, is what was sold (DDEX's AdFunded sample).
+            if (!(/^\d{8,14}$/.test(upc) && gtinIsValid(upc.padStart(12, "0"))) && resources.size === 1) {
+              isrc = firstResource?.isrc ?? "";
+              storeResourceId = firstResource?.dspId ?? "";
+            }
           } else {
             throw new LineError(
               `the ${type} record names neither a TransactedResource nor a TransactedRelease`,
@@ -310,10 +423,35 @@ export const ddexDsrFormat: RoyaltyFormat = {
           fees: "0",
           net: money,
           currency: summary.currency,
+          storeResourceId,
+          storeReleaseId,
         } satisfies RawLine;
       },
       finish() {
         if (!head) throw new FormatError(1, "the file has no HEAD record: not a DSR flat file");
+        if (!foot) {
+          warn(null, "the file has no FOOT record: its counts could not be checked (is the file complete?)");
+          return;
+        }
+        const { line, fields, layout } = foot;
+        const value = (name: string) => {
+          const i = layout.get(name.toLowerCase());
+          return i === undefined ? "" : (fields[i] ?? "").trim();
+        };
+        const checks: [string, number, boolean][] = [
+          ["NumberOfLinesInFile", lastLine, true],
+          ["NumberOfLinesInReport", lastLine, head.oneFile],
+          ["NumberOfSummaryRecords", summaryRecords, true],
+          ["NumberOfBlocksInFile", blocks.size, true],
+          ["NumberOfBlocksInReport", blocks.size, head.oneFile],
+        ];
+        for (const [name, actual, compare] of checks) {
+          if (!compare) continue;
+          const said = footCount(value(name), name, line, warn);
+          if (said !== undefined && said !== actual) {
+            warn(line, `the FOOT record's ${name} is ${said}, the file has ${actual}`);
+          }
+        }
       },
     };
   },

@@ -24,6 +24,12 @@ export interface RawLine {
   fees: string;
   net: string;
   currency: string;
+  /**
+   * The store's own ids of what was sold (a DSR's DspResourceId and DspReleaseId): the line is
+   * matched by them when its ISRC and UPC find nothing (docs/royalties.md, "Matching").
+   */
+  storeResourceId?: string;
+  storeReleaseId?: string;
 }
 
 export interface FormatOptions {
@@ -31,6 +37,11 @@ export interface FormatOptions {
   period?: string | undefined;
   /** --store: the store code for formats whose lines do not name it. */
   store?: string | undefined;
+  /**
+   * What the format reads past without refusing the file (a footer that disagrees with the body):
+   * a warning on the import, at a line or (null) about the file as a whole.
+   */
+  warn?: ((line: number | null, message: string) => void) | undefined;
 }
 
 export interface FormatParser {
@@ -52,6 +63,12 @@ export interface RoyaltyFormat {
   /** Whether the lines name their store; when not, --store (or defaultStore) does. */
   storeInFile: boolean;
   defaultStore?: string;
+  /**
+   * For a format whose file names its sender by DDEX party id (a DSR's HEAD SenderPartyId): that
+   * id, read before the import, so that the store whose `ddex.recipient.dpid` it is can be chosen
+   * without --store. undefined when the file gives none.
+   */
+  senderPartyId?: (file: string) => Promise<string | undefined>;
   create(options: FormatOptions): FormatParser;
 }
 
