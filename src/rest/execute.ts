@@ -26,6 +26,24 @@ export interface RestRequest {
   range: { offset: number; limit: number | undefined } | undefined;
   /** `nulls=stripped` on the JSON media types: null members are left out of every object. */
   stripNulls?: boolean;
+  /** /rest/v1/rpc: the function call the rows are read from, instead of `table` (src/rest/rpc.ts). */
+  call?: CallSource;
+}
+
+/**
+ * A function call as the source of a read: `pgrst_call as (select ... from f(...))`, run once
+ * whatever reads it (the count too), with its arguments already in `params`.
+ */
+export interface CallSource {
+  cte: string;
+  params: Params;
+  /**
+   * How the answer is shaped: rows (an array of objects), scalars (an array of values), one row
+   * (an object, or null), one scalar (the value), or nothing (void: 204).
+   */
+  body: "rows" | "scalars" | "row" | "scalar" | "void";
+  /** A GET or HEAD, or a stable or immutable function: the transaction is read-only. */
+  readOnly: boolean;
 }
 
 /**
@@ -33,13 +51,23 @@ export interface RestRequest {
  * PostgREST writes it: the first row's keys, then each row as PostgreSQL prints a record (its
  * values in their text form, quoted where needed), an empty result being a single newline.
  */
-function bodySql(source: string, accept: Representation, stripNulls: boolean | undefined): string {
+function bodySql(
+  source: string,
+  accept: Representation,
+  stripNulls: boolean | undefined,
+  shape: CallSource["body"] = "rows",
+): string {
   if (accept === "csv") {
     return `(select coalesce(string_agg(k, ','), '') from (select json_object_keys(row_to_json(hh)) as k from (select * from ${source} limit 1) as hh) as h)
       || chr(10) || coalesce(string_agg(substring(_p::text, 2, length(_p::text) - 2), chr(10)), '')`;
   }
-  const json = "coalesce(json_agg(_p), '[]'::json)";
-  return `${stripNulls ? `json_strip_nulls(${json})` : json}::text`;
+  const strip = (json: string) => (stripNulls ? `json_strip_nulls(${json})` : json);
+  // A function's scalar results are the values of its one column, pgrst_scalar (as PostgREST names it).
+  if (shape === "scalars") return `coalesce(${strip("json_agg(_p.pgrst_scalar)")}, '[]'::json)::text`;
+  if (shape === "scalar" || shape === "void")
+    return `coalesce(${strip("json_agg(_p.pgrst_scalar)")}->0, 'null'::json)::text`;
+  if (shape === "row") return `coalesce(${strip("json_agg(_p)")}->0, 'null'::json)::text`;
+  return `${strip("coalesce(json_agg(_p), '[]'::json)")}::text`;
 }
 
 export interface RestResult {
@@ -97,15 +125,17 @@ export async function execute(
   req: RestRequest,
   maxRows: number,
 ): Promise<RestResult> {
-  const readOnly = req.method === "GET" || req.method === "HEAD";
+  const readOnly = req.call ? req.call.readOnly : req.method === "GET" || req.method === "HEAD";
   checkEmbedPaths(req.query);
   try {
     return await db.withRequestContext(
       claims,
       async (tx) => {
-        const result = readOnly
-          ? await read(tx, cache, req, maxRows, estimatesAllowed(claims))
-          : await write(tx, cache, req);
+        // A function's rows are counted exactly: the planner cannot estimate a call's result.
+        const result =
+          readOnly || req.call
+            ? await read(tx, cache, req, maxRows, !req.call && estimatesAllowed(claims))
+            : await write(tx, cache, req);
         if (req.prefer.handling) apply(req.prefer, "handling", req.prefer.handling);
         if (req.prefer.tx) apply(req.prefer, "tx", req.prefer.tx);
         if (req.prefer.tx === "rollback") throw new Rollback(result);
@@ -129,30 +159,36 @@ function estimatesAllowed(claims: Claims): boolean {
   return claims.role === "service_role";
 }
 
-function shapeOf(cache: SchemaCache, query: ParsedQuery): ReadShape {
-  return { cache, query, params: new Params(), next: { n: 0 } };
+function shapeOf(cache: SchemaCache, query: ParsedQuery, params = new Params()): ReadShape {
+  return { cache, query, params, next: { n: 0 } };
 }
 
 /** The statement behind a read: exported so the benchmark's baseline runs exactly the same SQL. */
 export function buildRead(
   cache: SchemaCache,
   req: Pick<RestRequest, "table" | "query" | "prefer" | "range"> &
-    Partial<Pick<RestRequest, "accept" | "stripNulls">>,
+    Partial<Pick<RestRequest, "accept" | "stripNulls" | "call">>,
   maxRows: number,
   /** Count exactly whatever count was asked for (planned and estimated included). */
   countExactly = false,
 ) {
-  const shape = shapeOf(cache, req.query);
+  const shape = shapeOf(cache, req.query, req.call?.params);
   const root = req.query.limits.find((l) => l.path.length === 0);
   const offset = req.range?.offset ?? root?.offset ?? 0;
   const limits = [root?.limit, req.range?.limit, maxRows].filter((x): x is number => x !== undefined);
   const limit = Math.min(...limits);
-  const table = `"${req.table.schema}"."${req.table.name.replace(/"/g, '""')}"`;
-  const rows = rootRead(shape, req.table, table, { limit, offset }, { applyConditions: true });
+  const table = req.call ? "pgrst_call" : `"${req.table.schema}"."${req.table.name.replace(/"/g, '""')}"`;
+  const rows = rootRead(
+    shape,
+    req.table,
+    table,
+    { limit, offset },
+    { applyConditions: true, rowFromColumns: req.call !== undefined },
+  );
   const countSql = `select 1 from ${table} as t0${rows.where.length ? ` where ${rows.where.join(" and ")}` : ""}`;
   const exact = req.prefer.count === "exact" || (countExactly && req.prefer.count !== undefined);
-  const sql = `with pgrst_source as (${rows.rows}) select ${exact ? `(select count(*) from (${countSql}) as c)` : "null"}::bigint as total,
-    ${bodySql("pgrst_source", req.accept ?? "json", req.stripNulls)} as body, count(_p)::bigint as n from pgrst_source as _p`;
+  const sql = `with ${req.call ? `${req.call.cte}, ` : ""}pgrst_source as (${rows.rows}) select ${exact ? `(select count(*) from (${countSql}) as c)` : "null"}::bigint as total,
+    ${bodySql("pgrst_source", req.accept ?? "json", req.stripNulls, req.call?.body)} as body, count(_p)::bigint as n from pgrst_source as _p`;
   return { sql, params: shape.params.values, countSql, offset };
 }
 
@@ -202,7 +238,12 @@ async function read(
     );
   }
   const partial = page.total !== undefined && (offset > 0 || offset + page.count < page.total);
-  const body = req.accept === "object" ? singleObject(page) : page.body;
+  const shape = req.call?.body ?? "rows";
+  // A function returning void answers 204 without a body, as PostgREST does.
+  if (shape === "void") return { status: 204, headers, body: undefined };
+  // One row or one value is already the object asked for.
+  const single = shape === "row" || shape === "scalar";
+  const body = req.accept === "object" && !single ? singleObject(page) : page.body;
   return { status: partial ? 206 : 200, headers, body };
 }
 

@@ -13,6 +13,11 @@ export interface Preferences {
   tx: "commit" | "rollback" | undefined;
   handling: "strict" | "lenient" | undefined;
   maxAffected: number | undefined;
+  /**
+   * `params=single-object` (PostgREST up to v12; v13 dropped it): an rpc POST's whole body is the
+   * one json/jsonb argument of the function, whatever its name.
+   */
+  params: "single-object" | undefined;
   /** The preferences honoured, as they go into Preference-Applied. */
   applied: string[];
 }
@@ -24,6 +29,7 @@ const VALUES: Record<string, readonly string[]> = {
   missing: ["default", "null"],
   tx: ["commit", "rollback"],
   handling: ["strict", "lenient"],
+  params: ["single-object"],
 };
 
 export function parsePrefer(header: string | string[] | undefined): Preferences {
@@ -35,6 +41,7 @@ export function parsePrefer(header: string | string[] | undefined): Preferences 
     tx: undefined,
     handling: undefined,
     maxAffected: undefined,
+    params: undefined,
     applied: [],
   };
   const raw = (Array.isArray(header) ? header.join(",") : (header ?? ""))

@@ -4,12 +4,13 @@ import { asDbError, isRetryable, mapDbError } from "../db/errors.ts";
 import { identify, postgrestGatewayError } from "../http/gateway.ts";
 import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
-import { ParseError } from "./ast.ts";
+import { type ParsedQuery, ParseError } from "./ast.ts";
 import { execute, type Method, type Representation } from "./execute.ts";
 import { checkQueryLength, checkQueryLimits } from "./limits.ts";
 import { describedRole, openApiDocument } from "./openapi.ts";
 import { parseQuery } from "./parse-query.ts";
 import { parsePrefer } from "./prefer.ts";
+import { bodyKeys, type CallArgs, callSource, findRoutine, splitRpcQuery } from "./rpc.ts";
 import type { SchemaCache } from "./schema-cache.ts";
 import { RestError } from "./sql-common.ts";
 
@@ -245,10 +246,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     return reply.type("application/openapi+json; charset=utf-8").send(text);
   });
 
-  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-    const caller = request.caller;
-    if (!caller) throw new Error("rest route without a caller");
-    const method = request.method as Method;
+  const checkProfile = (request: FastifyRequest, method: Method) => {
     const profileHeader = method === "GET" || method === "HEAD" ? "accept-profile" : "content-profile";
     const profile = request.headers[profileHeader];
     if (typeof profile === "string" && !EXPOSED_SCHEMAS.includes(profile)) {
@@ -258,11 +256,22 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
         `The schema must be one of the following: ${EXPOSED_SCHEMAS.join(", ")}`,
       );
     }
-    const cache = await opts.schemaCache();
+  };
+  const pathName = (request: FastifyRequest) => {
     const name = (request.params as { "*": string })["*"];
     if (name === "" || name.includes("/")) {
       throw new RestError(404, "PGRST125", "Invalid path specified in request URL");
     }
+    return name;
+  };
+
+  const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const caller = request.caller;
+    if (!caller) throw new Error("rest route without a caller");
+    const method = request.method as Method;
+    checkProfile(request, method);
+    const cache = await opts.schemaCache();
+    const name = pathName(request);
     const table = cache.tables.get(name);
     if (!table) {
       throw new RestError(
@@ -296,6 +305,76 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     // The body is already what the media type asks for (CSV is written by the database).
     return reply.type(negotiated.mediaType).send(result.body);
   };
+
+  // /rpc/<function> (src/rest/rpc.ts): GET and HEAD with the arguments in the query string, in a
+  // read-only transaction; POST with a JSON body, read-only too for a stable or immutable function.
+  const rpcHandler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const caller = request.caller;
+    if (!caller) throw new Error("rest route without a caller");
+    const method = request.method as Method;
+    if (method !== "GET" && method !== "HEAD" && method !== "POST") {
+      throw new RestError(405, "PGRST101", `Cannot use the ${method} method on RPC`);
+    }
+    checkProfile(request, method);
+    const cache = await opts.schemaCache();
+    const name = pathName(request);
+    const rawQuery = request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "";
+    checkQueryLength(rawQuery);
+    const entries = [...new URLSearchParams(rawQuery)];
+    const prefer = parsePrefer(request.headers.prefer);
+    const post = method === "POST";
+    let query: ParsedQuery;
+    let args: CallArgs;
+    let keys: string[];
+    if (post) {
+      query = parseQuery(entries);
+      keys = query.columns ?? bodyKeys(request.body);
+      args = { kind: "body", body: request.body, keys };
+    } else {
+      const split = splitRpcQuery(entries);
+      query = split.query;
+      keys = [...new Set(split.args.map(([k]) => k))];
+      args = { kind: "query", values: split.args };
+    }
+    checkQueryLimits(query);
+    const found = findRoutine(cache, name, keys, String(caller.claims.role), {
+      post,
+      singleObject: post && prefer.params === "single-object",
+    });
+    const readOnly = !post || found.routine.volatility !== "volatile";
+    const { call, table } = callSource(cache, found, args, readOnly);
+    // A scalar result is its one value: there is nothing to select from it.
+    if (found.routine.returns !== "composite") query = { ...query, select: undefined };
+    const negotiated = negotiate(request.headers.accept);
+    const range = post ? undefined : parseRange(request.headers.range as string | undefined);
+    const result = await execute(
+      opts.db,
+      caller.claims,
+      cache,
+      {
+        method,
+        table,
+        query,
+        prefer,
+        accept: negotiated.representation,
+        body: undefined,
+        range,
+        stripNulls: negotiated.stripNulls,
+        call,
+      },
+      opts.maxRows,
+    );
+    reply.status(result.status).headers(result.headers);
+    if (prefer.applied.length) reply.header("Preference-Applied", prefer.applied.join(", "));
+    if (result.body === undefined) return reply.send();
+    reply.type(negotiated.mediaType);
+    return method === "HEAD" ? reply.send() : reply.send(result.body);
+  };
+  app.route({
+    method: ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"],
+    url: "/rpc/*",
+    handler: rpcHandler,
+  });
 
   // A wildcard rather than /:table: any name, however long or odd, reaches the handler and gets
   // PostgREST's answer (PGRST205 for an unknown table, PGRST125 for a deeper path).

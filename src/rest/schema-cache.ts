@@ -128,6 +128,66 @@ export interface SchemaCache {
   tables: Map<string, Table>;
   /** Relationships by the table they start from. */
   relationships: Map<string, Relationship[]>;
+  /** The functions of the schema /rest/v1/rpc/<name> may call, by name (overloads in creation order). */
+  routines: Map<string, Routine[]>;
+}
+
+/** One input parameter of a function: IN, INOUT or VARIADIC. */
+export interface RoutineParam {
+  /** "" when unnamed. */
+  name: string;
+  /** The type as format_type() spells it (for VARIADIC, the array type). */
+  type: string;
+  /** No default: a call must give it. */
+  required: boolean;
+  variadic: boolean;
+}
+
+/**
+ * A function of the exposed schema, for /rest/v1/rpc (docs/rest.md, "Functions (rpc)"): its
+ * parameters, what it returns, its volatility, and the request roles that may EXECUTE it (its
+ * grants decide; nothing else does).
+ */
+export interface Routine {
+  schema: string;
+  name: string;
+  oid: string;
+  params: RoutineParam[];
+  returnsSet: boolean;
+  /** void; a scalar (base, domain, enum, range, array); or rows of columns. */
+  returns: "void" | "scalar" | "composite";
+  /** The return type as format_type() spells it. */
+  returnType: string;
+  /** A composite return: the exposed table or view whose row type it is (its relationships embed). */
+  returnTable: string | undefined;
+  /** A composite return: its columns (a table's, a composite type's, or the OUT/TABLE parameters). */
+  returnColumns: Column[];
+  volatility: "immutable" | "stable" | "volatile";
+  /** The request roles (REQUEST_ROLES) with EXECUTE on it. */
+  executableBy: Set<string>;
+  description: string | null;
+}
+
+interface RoutineRow {
+  oid: string;
+  name: string;
+  volatility: string;
+  returns_set: boolean;
+  return_type: string;
+  return_element_type: string | null;
+  return_typtype: string;
+  return_is_void: boolean;
+  return_relation: string | null;
+  return_relation_kind: string | null;
+  return_relation_schema: string | null;
+  return_attributes: { name: string; type: string; element_type: string | null }[] | null;
+  arg_types: string[];
+  arg_element_types: (string | null)[];
+  arg_modes: string[] | null;
+  arg_names: string[] | null;
+  defaults: number;
+  roles: string[];
+  description: string | null;
 }
 
 interface ColumnRow {
@@ -301,8 +361,40 @@ export async function loadSchemaCache(db: Db, schema = "public"): Promise<Schema
           [schema, [...REQUEST_ROLES]],
         )
       ).rows;
+      const routines = (
+        await tx.query<RoutineRow>(
+          `select p.oid::text as oid, p.proname as name, p.provolatile::text as volatility, p.proretset as returns_set,
+                  format_type(p.prorettype, null) as return_type,
+                  case when rt.typcategory = 'A' then format_type(rt.typelem, null) end as return_element_type,
+                  rt.typtype::text as return_typtype, p.prorettype = 'void'::regtype as return_is_void,
+                  rc.relname as return_relation, rc.relkind::text as return_relation_kind, rn.nspname as return_relation_schema,
+                  case when rt.typtype = 'c' then (
+                    select json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, a.atttypmod),
+                             'element_type', case when at.typcategory = 'A' then format_type(at.typelem, null) end) order by a.attnum)
+                    from pg_attribute a join pg_type at on at.oid = a.atttypid
+                    where a.attrelid = rt.typrelid and a.attnum > 0 and not a.attisdropped) end as return_attributes,
+                  array(select format_type(u.t, null) from unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) with ordinality u(t, i) order by u.i)::text[] as arg_types,
+                  array(select case when ut.typcategory = 'A' then format_type(ut.typelem, null) end
+                        from unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) with ordinality u(t, i)
+                        join pg_type ut on ut.oid = u.t order by u.i)::text[] as arg_element_types,
+                  p.proargmodes::text[] as arg_modes, p.proargnames as arg_names, p.pronargdefaults as defaults,
+                  array(select r.rolname::text from pg_roles r
+                        where r.rolname = any ($2::text[]) and has_function_privilege(r.oid, p.oid, 'EXECUTE'))::text[] as roles,
+                  obj_description(p.oid, 'pg_proc') as description
+           from pg_proc p
+           join pg_namespace n on n.oid = p.pronamespace
+           join pg_type rt on rt.oid = p.prorettype
+           left join pg_class rc on rc.oid = rt.typrelid and rt.typtype = 'c'
+           left join pg_namespace rn on rn.oid = rc.relnamespace
+           where n.nspname = $1 and p.prokind = 'f'
+             and not exists (select 1 from pg_depend d where d.objid = p.oid and d.deptype = 'e')
+           order by p.oid`,
+          [schema, [...REQUEST_ROLES]],
+        )
+      ).rows;
       const triggers = await insertTriggers(tx, schema);
       const cache = buildCache(schema, columns, constraints, functions, viewColumnSources(views, tableOids));
+      cache.routines = buildRoutines(schema, routines, cache.tables);
       describeColumns(cache, checks, triggers);
       for (const p of privileges) {
         const table = cache.tables.get(p.table_name);
@@ -636,7 +728,95 @@ function buildCache(
       junction: undefined,
     });
   }
-  return { schema, tables, relationships };
+  return { schema, tables, relationships, routines: new Map() };
+}
+
+const VOLATILITY = { i: "immutable", s: "stable", v: "volatile" } as const;
+
+const column = (name: string, type: string, elementType: string | null, position: number): Column => ({
+  name,
+  type,
+  elementType: elementType ?? undefined,
+  nullable: true,
+  hasDefault: false,
+  position,
+  description: null,
+});
+
+/**
+ * The schema's functions as /rest/v1/rpc sees them, from pg_proc: the input parameters (IN,
+ * INOUT, VARIADIC), and the result: void, a scalar, or rows whose columns are the OUT/TABLE
+ * parameters, a table's or a composite type's. A function returning `record` without OUT
+ * parameters (which needs a column list to call) or taking a pseudo-type (polymorphic) cannot be
+ * called through the interface and is left out, as are functions an extension owns.
+ */
+function buildRoutines(
+  schema: string,
+  rows: RoutineRow[],
+  tables: Map<string, Table>,
+): Map<string, Routine[]> {
+  const out = new Map<string, Routine[]>();
+  for (const r of rows) {
+    const modes = r.arg_modes ?? r.arg_types.map(() => "i");
+    const names = r.arg_names ?? [];
+    const inputs: { name: string; type: string; variadic: boolean }[] = [];
+    const outputs: Column[] = [];
+    r.arg_types.forEach((type, i) => {
+      const mode = modes[i] ?? "i";
+      const name = names[i] ?? "";
+      if (mode === "i" || mode === "b" || mode === "v") inputs.push({ name, type, variadic: mode === "v" });
+      if (mode === "o" || mode === "b" || mode === "t")
+        outputs.push(column(name, type, r.arg_element_types[i] ?? null, outputs.length + 1));
+    });
+    const pseudo = (t: string) =>
+      /^(any|anyelement|anyarray|anynonarray|anyenum|anyrange|anymultirange|anycompatible\w*|internal|cstring|trigger|event_trigger|language_handler|fdw_handler|table_am_handler|index_am_handler|tsm_handler|opaque)$/.test(
+        t,
+      );
+    if (inputs.some((p) => pseudo(p.type)) || pseudo(r.return_type)) continue;
+    let returns: Routine["returns"];
+    let returnTable: string | undefined;
+    let returnColumns: Column[] = [];
+    if (r.return_is_void) returns = "void";
+    else if (outputs.length > 0) {
+      returns = "composite";
+      returnColumns = outputs;
+    } else if (r.return_typtype === "c") {
+      returns = "composite";
+      const exposed =
+        r.return_relation_schema === schema && r.return_relation ? tables.get(r.return_relation) : undefined;
+      if (exposed) {
+        returnTable = exposed.name;
+        returnColumns = exposed.columns;
+      } else {
+        returnColumns = (r.return_attributes ?? []).map((a, i) =>
+          column(a.name, a.type, a.element_type, i + 1),
+        );
+      }
+    } else if (r.return_type === "record" || r.return_typtype === "p") {
+      continue;
+    } else {
+      returns = "scalar";
+    }
+    const required = inputs.length - Number(r.defaults);
+    const routine: Routine = {
+      schema,
+      name: r.name,
+      oid: r.oid,
+      params: inputs.map((p, i) => ({ ...p, required: i < required })),
+      returnsSet: r.returns_set,
+      returns,
+      returnType: r.return_type,
+      returnTable,
+      returnColumns,
+      volatility: VOLATILITY[r.volatility as keyof typeof VOLATILITY] ?? "volatile",
+      executableBy: new Set(r.roles),
+      description: r.description,
+    };
+    const list = out.get(r.name) ?? [];
+    list.push(routine);
+    out.set(r.name, list);
+  }
+  return out;
 }
 
 function sameSet(a: string[], b: string[]): boolean {

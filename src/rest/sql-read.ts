@@ -388,11 +388,12 @@ export function rootRead(
   table: Table,
   source: string,
   page: { limit: number | undefined; offset: number | undefined },
-  options: { applyConditions: boolean },
+  /** rowFromColumns: the source's rows are not of the table's type (a function's result). */
+  options: { applyConditions: boolean; rowFromColumns?: boolean },
 ): RootRead {
   // Read from a write's returned rows, the row is rebuilt as the table's type for computed columns.
   const row =
-    source === "pgrst_rows"
+    source === "pgrst_rows" || options.rowFromColumns
       ? `row(${table.columns.map((c) => `t0.${ident(c.name)}`).join(", ")})::${ident(table.schema)}.${ident(table.name)}`
       : "t0";
   const level: Level = { table, alias: "t0", path: [], depth: 0, names: { display: table.name, row } };
