@@ -2,6 +2,7 @@ import { Command } from "commander";
 import * as accounts from "./accounts.ts";
 import * as audit from "./audit.ts";
 import * as auth from "./auth.ts";
+import * as backup from "./backup.ts";
 import { Cli, type CliIo, type DbOpener } from "./context.ts";
 import * as database from "./database.ts";
 import * as deliveries from "./deliveries.ts";
@@ -32,6 +33,7 @@ import * as transfer from "./transfer.ts";
 const GROUPS: ((program: Command, cli: Cli) => void)[] = [
   server.register, // serve
   database.register, // migrate, db
+  backup.register, // backup, restore
   media.register, // media
   tenants.register, // tenants
   accounts.register, // accounts

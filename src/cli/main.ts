@@ -56,8 +56,11 @@ function longRunning(args: string[]): boolean {
   return group === "serve" || group === "worker" || (group === "royalties" && command === "import");
 }
 
-/** Commands that never use a running server: they run the server, or need no database. */
-const LOCAL_COMMANDS = new Set(["serve", "worker", "migrate", "db", "media", "help"]);
+/**
+ * Commands that never use a running server: they run the server, or need no database (`restore`
+ * makes a new data directory, which no server may hold yet).
+ */
+const LOCAL_COMMANDS = new Set(["serve", "worker", "migrate", "db", "media", "restore", "help"]);
 
 /**
  * A command line a running server may take at once, before anything else is loaded: a command

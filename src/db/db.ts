@@ -200,6 +200,14 @@ export class Db {
     return this.engine.stats?.();
   }
 
+  /**
+   * The embedded database's files as one consistent tar (src/backup), with `whileHeld` run before
+   * any other transaction may start; undefined on PostgreSQL (pg_dump takes its backups).
+   */
+  snapshot(whileHeld?: () => Promise<void>): Promise<Blob> | undefined {
+    return this.engine.snapshot?.(whileHeld);
+  }
+
   /** Round trip to the database; throws when it cannot be reached. */
   async ping(): Promise<void> {
     await this.engine.transaction((tx) => tx.query("select 1"), { readOnly: true });

@@ -262,6 +262,23 @@ export class PgliteEngine implements Engine {
     return new Blob([await this.call<ArrayBuffer>({ op: "dump" })]);
   }
 
+  /**
+   * The whole database as one tar, for a backup (src/backup): taken inside a transaction of its
+   * own, so between the others (the single connection is held), after a CHECKPOINT, so the files
+   * need no recovery; `whileHeld` runs before the connection is let go (the media are linked then).
+   */
+  async snapshot(whileHeld?: () => Promise<void>): Promise<Blob> {
+    return this.transaction(
+      async (tx) => {
+        await tx.exec("checkpoint");
+        const tar = await this.dump();
+        await whileHeld?.();
+        return tar;
+      },
+      { readOnly: true },
+    );
+  }
+
   close(): Promise<void> {
     return this.stop({ releaseLock: true });
   }

@@ -42,6 +42,8 @@ export interface Engine {
   listen(channel: string, onNotice: () => void): Promise<() => Promise<void>>;
   /** How its connections are used now (for /metrics); engines without a pool of their own omit it. */
   stats?(): PoolStats;
+  /** The embedded engine only: its files as one tar between transactions (a backup, src/backup). */
+  snapshot?(whileHeld?: () => Promise<void>): Promise<Blob>;
   close(): Promise<void>;
 }
 
