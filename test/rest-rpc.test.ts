@@ -4,7 +4,7 @@ import { after, before, test } from "node:test";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
-import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { memberToken, seedAccount } from "./support/seed.ts";
 
@@ -23,6 +23,10 @@ create type public.rpc_status as enum ('ONLINE', 'OFFLINE');
 create table public.rpc_people (username text primary key, status public.rpc_status not null default 'ONLINE', age int not null);
 insert into public.rpc_people values ('supabot', 'ONLINE', 3), ('kiwicopple', 'OFFLINE', 30), ('awailas', 'ONLINE', 28), ('dragarcia', 'ONLINE', 25);
 grant select, update on public.rpc_people to authenticated;
+create table public.rpc_pets (id int primary key, name text not null, owner text not null references public.rpc_people);
+insert into public.rpc_pets values (1, 'Rex', 'kiwicopple'), (2, 'Tom', 'kiwicopple'), (3, 'Fifi', 'awailas');
+grant select on public.rpc_pets to authenticated;
+create function public.rpc_exact(n numeric) returns text language sql immutable as $$ select n::text $$;
 create function public.rpc_get_status(name_param text) returns public.rpc_status language sql stable
   as $$ select status from public.rpc_people where username = name_param $$;
 create function public.rpc_people_older(min_age int default 0) returns setof public.rpc_people language sql stable
@@ -111,7 +115,7 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
       { readOnly: false },
     );
     app = await startApp(t());
-    ({ tenant, keys } = await tenantWithKeys(t()));
+    ({ tenant, keys } = await tenantWithKeys(t(), { settings: UNLIMITED }));
     const account = await seedAccount(t().db, tenant);
     const otherAccount = await seedAccount(t().db, tenant, "Other label");
     token = await memberToken(t().db, tenant, [account], `${app.url}/auth/v1`);
@@ -126,17 +130,24 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
 
   function raw(
     path: string,
-    init: { method?: string; headers?: Record<string, string>; body?: unknown; bearer?: string } = {},
+    init: {
+      method?: string;
+      headers?: Record<string, string>;
+      body?: unknown;
+      text?: string;
+      bearer?: string;
+    } = {},
   ) {
+    const text = init.text ?? (init.body === undefined ? undefined : JSON.stringify(init.body));
     return fetch(`${app.url}/rest/v1${path}`, {
       method: init.method ?? "GET",
       headers: {
         apikey: keys.anon_key,
         authorization: `Bearer ${init.bearer ?? token}`,
-        ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+        ...(text === undefined ? {} : { "content-type": "application/json" }),
         ...init.headers,
       },
-      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+      ...(text === undefined ? {} : { body: text }),
     });
   }
 
@@ -201,6 +212,55 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
     const many = await client.rpc("rpc_people_older", { min_age: 20 }).single();
     assert.equal(many.status, 406);
     assert.equal(many.error?.code, "PGRST116");
+  });
+
+  test("a set of table rows embeds the table's relationships", async () => {
+    const res = await client
+      .rpc("rpc_people_older", { min_age: 26 })
+      .select("username, rpc_pets(name)")
+      .order("username")
+      .order("name", { referencedTable: "rpc_pets" });
+    assert.deepEqual(res.data, [
+      { username: "awailas", rpc_pets: [{ name: "Fifi" }] },
+      { username: "kiwicopple", rpc_pets: [{ name: "Rex" }, { name: "Tom" }] },
+    ]);
+  });
+
+  test("arguments reach the database as sent: a long number keeps every digit", async () => {
+    const n = "12345678901234567890.123456789";
+    const post = await raw("/rpc/rpc_exact", { method: "POST", text: `{"n": ${n}}` });
+    assert.equal(await post.json(), n);
+    const get = await raw(`/rpc/rpc_exact?n=${n}`);
+    assert.equal(await get.json(), n);
+  });
+
+  test("max-affected with handling=strict: a set above it fails, a single result is PGRST128", async () => {
+    const over = await raw("/rpc/rpc_people_older", {
+      method: "POST",
+      headers: { prefer: "handling=strict, max-affected=2" },
+      body: {},
+    });
+    assert.equal(over.status, 400);
+    assert.deepEqual(await over.json(), {
+      code: "PGRST124",
+      message: "Query result exceeds max-affected preference constraint",
+      details: "The query affects 4 rows",
+      hint: null,
+    });
+    const within = await raw("/rpc/rpc_people_older", {
+      method: "POST",
+      headers: { prefer: "handling=strict, max-affected=4" },
+      body: {},
+    });
+    assert.equal(within.status, 200);
+    assert.match(within.headers.get("preference-applied") ?? "", /max-affected=4/);
+    const single = await raw("/rpc/rpc_get_status", {
+      method: "POST",
+      headers: { prefer: "handling=strict, max-affected=1" },
+      body: { name_param: "supabot" },
+    });
+    assert.equal(single.status, 400);
+    assert.equal(((await single.json()) as { code: string }).code, "PGRST128");
   });
 
   test("RETURNS TABLE gives rows, a single composite an object, a set of scalars an array", async () => {
@@ -363,6 +423,26 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
     const res = await raw("/rpc/uid", { method: "POST", headers: { "content-profile": "auth" }, body: {} });
     assert.equal(res.status, 406);
     assert.equal(((await res.json()) as { code: string }).code, "PGRST106");
+    // Every function of every other schema, by its name: not there, for a user or anon.
+    const names = (
+      await t().owner.transaction(
+        (tx) =>
+          tx.query<{ name: string }>(
+            `select distinct p.proname as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+             where n.nspname not in ('public', 'pg_catalog', 'information_schema', 'pg_toast') order by 1`,
+          ),
+        { readOnly: true },
+      )
+    ).rows.map((r) => r.name);
+    assert.ok(names.includes("my_memberships") && names.length > 20, names.join(","));
+    for (const name of names) {
+      for (const bearer of [token, keys.anon_key]) {
+        const post = await raw(`/rpc/${name}`, { method: "POST", body: {}, bearer });
+        assert.equal(post.status, 404, `${name}: ${await post.text()}`);
+        const get = await raw(`/rpc/${name}`, { bearer });
+        assert.equal(get.status, 404, `${name}: ${await get.text()}`);
+      }
+    }
     const deeper = await raw("/rpc/auth/uid", { method: "POST", body: {} });
     assert.equal(deeper.status, 404);
     assert.equal(((await deeper.json()) as { code: string }).code, "PGRST125");

@@ -224,6 +224,18 @@ async function read(
     }
   }
   if (req.prefer.count) apply(req.prefer, "count", req.prefer.count);
+  // A function's rows are what it "affects" (PostgREST 13): more than max-affected fails, rolled back.
+  if (req.call && req.prefer.maxAffected !== undefined && req.prefer.handling === "strict") {
+    if (page.count > req.prefer.maxAffected) {
+      throw new RestError(
+        400,
+        "PGRST124",
+        "Query result exceeds max-affected preference constraint",
+        `The query affects ${page.count} rows`,
+      );
+    }
+    apply(req.prefer, "max-affected", req.prefer.maxAffected);
+  }
 
   const headers: Record<string, string> = { "Content-Range": contentRange(offset, page.count, page.total) };
   // A range that starts past the end (not at it) cannot be satisfied.

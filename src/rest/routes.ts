@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
 import { asDbError, isRetryable, mapDbError } from "../db/errors.ts";
+import { checkJsonLimits } from "../http/body-limits.ts";
 import { identify, postgrestGatewayError } from "../http/gateway.ts";
 import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
@@ -308,6 +309,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
 
   // /rpc/<function> (src/rest/rpc.ts): GET and HEAD with the arguments in the query string, in a
   // read-only transaction; POST with a JSON body, read-only too for a stable or immutable function.
+  const rawBodies = new WeakMap<FastifyRequest, string>();
   const rpcHandler = async (request: FastifyRequest, reply: FastifyReply) => {
     const caller = request.caller;
     if (!caller) throw new Error("rest route without a caller");
@@ -329,7 +331,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     if (post) {
       query = parseQuery(entries);
       keys = query.columns ?? bodyKeys(request.body);
-      args = { kind: "body", body: request.body, keys };
+      args = { kind: "body", body: request.body, raw: rawBodies.get(request), keys };
     } else {
       const split = splitRpcQuery(entries);
       query = split.query;
@@ -341,6 +343,13 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
       post,
       singleObject: post && prefer.params === "single-object",
     });
+    if (prefer.maxAffected !== undefined && prefer.handling === "strict" && !found.routine.returnsSet) {
+      throw new RestError(
+        400,
+        "PGRST128",
+        "Function must return SETOF or TABLE when max-affected preference is used with handling=strict",
+      );
+    }
     const readOnly = !post || found.routine.volatility !== "volatile";
     const { call, table } = callSource(cache, found, args, readOnly);
     // A scalar result is its one value: there is nothing to select from it.
@@ -370,10 +379,28 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     reply.type(negotiated.mediaType);
     return method === "HEAD" ? reply.send() : reply.send(result.body);
   };
-  app.route({
-    method: ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"],
-    url: "/rpc/*",
-    handler: rpcHandler,
+  // The rpc route reads JSON bodies itself too: the arguments go to the database as the text the
+  // client sent, so a number keeps every digit (JavaScript's numbers would round a bigint or a long
+  // numeric). Parsed as well, with the app's limits, for the argument names.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.register(async (rpc) => {
+    rpc.removeContentTypeParser("application/json");
+    rpc.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+      const text = String(body);
+      if (text.trim() === "") return done(null, undefined);
+      try {
+        checkJsonLimits(text);
+      } catch (error) {
+        return done(error as Error, undefined);
+      }
+      rawBodies.set(request, text);
+      parseJson(request, text, done);
+    });
+    rpc.route({
+      method: ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"],
+      url: "/rpc/*",
+      handler: rpcHandler,
+    });
   });
 
   // A wildcard rather than /:table: any name, however long or odd, reaches the handler and gets

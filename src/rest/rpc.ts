@@ -146,7 +146,7 @@ function noRoutineHint(
 /** What a call is given: a GET's query arguments (repeated for a variadic), or a POST's JSON body. */
 export type CallArgs =
   | { kind: "query"; values: [string, string][] }
-  | { kind: "body"; body: unknown; keys: string[] };
+  | { kind: "body"; body: unknown; keys: string[]; raw?: string | undefined };
 
 /** The keys of a POST body: an object's, or (for a call per element) the first object's of an array. */
 export function bodyKeys(body: unknown): string[] {
@@ -209,8 +209,10 @@ export function callSource(
   if (found.positional) {
     const only = routine.params[0];
     const value =
-      args.kind === "body" ? (args.body ?? {}) : Object.fromEntries(args.values.map(([k, v]) => [k, v]));
-    from = wrap(only ? `${params.add(JSON.stringify(value))}::${only.type}` : "");
+      args.kind === "body"
+        ? (args.raw ?? JSON.stringify(args.body ?? {}))
+        : JSON.stringify(Object.fromEntries(args.values.map(([k, v]) => [k, v])));
+    from = wrap(only ? `${params.add(value)}::${only.type}` : "");
   } else if (args.kind === "query") {
     const given = new Map<string, string[]>();
     for (const [k, v] of args.values) given.set(k, [...(given.get(k) ?? []), v]);
@@ -229,7 +231,7 @@ export function callSource(
     if (given.length === 0) {
       from = wrap("");
     } else {
-      const body = `${params.add(JSON.stringify(args.body))}::json`;
+      const body = `${params.add(args.raw ?? JSON.stringify(args.body))}::json`;
       const record = given.map((p) => `${ident(p.name)} ${p.type}`).join(", ");
       const named = given
         .map((p) => `${p.variadic ? "VARIADIC " : ""}${ident(p.name)} := pgrst_body.${ident(p.name)}`)
