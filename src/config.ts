@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import path from "node:path";
 import { z } from "zod";
+import { type BackupSchedule, parseSchedule } from "./backup/schedule.ts";
 import type { StatementTimeouts } from "./db/db.ts";
 import type { S3Settings } from "./storage/s3.ts";
 import type { UploadLimits } from "./storage/uploads.ts";
@@ -225,6 +226,24 @@ const schema = z.object({
     .max(60_000, { message: "must be 0 (off) or 50 to 60000 milliseconds" })
     .refine((v) => v === 0 || v >= 50, { message: "must be 0 (off) or 50 to 60000 milliseconds" })
     .default(250),
+  BACKUP_SCHEDULE: z
+    .string()
+    .transform((value, ctx): BackupSchedule => {
+      const parsed = parseSchedule(value);
+      if ("problem" in parsed) {
+        ctx.addIssue({ code: "custom", message: parsed.problem });
+        return z.NEVER;
+      }
+      return parsed;
+    })
+    .optional(),
+  BACKUP_DIR: z.string().min(1).optional(),
+  BACKUP_KEEP: z.coerce
+    .number({ message: "must be a number" })
+    .int({ message: "must be a whole number" })
+    .min(1, { message: "must be 1 to 10000" })
+    .max(10_000, { message: "must be 1 to 10000" })
+    .default(7),
 });
 
 export type Env = z.input<typeof schema>;
@@ -287,6 +306,11 @@ export interface Config {
   metrics: { token: string | undefined; port: number | undefined; host: string };
   /** OpenTelemetry tracing over OTLP/HTTP, when an endpoint is set; undefined: off (the SDK is not loaded). */
   tracing: { tracesUrl: string; serviceName: string; exportDelayMs: number } | undefined;
+  /**
+   * Scheduled backups run by the worker (docs/operations.md, "Scheduled backups"): off unless
+   * BACKUP_SCHEDULE is set; into BACKUP_DIR (DATA_DIR/backups), the newest BACKUP_KEEP kept.
+   */
+  backup: { schedule: BackupSchedule | undefined; dir: string; keep: number };
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -415,5 +439,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ? { tracesUrl, serviceName: e.OTEL_SERVICE_NAME, exportDelayMs: e.OTEL_BSP_SCHEDULE_DELAY }
       : undefined,
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
+    backup: {
+      schedule: e.BACKUP_SCHEDULE,
+      dir: path.resolve(e.BACKUP_DIR ?? path.join(dataDir, "backups")),
+      keep: e.BACKUP_KEEP,
+    },
   };
 }

@@ -5,8 +5,17 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { gunzipSync, gzipSync } from "node:zlib";
+import { BACKUP_JOB_KIND, backupHandlers, scheduleBackups } from "../src/backup/scheduled.ts";
+import { loadConfig } from "../src/config.ts";
 import { artworkJpeg } from "../src/storage/samples.ts";
-import { copyMigratedDatabase, createEmptyPostgresDb, ENGINES } from "./support/db.ts";
+import {
+  copyMigratedDatabase,
+  createEmptyPostgresDb,
+  createTestDb,
+  ENGINES,
+  TEST_ENCRYPTION_KEY,
+  type TestDb,
+} from "./support/db.ts";
 import { type RunningServer, runCli, startServer, tempDir } from "./support/process.ts";
 
 /**
@@ -347,3 +356,61 @@ for (const kind of ENGINES) {
     }
   });
 }
+
+describe("scheduled backups [pglite]", () => {
+  let t: TestDb | undefined;
+  const dataDir = tempDir("backline-scheduled-");
+  const backups = path.join(dataDir, "elsewhere");
+  before(async () => {
+    t = await createTestDb("pglite");
+  });
+  after(async () => {
+    await t?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test("the worker's backup.run writes into BACKUP_DIR, keeps the newest BACKUP_KEEP, and says when it runs next", async () => {
+    assert.ok(t);
+    const config = loadConfig({
+      DATA_DIR: dataDir,
+      ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      BACKUP_SCHEDULE: "6h",
+      BACKUP_DIR: backups,
+      BACKUP_KEEP: "2",
+    });
+    // The job is queued once, however many processes start.
+    const first = await scheduleBackups(t.db, config);
+    await scheduleBackups(t.db, config);
+    const jobs = await t.db.asService((tx) =>
+      tx.query<{ n: string; run_at: Date }>(
+        "select count(*)::text as n, min(run_at) as run_at from internal.jobs where kind = $1 and status = 'queued'",
+        [BACKUP_JOB_KIND],
+      ),
+    );
+    assert.equal(jobs.rows[0]?.n, "1");
+    assert.ok(first && Math.abs(first.getTime() - Date.now() - 6 * 3_600_000) < 60_000);
+    // Two older backups and a file of someone else's in the folder.
+    fs.mkdirSync(backups, { recursive: true });
+    for (const name of ["backline-20250101T000000Z.tar.gz", "backline-20250102T000000Z.tar.gz", "notes.txt"])
+      fs.writeFileSync(path.join(backups, name), "old");
+    const handler = backupHandlers(t.db, config)[BACKUP_JOB_KIND];
+    assert.ok(handler);
+    const next = (await handler({} as never, { signal: new AbortController().signal })) as Date;
+    assert.ok(next.getTime() - Date.now() > 5.9 * 3_600_000);
+    const names = fs.readdirSync(backups).sort();
+    assert.equal(names.length, 3, names.join(", "));
+    assert.deepEqual([names[0], names[2]], ["backline-20250102T000000Z.tar.gz", "notes.txt"]);
+    assert.match(names[1] as string, /^backline-\d{8}T\d{6}Z\.tar\.gz$/);
+    const listing = execFileSync("tar", ["-tzf", path.join(backups, names[1] as string)], {
+      encoding: "utf8",
+    });
+    // ENCRYPTION_KEY: the key is not in the backup.
+    assert.deepEqual(listing.trim().split("\n"), ["database/pgdata.tar", "manifest.json"]);
+    // Unset, the schedule ends.
+    const off = backupHandlers(t.db, { ...config, backup: { ...config.backup, schedule: undefined } });
+    assert.equal(
+      await off[BACKUP_JOB_KIND]?.({} as never, { signal: new AbortController().signal }),
+      undefined,
+    );
+  });
+});

@@ -1,5 +1,6 @@
 import net from "node:net";
 import type { Logger } from "pino";
+import { backupHandlers, scheduleBackups } from "../backup/scheduled.ts";
 import { listenForCli } from "../cli/socket.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
@@ -173,13 +174,17 @@ function startBackground(
   const storage = openStorage(config, secrets);
   const worker = new Worker({
     db,
-    handlers: pipelineHandlers(db, {
-      media:
-        storage.store instanceof LocalStore
-          ? new LocalMedia(storage.store.root)
-          : new StoreMedia(storage.store),
-      store: storage.store,
-    }),
+    handlers: {
+      ...pipelineHandlers(db, {
+        media:
+          storage.store instanceof LocalStore
+            ? new LocalMedia(storage.store.root)
+            : new StoreMedia(storage.store),
+        store: storage.store,
+      }),
+      // BACKUP_SCHEDULE's recurring backup (src/backup/scheduled.ts).
+      ...backupHandlers(db, config, logger),
+    },
     concurrency: config.worker.concurrency,
     leaseMs: config.worker.leaseMs,
     // A store that hangs holds at most this many of the worker's slots (docs/operations.md).
@@ -201,6 +206,9 @@ function startBackground(
   // Every store with an enabled inbox has its recurring poll job (docs/ddex.md); one per store.
   scheduleStorePolls(db).catch((error: unknown) =>
     logger.warn({ err: error }, "scheduling store polls failed"),
+  );
+  scheduleBackups(db, config).catch((error: unknown) =>
+    logger.warn({ err: error }, "scheduling backups failed"),
   );
   dispatcher.start();
   return {
