@@ -36,6 +36,7 @@ create function public.rpc_name_and_status(name_param text) returns table (usern
 create function public.rpc_person(name_param text) returns public.rpc_people language sql stable
   as $$ select * from public.rpc_people where username = name_param $$;
 create function public.rpc_echo_json(jsonb) returns jsonb language sql immutable as $$ select $1 $$;
+create function public.rpc_shout(text) returns text language sql immutable as $$ select upper($1) $$;
 create function public.rpc_keys(payload jsonb) returns text[] language sql immutable
   as $$ select array(select jsonb_object_keys(payload) order by 1) $$;
 create function public.rpc_add(a int, b int) returns int language sql immutable as $$ select a + b $$;
@@ -294,6 +295,28 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
     assert.equal(missing.error?.code, "PGRST202");
   });
 
+  test("a text/plain body is the one argument of a function taking a single unnamed text", async () => {
+    const res = await raw("/rpc/rpc_shout", {
+      method: "POST",
+      text: "hello there",
+      headers: { "content-type": "text/plain" },
+    });
+    assert.deepEqual({ status: res.status, body: await res.json() }, { status: 200, body: "HELLO THERE" });
+    const none = await raw("/rpc/rpc_get_status", {
+      method: "POST",
+      text: "supabot",
+      headers: { "content-type": "text/plain" },
+    });
+    assert.equal(none.status, 404);
+    assert.deepEqual(await none.json(), {
+      code: "PGRST202",
+      message: "Could not find the function public.rpc_get_status in the schema cache",
+      details:
+        "Searched for the function public.rpc_get_status with a single unnamed text parameter, but no matches were found in the schema cache.",
+      hint: null,
+    });
+  });
+
   test("overloads are told apart by the argument names; several fitting are PGRST203", async () => {
     assert.equal((await client.rpc("rpc_add", { a: 1, b: 2 })).data, 3);
     assert.equal((await client.rpc("rpc_add", { a: 1, b: 2, c: 3 })).data, 6);
@@ -402,7 +425,8 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
     assert.deepEqual({ status: payout.status, code: payout.error?.code }, { status: 404, code: "PGRST202" });
     // A user may: the function itself refuses a payee that is not theirs.
     const mine = await client.rpc("request_payout", { payee: randomUUID() });
-    assert.equal(mine.error?.code, "P0002");
+    assert.deepEqual({ status: mine.status, code: mine.error?.code }, { status: 404, code: "P0002" });
+    assert.match(mine.error?.message ?? "", /^no payee /);
   });
 
   test("Backline's internal functions are unreachable, by name or by another schema", async () => {

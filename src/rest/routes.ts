@@ -147,7 +147,11 @@ function errorBody(
   }
   const db = asDbError(error);
   if (db) {
-    const mapped = mapDbError(db, role as "anon");
+    // A function's "no such row" (P0002, PL/pgSQL's no_data_found) is the caller's miss, not the
+    // server's failure: 404 rather than PostgREST's 500 (request_payout raises it for a payee that
+    // is not the caller's).
+    const mapped =
+      db.sqlstate === "P0002" ? { status: 404, code: "no_data_found" } : mapDbError(db, role as "anon");
     const hidden = mapped.status >= 500 && !isRetryable(mapped);
     if (hidden) request.log.error({ err: error }, "rest request failed in the database");
     return {
@@ -328,7 +332,13 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     let query: ParsedQuery;
     let args: CallArgs;
     let keys: string[];
-    if (post) {
+    // A text/plain body is the one argument of a function taking a single unnamed text (PostgREST's).
+    const text = post && typeof request.body === "string";
+    if (text) {
+      query = parseQuery(entries);
+      keys = [];
+      args = { kind: "text", text: request.body as string };
+    } else if (post) {
       query = parseQuery(entries);
       keys = query.columns ?? bodyKeys(request.body);
       args = { kind: "body", body: request.body, raw: rawBodies.get(request), keys };
@@ -341,7 +351,8 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     checkQueryLimits(query);
     const found = findRoutine(cache, name, keys, String(caller.claims.role), {
       post,
-      singleObject: post && prefer.params === "single-object",
+      singleObject: post && !text && prefer.params === "single-object",
+      text,
     });
     if (prefer.maxAffected !== undefined && prefer.handling === "strict" && !found.routine.returnsSet) {
       throw new RestError(

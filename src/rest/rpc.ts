@@ -75,7 +75,8 @@ export function findRoutine(
   name: string,
   keys: string[],
   role: string,
-  options: { post: boolean; singleObject: boolean },
+  /** text: a POST of `text/plain`, which only a single unnamed text parameter takes. */
+  options: { post: boolean; singleObject: boolean; text?: boolean },
 ): FoundRoutine {
   const callable = (r: Routine) => r.executableBy.has(role);
   const overloads = (cache.routines.get(name) ?? []).filter(callable);
@@ -84,10 +85,11 @@ export function findRoutine(
   const fallbacks: Routine[] = [];
   for (const r of overloads) {
     const only = r.params.length === 1 ? r.params[0] : undefined;
+    const takesBody = options.text ? (t: string) => t === "text" : isJson;
     if (options.singleObject) {
       if (only && isJson(only.type)) matches.push(r);
-    } else if (fits(r, keySet)) matches.push(r);
-    else if (options.post && only && only.name === "" && isJson(only.type)) fallbacks.push(r);
+    } else if (fits(r, keySet) && !(options.text && r.params.length === 0)) matches.push(r);
+    else if (options.post && only && only.name === "" && takesBody(only.type)) fallbacks.push(r);
   }
   const chosen = matches.length > 0 ? matches : fallbacks;
   if (chosen.length === 1) {
@@ -108,6 +110,14 @@ export function findRoutine(
   }
   const sorted = [...keySet].sort();
   const func = `${cache.schema}.${name}`;
+  if (options.text) {
+    throw new RestError(
+      404,
+      "PGRST202",
+      `Could not find the function ${func} in the schema cache`,
+      `Searched for the function ${func} with a single unnamed text parameter, but no matches were found in the schema cache.`,
+    );
+  }
   const params = sorted.length
     ? ` with parameter${sorted.length > 1 ? "s" : ""} ${sorted.join(", ")}`
     : " without parameters";
@@ -146,7 +156,8 @@ function noRoutineHint(
 /** What a call is given: a GET's query arguments (repeated for a variadic), or a POST's JSON body. */
 export type CallArgs =
   | { kind: "query"; values: [string, string][] }
-  | { kind: "body"; body: unknown; keys: string[]; raw?: string | undefined };
+  | { kind: "body"; body: unknown; keys: string[]; raw?: string | undefined }
+  | { kind: "text"; text: string };
 
 /** The keys of a POST body: an object's, or (for a call per element) the first object's of an array. */
 export function bodyKeys(body: unknown): string[] {
@@ -209,10 +220,15 @@ export function callSource(
   if (found.positional) {
     const only = routine.params[0];
     const value =
-      args.kind === "body"
-        ? (args.raw ?? JSON.stringify(args.body ?? {}))
-        : JSON.stringify(Object.fromEntries(args.values.map(([k, v]) => [k, v])));
+      args.kind === "text"
+        ? args.text
+        : args.kind === "body"
+          ? (args.raw ?? JSON.stringify(args.body ?? {}))
+          : JSON.stringify(Object.fromEntries(args.values.map(([k, v]) => [k, v])));
     from = wrap(only ? `${params.add(value)}::${only.type}` : "");
+  } else if (args.kind === "text") {
+    // Only a function whose parameters all have defaults gets here: it is called without them.
+    from = wrap("");
   } else if (args.kind === "query") {
     const given = new Map<string, string[]>();
     for (const [k, v] of args.values) given.set(k, [...(given.get(k) ?? []), v]);
