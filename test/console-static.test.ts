@@ -10,6 +10,7 @@ import { loadConfig } from "../src/config.ts";
 import { consoleStatic, DEFAULT_CONSOLE_DIR, DEFAULT_PORTAL_DIR } from "../src/console/static.ts";
 import { buildApp } from "../src/http/app.ts";
 import { describeEachEngine } from "./support/db.ts";
+import { seedTenant } from "./support/seed.ts";
 
 /**
  * The console's files over a real socket (src/console/static.ts): the start page and deep links
@@ -223,8 +224,12 @@ describeEachEngine("console in the app", (t) => {
       assert.match(res.headers.get("content-security-policy") ?? "", /default-src 'self'/);
       const body = await res.text();
       if (built) {
-        for (const tag of body.match(/<script\b[^>]*>/g) ?? [])
+        // Scripts are the build's files; the one inline element is the start data, which is
+        // JSON (never run: the CSP allows no inline script).
+        for (const tag of body.match(/<script\b[^>]*>/g) ?? []) {
+          if (tag === '<script type="application/json" id="backline-start">') continue;
           assert.match(tag, /\bsrc="\/portal\/assets\//, tag);
+        }
         assert.doesNotMatch(body, /\/console\/assets\//, "the portal's own bundle, not the console's");
       }
     }
@@ -235,5 +240,41 @@ describeEachEngine("console in the app", (t) => {
     assert.equal((await fetch(`${url}/portal/tenant.json?slug=Not_A_Slug`)).status, 400);
     // The member's accounts need a member's token.
     assert.equal((await fetch(`${url}/portal/accounts.json`)).status, 401);
+  });
+
+  test("the portal's start page carries what GET /portal/tenant.json answers, as data that cannot close its element", async (c) => {
+    if (!existsSync(path.join(DEFAULT_PORTAL_DIR, "index.html"))) return c.skip("the portal is not built");
+    const tenant = await seedTenant(t().db);
+    // A display name that tries to end the data block and run a script of its own.
+    const hostile = '</script><script>alert("x")</script>';
+    await t().db.asService((tx) =>
+      tx.query(
+        "insert into internal.organization_settings (tenant_id, display_name) values ($1, $2) on conflict (tenant_id) do update set display_name = excluded.display_name",
+        [tenant.id, hostile],
+      ),
+    );
+    const startData = (html: string): unknown => {
+      const m = /<script type="application\/json" id="backline-start">(.*?)<\/script>/s.exec(html);
+      assert.ok(m, "the page carries its start data");
+      return JSON.parse(m[1] as string);
+    };
+    const page = await fetch(`${url}/portal/t/${tenant.slug}/releases/abc`);
+    assert.equal(page.status, 200);
+    assert.equal(page.headers.get("cache-control"), "no-cache");
+    const html = await page.text();
+    assert.equal(html.includes(hostile), false, "the name is never written as markup");
+    assert.equal((html.match(/<script\b/g) ?? []).length, 2, "the start data and the bundle, nothing else");
+    const asked = await (await fetch(`${url}/portal/tenant.json?slug=${tenant.slug}`)).json();
+    assert.deepEqual(startData(html), asked);
+    assert.equal((asked as { name: string }).name, hostile);
+    // No tenant at this address: null, as the app's "There is no portal at this address".
+    assert.equal(startData(await (await fetch(`${url}/portal/t/no-such-tenant/`)).text()), null);
+    // A slug that cannot be one: nothing written; the app asks and is told 400.
+    const odd = await (await fetch(`${url}/portal/t/Not_A_Slug/`)).text();
+    assert.equal(odd.includes("backline-start"), false);
+    // HEAD: the same headers, no body.
+    const head = await fetch(`${url}/portal/t/${tenant.slug}/`, { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(await head.text(), "");
   });
 });

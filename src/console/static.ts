@@ -1,5 +1,5 @@
 import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -31,6 +31,14 @@ export interface ConsoleStaticOptions {
   app?: "console" | "portal";
   /** Extra origins media and images may come from (an S3 endpoint that signs URLs). */
   mediaOrigins?: string[];
+  /**
+   * What the app's start page carries for it (the portal's tenant, src/console/tenant-config.ts):
+   * written into index.html as a JSON data block (`<script type="application/json"
+   * id="backline-start">`, which the CSP lets through because it is data, never run), so the app
+   * starts without a round trip to ask. undefined: nothing written (the app asks, as it does
+   * under Vite's dev server); a failure to find it is the same.
+   */
+  startData?: (request: FastifyRequest) => Promise<unknown>;
 }
 
 /** Where signed media URLs point when they are not Backline's own: the object store's origin. */
@@ -209,7 +217,39 @@ export async function consoleStatic(app: FastifyInstance, options: ConsoleStatic
         .type("text/html; charset=utf-8")
         .send(NOT_BUILT);
     }
+    if (options.startData) return sendWithStartData(request, reply, options.startData);
     return send(reply, request, index, TYPES[".html"] as string, "no-cache");
+  }
+
+  // The start page with its data: index.html is read again when the build changes it (its mtime).
+  let page: { mtimeMs: number; html: string } | undefined;
+  async function sendWithStartData(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    startData: (request: FastifyRequest) => Promise<unknown>,
+  ) {
+    const file = path.join(root, "index.html");
+    const { mtimeMs } = await stat(file);
+    if (page?.mtimeMs !== mtimeMs) page = { mtimeMs, html: await readFile(file, "utf8") };
+    let data: unknown;
+    try {
+      data = await startData(request);
+    } catch (error) {
+      // The app asks for it itself (and says so when it cannot): the page is never refused for it.
+      request.log.warn({ err: error }, "start data");
+      data = undefined;
+    }
+    // `<` written as \u003c: the JSON can never close its own script element.
+    const block =
+      data === undefined
+        ? ""
+        : `<script type="application/json" id="backline-start">${JSON.stringify(data).replace(/</g, "\\u003c")}</script>`;
+    const html = block ? page.html.replace("</head>", `${block}</head>`) : page.html;
+    reply.headers(headers);
+    reply.header("content-type", TYPES[".html"] as string);
+    reply.header("cache-control", "no-cache");
+    if (request.method === "HEAD") return reply.header("content-length", Buffer.byteLength(html)).send();
+    return reply.send(html);
   }
 
   // `/console` and `/console/` (the router ignores trailing slashes): the app's start page.

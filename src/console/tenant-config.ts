@@ -56,29 +56,66 @@ interface Found {
 
 type Key = { by: "slug"; slug: string } | { by: "domain"; host: string } | { by: "development" };
 
-export async function tenantConfigRoutes(app: FastifyInstance, options: TenantConfigOptions): Promise<void> {
-  const { db, publicUrl, defaultTenant } = options;
-  const cache = new Map<string, { value: Found; until: number }>();
-  const lookup = async (key: Key): Promise<Found | undefined> => {
+/** A slug given in the query, checked (400 when it cannot be a tenant's slug). */
+function slugOf(query: unknown): string | undefined {
+  const given = ((query ?? {}) as Record<string, unknown>).slug;
+  if (given !== undefined && (typeof given !== "string" || !SLUG.test(given))) {
+    throw new HttpError(400, "invalid_request", "slug must be a tenant's slug (a-z, 0-9 and -).", "slug");
+  }
+  return given as string | undefined;
+}
+
+/** What GET /portal/tenant.json answers (docs/portal.md, "Which tenant"). */
+export interface PortalTenantAnswer {
+  id: string;
+  slug: string;
+  name: string;
+  anon_key: string;
+  url: string;
+  via: "domain" | "slug" | "development";
+  portal_url: string;
+  branding: Branding;
+  signup: boolean;
+}
+
+/**
+ * Which tenant an address shows, with a short memory. One per app: the tenant files' routes
+ * below and the portal's start page (src/console/static.ts writes the portal's answer into its
+ * index.html, so the app starts without a round trip to ask) both ask it.
+ */
+export class TenantConfigs {
+  readonly #db: Db;
+  readonly #publicUrl: string;
+  readonly #defaultTenant: string | undefined;
+  readonly #cache = new Map<string, { value: Found; until: number }>();
+
+  constructor(options: TenantConfigOptions) {
+    this.#db = options.db;
+    this.#publicUrl = options.publicUrl;
+    this.#defaultTenant = options.defaultTenant;
+  }
+
+  async #lookup(key: Key): Promise<Found | undefined> {
     const id = JSON.stringify(key);
-    const hit = cache.get(id);
+    const hit = this.#cache.get(id);
     if (hit && hit.until > Date.now()) return hit.value;
-    const value = await find(key);
+    const value = await this.#find(key);
     // Only tenants found are kept: a tenant made a moment ago is found at once.
     if (value) {
-      if (cache.size >= MAX_ENTRIES) cache.clear();
-      cache.set(id, { value, until: Date.now() + TTL_MS });
+      if (this.#cache.size >= MAX_ENTRIES) this.#cache.clear();
+      this.#cache.set(id, { value, until: Date.now() + TTL_MS });
     }
     return value;
-  };
-  const find = async (key: Key): Promise<Found | undefined> => {
+  }
+
+  async #find(key: Key): Promise<Found | undefined> {
     const [where, params] =
       key.by === "slug"
         ? ["t.slug = $1", [key.slug]]
         : key.by === "domain"
           ? ["(t.settings #> '{portal,domains}') @> jsonb_build_array($1::text)", [key.host]]
           : ["t.is_development", []];
-    const tenant = await db.asService(
+    const tenant = await this.#db.asService(
       async (tx) =>
         (
           await tx.query<{
@@ -92,23 +129,23 @@ export async function tenantConfigRoutes(app: FastifyInstance, options: TenantCo
             custom_css: string | null;
           }>(
             `select t.id, t.slug, coalesce(nullif(btrim(o.display_name), ''), t.name) as name, t.settings,
-                    o.logo_url, o.primary_color, o.support_email, o.custom_css
-             from internal.tenants t left join internal.organization_settings o on o.tenant_id = t.id
-             where ${where}
-             order by t.created_at, t.id limit 1`,
+                      o.logo_url, o.primary_color, o.support_email, o.custom_css
+               from internal.tenants t left join internal.organization_settings o on o.tenant_id = t.id
+               where ${where}
+               order by t.created_at, t.id limit 1`,
             params,
           )
         ).rows[0],
       { readOnly: true },
     );
-    const keys = tenant ? await getTenantKeys(db, tenant.id) : undefined;
+    const keys = tenant ? await getTenantKeys(this.#db, tenant.id) : undefined;
     if (!tenant || !keys) return undefined;
     return {
       id: tenant.id,
       slug: tenant.slug,
       name: tenant.name,
       anon_key: keys.anon_key,
-      url: publicUrl,
+      url: this.#publicUrl,
       settings: tenant.settings,
       branding: {
         display_name: tenant.name,
@@ -118,55 +155,49 @@ export async function tenantConfigRoutes(app: FastifyInstance, options: TenantCo
         custom_css_url: customCssPath(tenant.id, tenant.custom_css) ?? null,
       },
     };
-  };
+  }
 
-  const slugOf = (query: unknown): string | undefined => {
-    const given = ((query ?? {}) as Record<string, unknown>).slug;
-    if (given !== undefined && (typeof given !== "string" || !SLUG.test(given))) {
-      throw new HttpError(400, "invalid_request", "slug must be a tenant's slug (a-z, 0-9 and -).", "slug");
-    }
-    return given as string | undefined;
-  };
-
-  app.get("/console/tenant.json", async (request, reply) => {
-    const slug = slugOf(request.query) ?? defaultTenant;
-    const found = await lookup(slug === undefined ? { by: "development" } : { by: "slug", slug });
+  /** The console's tenant: `slug`, else CONSOLE_TENANT, else the development tenant. */
+  async console(slug: string | undefined) {
+    const wanted = slug ?? this.#defaultTenant;
+    const found = await this.#lookup(
+      wanted === undefined ? { by: "development" } : { by: "slug", slug: wanted },
+    );
     if (!found) {
       throw new HttpError(
         404,
         "not_found",
-        slug === undefined
+        wanted === undefined
           ? "This installation names no default tenant for the console."
-          : `No tenant ${slug}.`,
-        slug === undefined ? undefined : "slug",
+          : `No tenant ${wanted}.`,
+        wanted === undefined ? undefined : "slug",
       );
     }
-    // A rotated key must reach browsers soon; the answer is cheap.
-    reply.header("cache-control", "no-cache");
     return { id: found.id, slug: found.slug, name: found.name, anon_key: found.anon_key, url: found.url };
-  });
+  }
 
-  app.get("/portal/tenant.json", async (request, reply) => {
-    const slug = slugOf(request.query);
-    const host = request.hostname.toLowerCase().replace(/\.$/, "");
-    const byDomain = isPortalDomain(host) ? await lookup({ by: "domain", host }) : undefined;
+  /**
+   * The portal's tenant at this address: the host name first (a tenant's own domain; a `slug`
+   * naming another tenant there is none), then `slug` (the `/portal/t/<slug>` paths), then the
+   * development tenant; undefined when there is no portal here.
+   */
+  async portal(host: string, slug: string | undefined): Promise<PortalTenantAnswer | undefined> {
+    const name = host.toLowerCase().replace(/\.$/, "");
+    const byDomain = isPortalDomain(name) ? await this.#lookup({ by: "domain", host: name }) : undefined;
     let found: Found | undefined;
-    let via: "domain" | "slug" | "development";
+    let via: PortalTenantAnswer["via"];
     if (byDomain) {
       // A tenant's own domain shows that tenant only: never another tenant under its name.
       found = slug === undefined || slug === byDomain.slug ? byDomain : undefined;
       via = "domain";
     } else if (slug !== undefined) {
-      found = await lookup({ by: "slug", slug });
+      found = await this.#lookup({ by: "slug", slug });
       via = "slug";
     } else {
-      found = await lookup({ by: "development" });
+      found = await this.#lookup({ by: "development" });
       via = "development";
     }
-    reply.header("cache-control", "no-cache");
-    if (!found) {
-      throw new HttpError(404, "no_portal", "There is no portal at this address.", slug ? "slug" : undefined);
-    }
+    if (!found) return undefined;
     const auth = authSettings(found.settings);
     return {
       id: found.id,
@@ -175,9 +206,33 @@ export async function tenantConfigRoutes(app: FastifyInstance, options: TenantCo
       anon_key: found.anon_key,
       url: found.url,
       via,
-      portal_url: portalUrl(publicUrl, found),
+      portal_url: portalUrl(this.#publicUrl, found),
       branding: found.branding,
       signup: !auth.disable_signup,
     };
+  }
+}
+
+export async function tenantConfigRoutes(
+  app: FastifyInstance,
+  options: { tenants: TenantConfigs },
+): Promise<void> {
+  const { tenants } = options;
+
+  app.get("/console/tenant.json", async (request, reply) => {
+    const answer = await tenants.console(slugOf(request.query));
+    // A rotated key must reach browsers soon; the answer is cheap.
+    reply.header("cache-control", "no-cache");
+    return answer;
+  });
+
+  app.get("/portal/tenant.json", async (request, reply) => {
+    const slug = slugOf(request.query);
+    const found = await tenants.portal(request.hostname, slug);
+    reply.header("cache-control", "no-cache");
+    if (!found) {
+      throw new HttpError(404, "no_portal", "There is no portal at this address.", slug ? "slug" : undefined);
+    }
+    return found;
   });
 }

@@ -7,7 +7,7 @@ import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
 import type { Config } from "../config.ts";
 import { consoleStatic, storageMediaOrigins } from "../console/static.ts";
-import { tenantConfigRoutes } from "../console/tenant-config.ts";
+import { TenantConfigs, tenantConfigRoutes } from "../console/tenant-config.ts";
 import { requestScope } from "../db/admission.ts";
 import { openAuditScope, runWithAuditScope } from "../db/audit-context.ts";
 import type { Db } from "../db/db.ts";
@@ -29,6 +29,7 @@ import { healthRoutes } from "./health.ts";
 import { problemErrorHandler, sendProblem } from "./problem.ts";
 import { MemoryRateLimiter } from "./rate-limit.ts";
 import { redactingLogger } from "./redact.ts";
+import { referenceRoutes } from "./reference-page.ts";
 import { proxyChainWarning, trustProxyOption } from "./trust-proxy.ts";
 
 export interface AppDeps {
@@ -247,11 +248,12 @@ export function buildApp(given: AppDeps): FastifyInstance {
     limiter,
   });
   // The console's and the portal's tenant file (their static files are another plugin's).
-  app.register(tenantConfigRoutes, {
+  const tenantConfigs = new TenantConfigs({
     db: deps.db,
     publicUrl: deps.config.publicUrl,
     defaultTenant: deps.config.consoleTenant,
   });
+  app.register(tenantConfigRoutes, { tenants: tenantConfigs });
   app.register(adminRoutes, {
     prefix: "/admin/v1",
     db: deps.db,
@@ -274,8 +276,18 @@ export function buildApp(given: AppDeps): FastifyInstance {
     prefix: "/portal",
     app: "portal",
     mediaOrigins: [...storageMediaOrigins(deps.config), new URL(deps.config.publicUrl).origin],
+    // The tenant this address shows, in the start page: what GET /portal/tenant.json answers, or
+    // null for no portal here (a slug that cannot be one is left to the app to ask about).
+    startData: async (request) => {
+      const m = /^\/portal\/t\/([^/?#]+)/.exec(request.url);
+      const slug = m?.[1];
+      if (slug !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(slug)) return undefined;
+      return (await tenantConfigs.portal(request.hostname, slug)) ?? null;
+    },
   });
   // The admin API's OpenAPI document, outside its authentication: it describes, it holds no data.
   app.register(adminDocsRoutes, { prefix: "/admin/v1", publicUrl: deps.config.publicUrl });
+  // The interactive API references' assets, and /rest/v1's reference page (src/http/reference-page.ts).
+  app.register(referenceRoutes, { publicUrl: deps.config.publicUrl });
   return app;
 }

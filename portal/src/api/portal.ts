@@ -78,6 +78,15 @@ const START_TRIES = 6;
  * again, after its Retry-After or a growing pause, before the page says it could not start.
  */
 export async function loadTenant(slug: string | undefined): Promise<PortalTenant | null> {
+  // The server writes its answer into the start page (src/console/static.ts): no round trip.
+  const given = document.getElementById("backline-start")?.textContent;
+  if (given) {
+    try {
+      return JSON.parse(given) as PortalTenant | null;
+    } catch {
+      // Asked for below, as when the page carries nothing.
+    }
+  }
   const query = slug ? `?slug=${encodeURIComponent(slug)}` : "";
   let response: Response | undefined;
   for (let attempt = 1; ; attempt++) {
@@ -123,6 +132,15 @@ export function startClient(t: PortalTenant, appBase: string): SupabaseClient {
     },
   });
   return client;
+}
+
+/** Whether this browser holds a session for the tenant (supabase-js's storage): a member is back. */
+export function hasStoredSession(): boolean {
+  try {
+    return tenant !== undefined && localStorage.getItem(`backline-portal-${tenant.id}`) !== null;
+  } catch {
+    return false;
+  }
 }
 
 function sb(): SupabaseClient {
