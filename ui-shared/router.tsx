@@ -34,10 +34,18 @@ function snapshot(): string {
   return `${path === "" ? "/" : path}${location.search}`;
 }
 
-export function useLocation(): { path: string; search: URLSearchParams } {
-  const full = useSyncExternalStore(subscribe, snapshot);
+function locationOf(full: string): { path: string; search: URLSearchParams } {
   const [path = "/", search = ""] = full.split("?");
   return { path: path.length > 1 ? path.replace(/\/+$/, "") : path, search: new URLSearchParams(search) };
+}
+
+export function useLocation(): { path: string; search: URLSearchParams } {
+  return locationOf(useSyncExternalStore(subscribe, snapshot));
+}
+
+/** The path inside the app now, as `useLocation` gives it, outside React (the app's start). */
+export function currentPath(): string {
+  return locationOf(snapshot()).path;
 }
 
 export function href(to: string): string {

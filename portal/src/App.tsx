@@ -1,4 +1,4 @@
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { type QueryClient, useQuery } from "@tanstack/react-query";
 import { lazy, type ReactNode, Suspense, useEffect, useState, useSyncExternalStore } from "react";
 import { Loading } from "../../ui-shared/common.tsx";
 import { Link, match, navigate, useLocation } from "../../ui-shared/router.tsx";
@@ -155,13 +155,22 @@ function NotificationsLink({ current }: { current: boolean }) {
   );
 }
 
+const accountsQuery = { queryKey: ["accounts"], queryFn: myAccounts };
+
+/**
+ * A member who is back (a session stored in this browser): the shell's accounts and the opened
+ * page's own queries start at once (main.tsx), beside supabase-js reading the session and the
+ * first render, not after them (docs/portal.md, bench/portal). Each waits for the session inside
+ * supabase-js; a session that turns out to be over fails them quietly and the sign-in page shows.
+ */
+export function prefetchSignedIn(client: QueryClient, path: string): void {
+  void client.prefetchQuery(accountsQuery);
+  prefetchPage(client, path, rememberedAccount());
+}
+
 function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   const { path } = useLocation();
-  const client = useQueryClient();
-  // The page's own queries start with the accounts', not after them (docs/portal.md, bench/portal).
-  // biome-ignore lint/correctness/useExhaustiveDependencies: once, for the page first opened
-  useEffect(() => prefetchPage(client, path, rememberedAccount()), []);
-  const accounts = useQuery({ queryKey: ["accounts"], queryFn: myAccounts });
+  const accounts = useQuery(accountsQuery);
   const list = accounts.data?.accounts ?? [];
   const [chosen, setChosen] = useState<string | null>(() => rememberedAccount());
   const current: Account | undefined = list.find((a) => a.id === chosen) ?? list[0];

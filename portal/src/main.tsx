@@ -1,9 +1,17 @@
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
-import { setBase } from "../../ui-shared/router.tsx";
-import { App, NoPortal, StartFailed } from "./App.tsx";
-import { loadTenant, PlainError, session, slugInPath, startClient, watchSession } from "./api/portal.ts";
+import { currentPath, setBase } from "../../ui-shared/router.tsx";
+import { App, NoPortal, prefetchSignedIn, StartFailed } from "./App.tsx";
+import {
+  hasStoredSession,
+  loadTenant,
+  PlainError,
+  session,
+  slugInPath,
+  startClient,
+  watchSession,
+} from "./api/portal.ts";
 import { applyBrand } from "./theme.ts";
 import "./styles.css";
 
@@ -64,6 +72,7 @@ async function start() {
     signedIn = now;
   });
   watchSession();
+  if (hasStoredSession()) prefetchSignedIn(client, currentPath());
   view.render(
     <StrictMode>
       <QueryClientProvider client={client}>
