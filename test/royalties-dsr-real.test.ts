@@ -3,6 +3,7 @@ import fs from "node:fs";
 import { after, before, test } from "node:test";
 import type { Db } from "../src/db/db.ts";
 import { ImportError, type ImportReport, importRoyalties } from "../src/royalties/import.ts";
+import { reportText } from "../src/royalties/operator.ts";
 import type { Account, Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
@@ -137,6 +138,11 @@ describeEachEngine("royalties: the real DDEX DSR files, as they come", (t) => {
       },
       { line: 18, message: "the FOOT record's NumberOfBlocksInReport is 94, the file has 3", lines: 1 },
     ]);
+    // As `royalties import` and `royalties show` print them.
+    assert.match(
+      reportText(r),
+      /\n {2}warning: line 11 \(and 2 more\): UPC "731453000000" is not a valid UPC or EAN .*\n {2}warning: line 18: the FOOT record's NumberOfBlocksInReport is 94, the file has 3/,
+    );
     const lines = await t().db.asService((tx) =>
       tx.query<{ isrc: string; upc: string | null; track: boolean }>(
         `select isrc, upc, track_id is not null as track from internal.royalty_lines where import_id = $1 order by line_number`,

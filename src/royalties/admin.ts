@@ -269,7 +269,10 @@ export function royaltySpecs(options: RoyaltyAdminOptions): AnyAdminRoute[] {
       summary: "Import a store's royalty report",
       description:
         "The report is the body (at most ROYALTY_IMPORT_MAX_BYTES). 201 completed, 200 a duplicate (nothing counted again), " +
-        "422 rejected (malformed lines, nothing loaded). Send `id` to poll GET /royalty-imports/{id} while it runs.",
+        "422 rejected (malformed lines, nothing loaded), or 422 `invalid_import` when the import cannot be made as asked " +
+        "(e.g. a `ddex-dsr` report whose sender's party id no store has, without `store`: the message names the id). " +
+        "What was read past without refusing the report is in the import's `warnings`. " +
+        "Send `id` to poll GET /royalty-imports/{id} while it runs.",
       tag: "Royalty imports",
       staffRole: "operator",
       query: ImportQuery,
