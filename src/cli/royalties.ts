@@ -266,6 +266,10 @@ async function sampleReleaseOf(
       if (stores.rows.length === 0) {
         stores = await tx.query("select code, kind from internal.stores where enabled order by sort, code");
       }
+      const parties = await tx.query<{ code: string; dpid: string }>(
+        `select code, btrim(settings -> 'ddex' -> 'recipient' ->> 'dpid') as dpid from internal.stores
+         where coalesce(btrim(settings -> 'ddex' -> 'recipient' ->> 'dpid'), '') <> ''`,
+      );
       return {
         release: {
           id: r.id,
@@ -274,6 +278,7 @@ async function sampleReleaseOf(
           upc: r.upc,
           tracks: tracks.rows,
           stores: stores.rows,
+          partyIds: Object.fromEntries(parties.rows.map((p) => [p.code, p.dpid])),
         },
         tenant: r.tenant,
         status: r.status,

@@ -175,6 +175,33 @@ test("a ddex-dsr sample is one store's DSR: a summary per territory and use, eac
   assert.ok(tabbed.text.includes("\tTab here\t"));
 });
 
+test("a ddex-dsr sample names its store by the store's party id when it has one: its import then needs no --store", async () => {
+  const withParty = { ...release, partyIds: { deezer: "PADPIDA2026000009Z", spotify: "PADPIDA2026000001X" } };
+  const report = sampleReport(withParty, {
+    format: "ddex-dsr",
+    salePeriod: "2026-02",
+    seed: 3,
+    store: "deezer",
+  });
+  assert.equal(report.text.split("\r\n")[0]?.split("\t")[10], "PADPIDA2026000009Z");
+  assert.equal(report.importStore, undefined);
+  // Two stores with one party id: the import is told which.
+  const shared = { ...release, partyIds: { deezer: "PADPIDA2026000009Z", tidal: "padpida2026000009z" } };
+  assert.equal(
+    sampleReport(shared, { format: "ddex-dsr", salePeriod: "2026-02", seed: 3, store: "deezer" }).importStore,
+    "deezer",
+  );
+  // No party id: a made-up one, and --store.
+  const plain = sampleReport(release, {
+    format: "ddex-dsr",
+    salePeriod: "2026-02",
+    seed: 3,
+    store: "deezer",
+  });
+  assert.match(plain.text.split("\r\n")[0]?.split("\t")[10] ?? "", /^PADPIDA\d{10}X$/);
+  assert.equal(plain.importStore, "deezer");
+});
+
 describe("ddex-dsr sample: written the way DDEX's published Basic Audio file is (../shared/ddex/dsr)", {
   skip: dsrMissingFails ? false : dsrSkip,
 }, () => {

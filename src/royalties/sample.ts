@@ -21,6 +21,11 @@ export interface SampleRelease {
   tracks: { title: string; isrc: string | null }[];
   /** Stores the release was delivered to, else the enabled stores, with their kind. */
   stores: { code: string; kind: string }[];
+  /**
+   * The stores' DDEX party ids (`ddex.recipient.dpid`) by code, where set: a DSR sample names its
+   * store by it, so that its import finds the store without --store.
+   */
+  partyIds?: Record<string, string> | undefined;
 }
 
 export interface SampleOptions {
@@ -211,7 +216,13 @@ export function sampleReport(release: SampleRelease, options: SampleOptions): Sa
     // shared over its streams (so every stream of a territory earns the same rate, and each line's
     // share is exact), and downloads priced per unit. A DSR carries no store fees: gross = net.
     const store = options.store ?? ofKind("dsp")[0] ?? "spotify";
-    importStore = store;
+    // A store with its own party id (and no other store with it) is found by it on import.
+    const party = release.partyIds?.[store];
+    const unique =
+      party &&
+      Object.values(release.partyIds ?? {}).filter((p) => p.toUpperCase() === party.toUpperCase()).length ===
+        1;
+    importStore = unique ? undefined : store;
     for (const c of someCountries(between(2, 4))) {
       const rate = (c.stream * BigInt(between(85, 115))) / 100n;
       for (const t of tracks) {
@@ -464,6 +475,7 @@ function ddexDsrText(
   const text = (v: string) => v.replace(/[\t\r\n]+/g, " ");
   const store = lines[0]?.store ?? "spotify";
   const name = storeName(store);
+  const sender = release.partyIds?.[store] ?? dpid(store);
   const out: string[][] = [];
   const created = `${reportingPeriod}-03T07:59:30Z`;
   out.push(
@@ -478,7 +490,7 @@ function ddexDsrText(
       "1",
       `${salePeriod}-01`,
       `${salePeriod}-${lastDay(salePeriod)}`,
-      dpid(store),
+      sender,
       name,
       `${name} Premium`,
       dpid("Backline Distribution"),
