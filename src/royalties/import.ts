@@ -504,6 +504,7 @@ class DuplicateContent extends Duplicate {
  */
 export const MATCHABLE_STATUSES = ["delivered", "live", "takedown_requested", "taken_down"] as const;
 
+/** The tenant's matchable catalog; by `store`'s own ids too when given (formats whose lines carry them). */
 async function loadCatalog(tx: Tx, tenantId: string, store: string | undefined) {
   const isrcs = new Map<string, TrackRef[]>();
   const upcs = new Map<string, ReleaseRef[]>();
@@ -709,7 +710,11 @@ async function load(
   phase: (name: string) => void,
   warnings: Warnings,
 ): Promise<ImportReport> {
-  const { isrcs, upcs, codes, storeIds } = await loadCatalog(tx, options.tenantId, store);
+  const { isrcs, upcs, codes, storeIds } = await loadCatalog(
+    tx,
+    options.tenantId,
+    format.storeIds ? store : undefined,
+  );
   const parser = format.create({
     period: options.period,
     store,

@@ -92,3 +92,31 @@ describe("normalise: amounts", () => {
     });
   }
 });
+
+describe("normalise: a UPC whose check digit is wrong", () => {
+  test("on a line with an ISRC or the store's own id: left off, with a warning", () => {
+    const warnings: string[] = [];
+    const line = normalise(raw({ upc: "731453000000" }), 9, codes, (m) => warnings.push(m));
+    assert.deepEqual([line.upc, line.isrc], [null, "QZABC2600001"]);
+    const byId = normalise(raw({ upc: "731453000000", isrc: "", storeReleaseId: "R-1" }), 10, codes, (m) =>
+      warnings.push(m),
+    );
+    assert.deepEqual([byId.upc, byId.isrc, byId.storeReleaseId], [null, null, "R-1"]);
+    assert.deepEqual(warnings, [
+      'UPC "731453000000" is not a valid UPC or EAN (check digit): left off the line, which is matched by its ISRC',
+      `UPC "731453000000" is not a valid UPC or EAN (check digit): left off the line, which is matched by the store's own id`,
+    ]);
+  });
+
+  test("as the line's only identifier, or without a warning channel: a malformed line", () => {
+    assert.throws(
+      () => normalise(raw({ upc: "731453000000", isrc: "" }), 9, codes, () => {}),
+      (e: unknown) =>
+        e instanceof LineError && /UPC "731453000000" is not a valid UPC or EAN$/.test(e.message),
+    );
+    assert.throws(
+      () => normalise(raw({ upc: "731453000000" }), 9, codes),
+      (e: unknown) => e instanceof LineError && /not a valid UPC or EAN/.test(e.message),
+    );
+  });
+});

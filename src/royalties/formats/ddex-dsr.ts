@@ -213,6 +213,7 @@ export const ddexDsrFormat: RoyaltyFormat = {
   quoting: false,
   storeInFile: false,
   senderPartyId: dsrSenderPartyId,
+  storeIds: true,
   create(options): FormatParser {
     const store = options.store;
     const warn: Warn = options.warn ?? (() => {});

@@ -69,6 +69,12 @@ export interface RoyaltyFormat {
    * without --store. undefined when the file gives none.
    */
   senderPartyId?: (file: string) => Promise<string | undefined>;
+  /**
+   * Whether its lines carry the store's own ids (RawLine.storeResourceId, storeReleaseId): the
+   * import then loads the catalog by those ids before reading (never during: on PostgreSQL the
+   * lines stream into COPY on the same connection).
+   */
+  storeIds?: boolean;
   create(options: FormatOptions): FormatParser;
 }
 
