@@ -20,8 +20,9 @@ import { type Codes, formatAmount, monthProblem, type NormalLine, normalise } fr
  * Malformed lines: the whole report is refused, nothing is loaded, and the refusal is recorded
  * with every malformed line's number and reason (the first 100), so the operator fixes the file
  * and imports it again. What is read past without refusing (a UPC with a wrong check digit on a
- * line matched otherwise, a DSR footer that disagrees with the body) is a warning on the import. Idempotency: a report whose bytes (SHA-256), or whose normalised lines,
- * were already imported for the tenant is refused as a duplicate and counts nothing.
+ * line matched otherwise, a DSR footer that disagrees with the body) is a warning on the import.
+ * Idempotency: a report whose bytes (SHA-256), or whose normalised lines, were already imported
+ * for the tenant is refused as a duplicate and counts nothing.
  */
 
 export interface ImportOptions {
