@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
+import { loadSchemaCache } from "../src/rest/schema-cache.ts";
+import { typescriptTypes } from "../src/rest/typescript-types.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
@@ -485,6 +487,46 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
     const anonymous = await anon.rpc("rpc_my_notes");
     assert.equal(anonymous.status, 401);
     assert.equal(anonymous.error?.code, "42501");
+  });
+
+  test("the OpenAPI description lists the functions the role may execute, GET only where not volatile", async () => {
+    const res = await raw("/");
+    const doc = (await res.json()) as {
+      paths: Record<string, Record<string, { parameters?: { name?: string }[]; responses: object }>>;
+    };
+    const rpc = Object.keys(doc.paths).filter((p) => p.startsWith("/rpc/"));
+    assert.ok(rpc.includes("/rpc/request_payout") && rpc.includes("/rpc/rpc_people_older"), rpc.join(","));
+    assert.ok(!rpc.includes("/rpc/rpc_secret"));
+    assert.deepEqual(Object.keys(doc.paths["/rpc/rpc_go_offline"] ?? {}), ["post"]);
+    assert.deepEqual(Object.keys(doc.paths["/rpc/rpc_get_status"] ?? {}), ["post", "get"]);
+    const get = doc.paths["/rpc/rpc_people_older"]?.get;
+    assert.ok(get?.parameters?.some((p) => p.name === "min_age"));
+    assert.deepEqual(Object.keys(doc.paths["/rpc/rpc_noop"]?.post?.responses ?? {}).slice(0, 1), ["204"]);
+    // A tenant's service key may call none of them but what PUBLIC may; request_payout is not one.
+    const service = await raw("/", {
+      bearer: keys.service_role_key,
+      headers: { apikey: keys.service_role_key },
+    });
+    const serviceDoc = (await service.json()) as { paths: Record<string, unknown> };
+    assert.ok(!("/rpc/request_payout" in serviceDoc.paths));
+    assert.ok("/rpc/rpc_get_status" in serviceDoc.paths);
+  });
+
+  test("backline gen types typescript lists the functions as supabase's generator does", async () => {
+    const types = typescriptTypes(await loadSchemaCache(t().db), "authenticated");
+    assert.match(types, /rpc_get_status: \{\s+Args: \{ name_param: string \};\s+Returns: string;\s+\}/);
+    assert.match(types, /rpc_noop: \{\s+Args: never;\s+Returns: undefined;/);
+    assert.match(
+      types,
+      /rpc_people_older: \{\s+Args: \{ min_age\?: number \};\s+Returns: \(Database\["public"\]\["Tables"\]\["rpc_people"\]\["Row"\]\)\[\];/,
+    );
+    assert.match(
+      types,
+      /rpc_add: \{\s+Args: \{ a: number; b: number \};[^|]+\| \{\s+Args: \{ a: number; b: number; c: number \};/,
+    );
+    assert.match(types, /rpc_sum: \{\s+Args: \{ nums: number\[\] \};/);
+    assert.ok(!types.includes("rpc_secret"));
+    assert.ok(types.includes("request_payout"));
   });
 
   test("a function created after start is callable once pgrst is notified", async () => {

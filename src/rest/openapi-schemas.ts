@@ -9,7 +9,7 @@ import type { Column, SchemaCache, Table } from "./schema-cache.ts";
 type Schema = Record<string, unknown>;
 
 /** The type of one value of `type` (format_type's spelling), and its standard format where one exists. */
-function scalar(type: string): Schema {
+export function scalar(type: string): Schema {
   if (type === "uuid") return { type: "string", format: "uuid" };
   if (type === "date") return { type: "string", format: "date" };
   // PostgREST prints timestamptz with its offset (RFC 3339); a timestamp without one is not date-time.

@@ -1,3 +1,4 @@
+import { RPC_PARAMETERS, RPC_RESPONSES, rpcPaths } from "./openapi-rpc.ts";
 import { ERROR_SCHEMAS, type TableView, tableSchemas, tableView } from "./openapi-schemas.ts";
 import type { SchemaCache } from "./schema-cache.ts";
 
@@ -323,8 +324,8 @@ export function openApiDocument(cache: SchemaCache, publicUrl: string, role = "a
     },
   };
   const schemas: Obj = { ...ERROR_SCHEMAS };
-  const parameters: Obj = { ...PARAMETERS };
-  const responses: Obj = { ...RESPONSES };
+  const parameters: Obj = { ...PARAMETERS, ...RPC_PARAMETERS };
+  const responses: Obj = { ...RESPONSES, ...RPC_RESPONSES };
   for (const view of views) {
     const name = view.table.name;
     paths[`/${name}`] = tablePath(view);
@@ -336,6 +337,8 @@ export function openApiDocument(cache: SchemaCache, publicUrl: string, role = "a
       };
     }
   }
+  const functions = rpcPaths(cache, role);
+  Object.assign(paths, functions);
   pruneUnused(paths, { parameters, responses });
   return {
     openapi: "3.0.3",
@@ -353,6 +356,15 @@ export function openApiDocument(cache: SchemaCache, publicUrl: string, role = "a
         name: t.name,
         description: t.description ?? `The rows of ${t.name}.`,
       })),
+      ...(Object.keys(functions).length
+        ? [
+            {
+              name: "rpc",
+              description:
+                "The functions of the exposed schema the caller may execute (docs/rest.md#functions-rpc).",
+            },
+          ]
+        : []),
     ],
     paths,
     components: {

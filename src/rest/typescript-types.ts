@@ -1,5 +1,5 @@
 import { requiredOnInsert, tableView } from "./openapi-schemas.ts";
-import type { Column, SchemaCache, Table } from "./schema-cache.ts";
+import type { Column, Routine, SchemaCache, Table } from "./schema-cache.ts";
 
 /**
  * `backline gen types typescript` (docs/rest.md, "Types for supabase-js"): the `Database` type
@@ -72,6 +72,44 @@ function relationships(cache: SchemaCache, table: Table, indent: string): string
   return `[\n${items.join("\n")}\n${indent}]`;
 }
 
+/** A value of a PostgreSQL type as the JSON /rest/v1 answers: an array for `x[]`. */
+function valueType(type: string): string {
+  return type.endsWith("[]") ? `${valueType(type.slice(0, -2))}[]` : scalarType(type);
+}
+
+/**
+ * A function the role may execute, as supabase's generator prints it: `Args` (optional where the
+ * parameter has a default; `never` without parameters) and `Returns` (`undefined` for void, a
+ * readable table's Row, an array for a set); overloads as a union.
+ */
+function functionType(cache: SchemaCache, overloads: Routine[], role: string, indent: string): string {
+  const one = (r: Routine) => {
+    const args = r.params.length
+      ? `{ ${r.params.map((p) => `${key(p.name)}${p.required ? "" : "?"}: ${valueType(p.type)}`).join("; ")} }`
+      : "never";
+    let returns: string;
+    if (r.returns === "void") returns = "undefined";
+    else if (r.returns === "scalar") returns = valueType(r.returnType);
+    else {
+      const table = r.returnTable ? cache.tables.get(r.returnTable) : undefined;
+      returns =
+        table && tableView(table, role).read.length
+          ? `Database[${JSON.stringify(cache.schema)}][${JSON.stringify(table.isView ? "Views" : "Tables")}][${JSON.stringify(table.name)}]["Row"]`
+          : object(
+              r.returnColumns.map((c) => `${key(c.name)}: ${valueType(c.type)} | null;`),
+              `${indent}  `,
+            );
+    }
+    if (r.returnsSet && r.returns !== "void")
+      returns = returns.startsWith("{") ? `${returns}[]` : `(${returns})[]`;
+    return `{
+${indent}  Args: ${args};
+${indent}  Returns: ${returns};
+${indent}}`;
+  };
+  return overloads.map(one).join(" | ");
+}
+
 /** The TypeScript module: `Json`, `Database`, and the helpers supabase's generator prints beside them. */
 export function typescriptTypes(cache: SchemaCache, role = "authenticated"): string {
   const tables: string[] = [];
@@ -99,6 +137,11 @@ export function typescriptTypes(cache: SchemaCache, role = "authenticated"): str
     entries.length
       ? `{\n${entries.map((e) => `      ${e}`).join("\n")}\n    }`
       : "{\n      [_ in never]: never;\n    }";
+  const functions: string[] = [];
+  for (const name of [...cache.routines.keys()].sort()) {
+    const overloads = (cache.routines.get(name) ?? []).filter((r) => r.executableBy.has(role));
+    if (overloads.length) functions.push(`${key(name)}: ${functionType(cache, overloads, role, "      ")};`);
+  }
   const schema = JSON.stringify(cache.schema);
   return `// The ${cache.schema} schema as /rest/v1 answers the ${role} role, written by
 // \`backline gen types typescript\` (docs/rest.md, "Types for supabase-js"). Regenerate after a migration.
@@ -109,9 +152,7 @@ export type Database = {
   ${key(cache.schema)}: {
     Tables: ${group(tables)};
     Views: ${group(views)};
-    Functions: {
-      [_ in never]: never;
-    };
+    Functions: ${group(functions)};
     Enums: {
       [_ in never]: never;
     };
