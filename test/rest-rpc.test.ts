@@ -39,6 +39,9 @@ create function public.rpc_person(name_param text) returns public.rpc_people lan
   as $$ select * from public.rpc_people where username = name_param $$;
 create function public.rpc_echo_json(jsonb) returns jsonb language sql immutable as $$ select $1 $$;
 create function public.rpc_shout(text) returns text language sql immutable as $$ select upper($1) $$;
+create function public.rpc_unnamed_int(int) returns int language sql immutable as $$ select $1 $$;
+create function public.rpc_unnamed_two(text, text) returns text language sql immutable as $$ select $1 || $2 $$;
+create function public.rpc_initial(c character) returns text language sql immutable as $$ select c::text $$;
 create function public.rpc_keys(payload jsonb) returns text[] language sql immutable
   as $$ select array(select jsonb_object_keys(payload) order by 1) $$;
 create function public.rpc_add(a int, b int) returns int language sql immutable as $$ select a + b $$;
@@ -317,6 +320,20 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
         "Searched for the function public.rpc_get_status with a single unnamed text parameter, but no matches were found in the schema cache.",
       hint: null,
     });
+  });
+
+  test("unnamed parameters: only a single json, jsonb, text, xml or bytea one is callable, as PostgREST", async () => {
+    for (const name of ["rpc_unnamed_int", "rpc_unnamed_two"]) {
+      const res = await client.rpc(name, { "": 1 });
+      assert.deepEqual(
+        { status: res.status, code: res.error?.code },
+        { status: 404, code: "PGRST202" },
+        name,
+      );
+    }
+    // A character argument is not cut to one character by the cast (a parameter has no length).
+    assert.equal((await client.rpc("rpc_initial", { c: "xy" })).data, "xy");
+    assert.equal((await client.rpc("rpc_initial", { c: "xy" }, { get: true })).data, "xy");
   });
 
   test("overloads are told apart by the argument names; several fitting are PGRST203", async () => {

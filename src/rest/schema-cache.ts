@@ -731,6 +731,19 @@ function buildCache(
   return { schema, tables, relationships, routines: new Map() };
 }
 
+/** The types of a single unnamed parameter that takes a request's whole body. */
+const BODY_TYPES = new Set(["json", "jsonb", "text", "xml", "bytea"]);
+
+/**
+ * The type an argument is cast to: `character` and `bit` without a length would cut a value to one
+ * character, so their varying forms take any length (the parameter's own type converts it).
+ */
+function unbounded(type: string): string {
+  if (type === "character" || type === "bit") return `${type} varying`;
+  if (type === "character[]" || type === "bit[]") return `${type.slice(0, -2)} varying[]`;
+  return type;
+}
+
 const VOLATILITY = { i: "immutable", s: "stable", v: "volatile" } as const;
 
 const column = (name: string, type: string, elementType: string | null, position: number): Column => ({
@@ -773,6 +786,13 @@ function buildRoutines(
         t,
       );
     if (inputs.some((p) => pseudo(p.type)) || pseudo(r.return_type)) continue;
+    // As PostgREST: an unnamed parameter can only be the one that takes the whole body.
+    const unnamed = inputs.filter((p) => p.name === "");
+    if (
+      unnamed.length > 1 ||
+      (unnamed.length === 1 && !BODY_TYPES.has((unnamed[0] as { type: string }).type))
+    )
+      continue;
     let returns: Routine["returns"];
     let returnTable: string | undefined;
     let returnColumns: Column[] = [];
@@ -802,7 +822,7 @@ function buildRoutines(
       schema,
       name: r.name,
       oid: r.oid,
-      params: inputs.map((p, i) => ({ ...p, required: i < required })),
+      params: inputs.map((p, i) => ({ ...p, type: unbounded(p.type), required: i < required })),
       returnsSet: r.returns_set,
       returns,
       returnType: r.return_type,
