@@ -293,7 +293,8 @@ describeEachEngine("the audit log's hidden columns", (t) => {
       `select distinct c.relnamespace::regnamespace::text || '.' || c.relname as table, a.attname::text as column,
               internal.audit_hidden_column(c.relnamespace::regnamespace::text || '.' || c.relname, a.attname) as hidden
        from pg_trigger tg
-       join pg_proc p on p.oid = tg.tgfoid and p.proname = 'audit_row' and p.pronamespace = 'internal'::regnamespace
+       join pg_proc p on p.oid = tg.tgfoid and p.proname in ('audit_row', 'audit_release_history')
+         and p.pronamespace = 'internal'::regnamespace
        join pg_class c on c.oid = tg.tgrelid
        join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
        order by 1, 2`,

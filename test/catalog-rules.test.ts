@@ -422,6 +422,64 @@ describeEachEngine("catalog rules", (t) => {
       });
     }
 
+    test("one statement creating many releases records each in the history and the audit log as one at a time does", async () => {
+      const m = await seedMember(db());
+      const artistId = await createArtist(db(), m.claims);
+      const one = await insertRow<ReleaseRow>(db(), m.claims, "releases", {
+        artist_id: artistId,
+        title: "One",
+      });
+      const many = (
+        await query<{ id: string }>(
+          db(),
+          m.claims,
+          "insert into public.releases (artist_id, title) select $1, 'Many ' || g from generate_series(1, 5) g returning id",
+          [artistId],
+        )
+      ).map((r) => r.id);
+      const who = { actor_role: "authenticated", actor_user_id: m.user.id, actor_api_key_id: null };
+      for (const id of [one.id, ...many])
+        assert.deepEqual(await historyOf(db(), id), [
+          { from_status: null, to_status: "draft", reason: null, ...who },
+        ]);
+      // Each history row's audit row: the same in every column but the row's own ids and time.
+      const audited = await query<Row & { object_id: string; history_id: string; release_id: string }>(
+        db(),
+        serviceClaims,
+        `select l.tenant_id, l.actor_type, l.actor, l.actor_detail, l.ip, l.action, l.object_table, l.before,
+           l.after - 'id' - 'release_id' - 'created_at' as after, l.object_id, h.id::text as history_id,
+           h.release_id::text as release_id
+         from internal.audit_log l join internal.release_history h on h.id::text = l.object_id
+         where l.object_table = 'internal.release_history' and h.release_id = any ($1::uuid[]) order by l.id`,
+        [[one.id, ...many]],
+      );
+      assert.deepEqual(
+        audited.map((a) => a.release_id),
+        [one.id, ...many],
+      );
+      const strip = ({ object_id: _o, history_id: _h, release_id: _r, ...rest }: (typeof audited)[number]) =>
+        rest;
+      const [first, ...rest] = audited.map(strip);
+      assert.equal(first?.actor_type, "user");
+      assert.equal(first?.tenant_id, m.tenant.id);
+      for (const row of rest) assert.deepEqual(row, first);
+      // The server's own work is not an act to record: the service path writes history, no audit.
+      const [byService] = await query<{ id: string }>(
+        db(),
+        serviceClaims,
+        "insert into public.releases (account_id, artist_id, title) select $1, $2, 'By the server' returning id",
+        [m.account.id, artistId],
+      );
+      assert.equal((await historyOf(db(), byService?.id ?? "")).length, 1);
+      const none = await query(
+        db(),
+        serviceClaims,
+        "select 1 from internal.audit_log l join internal.release_history h on h.id::text = l.object_id where l.object_table = 'internal.release_history' and h.release_id = $1",
+        [byService?.id],
+      );
+      assert.equal(none.length, 0);
+    });
+
     test("submitting sets submitted_at, queues release.review and emits release.submitted", async () => {
       const m = await seedMember(db());
       const release = await seedRelease(db(), m.claims);
