@@ -93,6 +93,37 @@ async function postgresIsEmpty(url: string): Promise<{ empty: boolean; rolesMiss
   }
 }
 
+/**
+ * Unpacks PGlite's own tar of its data directory (what `dumpDataDir` wrote, checked by now
+ * against the manifest) into `dir`: folders 0700, files 0600, as PostgreSQL keeps them.
+ */
+async function unpackDataDir(tarFile: string, dir: string): Promise<void> {
+  fs.mkdirSync(dir, { mode: 0o700 });
+  await readTar(
+    fs.createReadStream(tarFile, { highWaterMark: 1 << 20 }),
+    (entry) => {
+      const rel = entry.name.replace(/^\/+/, "").replace(/^pgdata\//, "");
+      if (rel.split("/").some((p) => p === ".." || p === "."))
+        throw new DamagedArchiveError(`unexpected path in the database: ${entry.name}`);
+      const dest = path.join(dir, rel);
+      if (entry.type === "5") {
+        fs.mkdirSync(dest, { recursive: true, mode: 0o700 });
+        return null;
+      }
+      if (entry.type !== "0")
+        throw new DamagedArchiveError(`unexpected entry in the database: ${entry.name}`);
+      fs.mkdirSync(path.dirname(dest), { recursive: true, mode: 0o700 });
+      return fileSink(dest, 0o600);
+    },
+    () => {},
+  );
+  if (!fs.existsSync(path.join(dir, "PG_VERSION")))
+    throw new BackupError(
+      "the backup's database has no PG_VERSION: not a PostgreSQL data directory",
+      "damaged",
+    );
+}
+
 /** Restores the backup in `file` into `config`'s DATA_DIR (and database). */
 export async function restoreBackup(
   config: Config,
@@ -159,6 +190,8 @@ export async function restoreBackup(
       await readTar(
         gunzip,
         (entry) => {
+          if (entry.type !== "0")
+            throw new DamagedArchiveError(`unexpected entry ${JSON.stringify(entry.name)}`);
           const rel = stagedPath(entry.name);
           if (!rel) throw new DamagedArchiveError(`unexpected entry ${JSON.stringify(entry.name)}`);
           if (hashes.has(entry.name)) throw new DamagedArchiveError(`entry ${entry.name} appears twice`);
@@ -249,12 +282,7 @@ export async function restoreBackup(
     progress({ phase: "database", done: 0, total: 1 });
     if (manifest.engine === "pglite") {
       const tarFile = path.join(staging, ".backup/pgdata.tar");
-      const { PgliteEngine } = await import("../db/pglite.ts");
-      const engine = await PgliteEngine.open({
-        dataDir: path.join(staging, "pgdata"),
-        loadDataDir: new Blob([fs.readFileSync(tarFile)]),
-      });
-      await engine.close();
+      await unpackDataDir(tarFile, path.join(staging, "pgdata"));
       fs.rmSync(tarFile);
     } else {
       await runPgTool("pg_restore", pgUrl as string, [

@@ -137,8 +137,9 @@ export interface Entry {
 }
 
 /**
- * Reads a tar stream, calling `onEntry` for each regular file; the callback gets a writer it must
- * pass the entry's bytes to (a file, hashed on the way), or null to skip it.
+ * Reads a tar stream, calling `onEntry` for each entry (type "0" a file, "5" a folder, …); it
+ * returns where the entry's bytes go (a file), or null to skip them. `onHashed` gets each file's
+ * SHA-256 once its bytes are read.
  */
 export async function readTar(
   input: Readable,
@@ -180,7 +181,7 @@ export async function readTar(
         const type = field(block, 156, 1) || "0";
         const size = parseOctal(block, 124, 12);
         entry = { name, size, type };
-        sink = type === "0" ? await onEntry(entry) : null;
+        sink = await onEntry(entry);
         hash = createHash("sha256");
         left = size;
         padLeft = size % BLOCK ? BLOCK - (size % BLOCK) : 0;
