@@ -112,7 +112,7 @@ async function run(engine: "pglite" | "postgres"): Promise<void> {
         t = performance.now();
         const tar = await db.snapshot();
         console.log(
-          `[${engine}] snapshot (database held): ${secs(performance.now() - t)}, ${mb(tar?.size ?? 0)}`,
+          `[${engine}] snapshot (database held): ${secs(performance.now() - t)}, ${mb(tar?.byteLength ?? 0)}`,
         );
       }
     }

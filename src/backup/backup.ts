@@ -47,7 +47,8 @@ export interface Manifest {
 }
 
 export interface BackupProgress {
-  phase: "database" | "media" | "write";
+  /** The database's snapshot (with the media linked), then writing the archive. */
+  phase: "database" | "write";
   done: number;
   total: number;
 }
@@ -184,7 +185,7 @@ async function snapshotEmbedded(db: Db, whileHeld: () => Promise<void>): Promise
     try {
       const tar = await db.snapshot(whileHeld);
       if (!tar) throw new Error("this engine takes no snapshot");
-      return Buffer.from(await tar.arrayBuffer());
+      return Buffer.from(tar.buffer, tar.byteOffset, tar.byteLength);
     } catch (error) {
       if (!(error instanceof DatabaseBusyError) || attempt >= 20) throw error;
       await new Promise((r) => setTimeout(r, 250 * attempt));

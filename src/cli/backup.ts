@@ -41,7 +41,6 @@ function reporter(cli: Cli) {
 
 const BACKUP_PHASES: Record<BackupProgress["phase"], string> = {
   database: "database snapshot",
-  media: "media",
   write: "writing",
 };
 const RESTORE_PHASES: Record<RestoreProgress["phase"], string> = {

@@ -204,7 +204,7 @@ export class Db {
    * The embedded database's files as one consistent tar (src/backup), with `whileHeld` run before
    * any other transaction may start; undefined on PostgreSQL (pg_dump takes its backups).
    */
-  snapshot(whileHeld?: () => Promise<void>): Promise<Blob> | undefined {
+  snapshot(whileHeld?: () => Promise<void>): Promise<Uint8Array> | undefined {
     return this.engine.snapshot?.(whileHeld);
   }
 

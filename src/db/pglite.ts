@@ -267,11 +267,12 @@ export class PgliteEngine implements Engine {
    * own, so between the others (the single connection is held), after a CHECKPOINT, so the files
    * need no recovery; `whileHeld` runs before the connection is let go (the media are linked then).
    */
-  async snapshot(whileHeld?: () => Promise<void>): Promise<Blob> {
+  async snapshot(whileHeld?: () => Promise<void>): Promise<Uint8Array> {
     return this.transaction(
       async (tx) => {
         await tx.exec("checkpoint");
-        const tar = await this.dump();
+        // The thread's buffer itself (transferred, not copied): a backup holds one copy of the database.
+        const tar = new Uint8Array(await this.call<ArrayBuffer>({ op: "dump" }));
         await whileHeld?.();
         return tar;
       },

@@ -43,7 +43,7 @@ export interface Engine {
   /** How its connections are used now (for /metrics); engines without a pool of their own omit it. */
   stats?(): PoolStats;
   /** The embedded engine only: its files as one tar between transactions (a backup, src/backup). */
-  snapshot?(whileHeld?: () => Promise<void>): Promise<Blob>;
+  snapshot?(whileHeld?: () => Promise<void>): Promise<Uint8Array>;
   close(): Promise<void>;
 }
 
