@@ -64,6 +64,8 @@ grant select, insert on public.rpc_notes to authenticated;
 grant usage on sequence public.rpc_notes_id_seq to authenticated;
 create function public.rpc_my_notes() returns setof public.rpc_notes language sql stable security invoker
   as $$ select * from public.rpc_notes order by id $$;
+create function public.rpc_artist_names() returns setof text language sql stable
+  as $$ select name from public.artist_profiles order by name $$;
 create function public.rpc_add_note(note text) returns public.rpc_notes language sql volatile security invoker
   as $$ insert into public.rpc_notes (note) values (note) returning * $$;
 `;
@@ -544,6 +546,28 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
     assert.match(types, /rpc_sum: \{\s+Args: \{ nums: number\[\] \};/);
     assert.ok(!types.includes("rpc_secret"));
     assert.ok(types.includes("request_payout"));
+  });
+
+  test("inside a function Backline's own row security holds too: accounts and tenants stay apart", async () => {
+    const { tenant: tenant2, keys: keys2 } = await tenantWithKeys(t(), { settings: UNLIMITED });
+    const strangerToken = await memberToken(
+      t().db,
+      tenant2,
+      [await seedAccount(t().db, tenant2)],
+      `${app.url}/auth/v1`,
+    );
+    const stranger = createClient(app.url, keys2.anon_key, {
+      auth: { persistSession: false, autoRefreshToken: false },
+      global: { headers: { Authorization: `Bearer ${strangerToken}` } },
+    });
+    await client.from("artist_profiles").insert({ name: "Mira Vale" }).throwOnError();
+    await other.from("artist_profiles").insert({ name: "Other Artist" }).throwOnError();
+    await stranger.from("artist_profiles").insert({ name: "Stranger Artist" }).throwOnError();
+    assert.deepEqual((await client.rpc("rpc_artist_names")).data, ["Mira Vale"]);
+    assert.deepEqual((await other.rpc("rpc_artist_names", {}, { get: true })).data, ["Other Artist"]);
+    assert.deepEqual((await stranger.rpc("rpc_artist_names")).data, ["Stranger Artist"]);
+    const counted = await client.rpc("rpc_artist_names", {}, { head: true, count: "exact" });
+    assert.equal(counted.count, 1);
   });
 
   test("a function created after start is callable once pgrst is notified", async () => {
