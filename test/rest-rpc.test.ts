@@ -55,6 +55,7 @@ create function public.rpc_ids(n int) returns setof int language sql immutable a
 create function public.rpc_go_offline(name_param text) returns public.rpc_status language sql volatile
   as $$ update public.rpc_people set status = 'OFFLINE' where username = name_param returning status $$;
 create function public.rpc_noop() returns void language plpgsql as $$ begin perform 1; end $$;
+create function public.rpc_revoked() returns text language sql immutable as $$ select 'once' $$;
 create function public.rpc_secret() returns text language sql immutable as $$ select 'secret' $$;
 revoke execute on function public.rpc_secret() from public;
 create table public.rpc_notes (id serial primary key, owner uuid not null default auth.uid(), note text not null);
@@ -568,6 +569,32 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
     assert.deepEqual((await stranger.rpc("rpc_artist_names")).data, ["Stranger Artist"]);
     const counted = await client.rpc("rpc_artist_names", {}, { head: true, count: "exact" });
     assert.equal(counted.count, 1);
+  });
+
+  test("a grant revoked before the cache is read again: the database still refuses the call", async () => {
+    assert.equal((await client.rpc("rpc_revoked")).data, "once");
+    await t().owner.transaction(
+      (tx) => tx.exec("revoke execute on function public.rpc_revoked() from public"),
+      { readOnly: false },
+    );
+    const stale = await client.rpc("rpc_revoked");
+    assert.deepEqual({ status: stale.status, code: stale.error?.code }, { status: 403, code: "42501" });
+    const anonymous = await anon.rpc("rpc_revoked");
+    assert.deepEqual(
+      { status: anonymous.status, code: anonymous.error?.code },
+      { status: 401, code: "42501" },
+    );
+    await t().owner.transaction((tx) => tx.exec("notify pgrst, 'reload schema'"), { readOnly: false });
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const res = await client.rpc("rpc_revoked");
+      if (res.status === 404) {
+        assert.equal(res.error?.code, "PGRST202");
+        break;
+      }
+      assert.ok(Date.now() < deadline, `not reloaded: ${JSON.stringify(res.error)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   });
 
   test("a function created after start is callable once pgrst is notified", async () => {
