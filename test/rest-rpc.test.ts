@@ -310,6 +310,9 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
       headers: { "content-type": "text/plain" },
     });
     assert.deepEqual({ status: res.status, body: await res.json() }, { status: 200, body: "HELLO THERE" });
+    // A JSON string is JSON, not text: the single unnamed jsonb takes it.
+    const json = await raw("/rpc/rpc_echo_json", { method: "POST", text: '"hello"' });
+    assert.deepEqual({ status: json.status, body: await json.json() }, { status: 200, body: "hello" });
     const none = await raw("/rpc/rpc_get_status", {
       method: "POST",
       text: "supabot",

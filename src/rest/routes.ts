@@ -333,7 +333,10 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     let args: CallArgs;
     let keys: string[];
     // A text/plain body is the one argument of a function taking a single unnamed text (PostgREST's).
-    const text = post && typeof request.body === "string";
+    const text =
+      post &&
+      typeof request.body === "string" &&
+      /^text\/plain\b/i.test(request.headers["content-type"] ?? "");
     if (text) {
       query = parseQuery(entries);
       keys = [];
