@@ -49,6 +49,8 @@ create function public.rpc_add(a int, b int, c int) returns int language sql imm
 create function public.rpc_add(x text) returns text language sql immutable as $$ select 'text:' || x $$;
 create function public.rpc_ambiguous(a int) returns int language sql immutable as $$ select a $$;
 create function public.rpc_ambiguous(a text) returns text language sql immutable as $$ select a $$;
+create function public.rpc_default_pick(text default 'x') returns text language sql immutable as $$ select $1 $$;
+create function public.rpc_default_pick() returns int language sql immutable as $$ select 1 $$;
 create function public.rpc_sum(variadic nums int[]) returns int language sql immutable
   as $$ select coalesce(sum(n), 0)::int from unnest(nums) as n $$;
 create function public.rpc_ids(n int) returns setof int language sql immutable as $$ select generate_series(1, n) $$;
@@ -365,6 +367,13 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
       details: null,
       hint: "Try renaming the parameters or the function itself in the database so function overloading can be resolved",
     });
+    // Listed fewest parameters first, whatever order they were created in (PostgREST's answer).
+    const pick = await client.rpc("rpc_default_pick");
+    assert.equal(pick.status, 300);
+    assert.equal(
+      pick.error?.message,
+      "Could not choose the best candidate function between: public.rpc_default_pick(), public.rpc_default_pick( => text)",
+    );
   });
 
   test("a variadic argument: a JSON array, or the parameter repeated in the query string", async () => {

@@ -98,12 +98,16 @@ export function findRoutine(
     return { routine, positional: options.singleObject || only?.name === "" };
   }
   if (chosen.length > 1) {
+    // Fewest parameters first, then by signature: the order PostgREST's answers show.
+    const signature = (r: Routine) =>
+      `${r.schema}.${r.name}(${r.params.map((p) => `${p.name} => ${p.type}`).join(", ")})`;
+    const listed = [...chosen].sort(
+      (a, b) => a.params.length - b.params.length || (signature(a) < signature(b) ? -1 : 1),
+    );
     throw new RestError(
       300,
       "PGRST203",
-      `Could not choose the best candidate function between: ${chosen
-        .map((r) => `${r.schema}.${r.name}(${r.params.map((p) => `${p.name} => ${p.type}`).join(", ")})`)
-        .join(", ")}`,
+      `Could not choose the best candidate function between: ${listed.map(signature).join(", ")}`,
       null,
       "Try renaming the parameters or the function itself in the database so function overloading can be resolved",
     );
