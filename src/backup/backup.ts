@@ -9,7 +9,7 @@ import { DatabaseBusyError } from "../db/admission.ts";
 import type { Db } from "../db/db.ts";
 import { migrationStatus } from "../db/migrate.ts";
 import { describeUrl } from "../db/open.ts";
-import { keyFiles, keyIdOf, loadSecretBox } from "../secrets/box.ts";
+import { keyFiles, keyIdOf } from "../secrets/box.ts";
 import { TarWriter, type Written } from "./tar.ts";
 
 /**
@@ -243,8 +243,8 @@ export async function createBackup(db: Db, config: Config, options: BackupOption
     progress({ phase: "database", done: 1, total: 1 });
 
     // The key: in the backup, or said where it must be kept.
-    const box = loadSecretBox(config);
-    const keyId = box.keyId;
+    // The key the database's secrets are sealed with: the one this process opened it with.
+    const keyId = db.secrets.keyId;
     const files = keyFiles(config.dataDir);
     let keyWarning: string | undefined;
     const keyParts: { name: string; file: string }[] = [];
@@ -290,10 +290,12 @@ export async function createBackup(db: Db, config: Config, options: BackupOption
         const bytes = fs.readFileSync(k.file);
         // The key must be the one the database's secrets are sealed with.
         if (
-          keyIdOf(Buffer.from(bytes.toString("utf8").trim(), "base64")) !== keyId &&
-          k.name.endsWith(".key")
+          k.name.endsWith(".key") &&
+          keyIdOf(Buffer.from(bytes.toString("utf8").trim(), "base64")) !== keyId
         )
-          throw new BackupError(`${k.file} changed while the backup was taken`);
+          throw new BackupError(
+            `${k.file} is not the key this database was opened with (key id ${keyId}): was it replaced while the server runs?`,
+          );
         parts.push(await tar.addBuffer(k.name, bytes, 0o600));
       }
       if (fs.existsSync(devTenant))
