@@ -209,6 +209,15 @@ describeEachEngine("rest: functions at /rest/v1/rpc", (t) => {
       .order("username")
       .range(1, 2);
     assert.deepEqual(ranged.data, [{ username: "dragarcia" }, { username: "supabot" }]);
+    const grouped = await client
+      .rpc("rpc_people_older", {})
+      .select("status, n:username.count(), oldest:age.max(), who:username")
+      .eq("username", "supabot");
+    assert.deepEqual(grouped.data, [{ status: "ONLINE", n: 1, oldest: 3, who: "supabot" }]);
+    const renamed = await client
+      .rpc("rpc_name_and_status", { name_param: "supabot" })
+      .select("name:username,status::text");
+    assert.deepEqual(renamed.data, [{ name: "supabot", status: "ONLINE" }]);
     const head = await client.rpc("rpc_people_older", { min_age: 20 }, { head: true, count: "exact" });
     assert.deepEqual(
       { status: head.status, count: head.count, data: head.data },
