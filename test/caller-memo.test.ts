@@ -219,6 +219,56 @@ describeEachEngine("the caller memo", (t) => {
     assert.equal(code, "23503");
   });
 
+  test("rows sharing a parent read it once (migration 0040); a parent the caller cannot see fails the statement wherever it comes", async () => {
+    const bobsRelease = await t().db.asService(async (tx) => {
+      const artist = (
+        await tx.query<{ id: string }>(
+          "insert into public.artist_profiles (account_id, name) values ($1, 'Bob Parent') returning id",
+          [f.accountB],
+        )
+      ).rows[0]?.id as string;
+      return (
+        await tx.query<{ id: string }>(
+          "insert into public.releases (account_id, artist_id, title) values ($1, $2, 'Bob Release') returning id",
+          [f.accountB, artist],
+        )
+      ).rows[0]?.id as string;
+    });
+    const insertTracks = (releaseIds: string[]) =>
+      t().db.withRequestContext(userClaims(f.alice), (tx) =>
+        tx.query(
+          "insert into public.tracks (release_id, title, track_number) select r, 'T' || n, n from unnest($1::uuid[]) with ordinality u(r, n)",
+          [releaseIds],
+        ),
+      );
+    // Bob's release between Alice's: after the memo holds Alice's release, and before it again.
+    for (const order of [
+      [f.releaseA, f.releaseA, bobsRelease, f.releaseA],
+      [bobsRelease, f.releaseA, f.releaseA],
+      [f.releaseA, f.releaseA, f.releaseA, bobsRelease],
+    ])
+      assert.equal(await errorOf(insertTracks(order)), "23503", order.join(", "));
+    // The rows that share a parent take its account and detail; the memo names that parent.
+    // (Rolled back: the other tests count Alice's releases.)
+    const undo = new Error("rolled back");
+    const done = t().db.withRequestContext(userClaims(f.alice), async (tx) => {
+      const made = await tx.query<{ account_id: string }>(
+        "insert into public.releases (artist_id, title) select $1, 'Shared ' || g from generate_series(1, 4) g returning account_id",
+        [f.artistA],
+      );
+      assert.deepEqual(
+        made.rows.map((r) => r.account_id),
+        Array(4).fill(f.accountA),
+      );
+      const memo = (
+        await tx.query<{ k: string | null }>("select current_setting('backline.memo_parent', true) as k")
+      ).rows[0]?.k;
+      assert.ok(memo?.includes(` artist_profiles ${f.artistA}\n${f.accountA}\nMemo Artist`), String(memo));
+      throw undo;
+    });
+    await assert.rejects(done, (e) => e === undo);
+  });
+
   test("a commit by another transaction between two statements counts from the next statement (PostgreSQL)", async (c) => {
     if (t().kind !== "postgres") {
       c.skip("one connection: transactions take turns on PGlite");
