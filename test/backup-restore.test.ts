@@ -352,6 +352,17 @@ for (const kind of ENGINES) {
         ]);
         fs.rmSync(parent, { recursive: true, force: true });
       });
+
+      test("without a running server, backup opens DATA_DIR itself", async () => {
+        assert.equal(await server?.stop(), 0);
+        server = undefined;
+        const out = path.join(work, "offline.tar.gz");
+        const b = await runCli(["--json", "backup", "--out", out], env, 120_000);
+        assert.equal(b.code, 0, b.stderr);
+        const report = JSON.parse(b.stdout) as { manifest: { engine: string; key: { included: boolean } } };
+        assert.deepEqual([report.manifest.engine, report.manifest.key.included], ["pglite", true]);
+        assert.equal(fs.existsSync(path.join(env.DATA_DIR as string, "run", "cli.sock")), false);
+      });
     } else {
       test("restore refuses a database that is not empty", async () => {
         const r = await runCli(["restore", archive], { ...env, DATA_DIR: tempDir("backline-drill-pgfull-") });
