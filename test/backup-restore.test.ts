@@ -294,6 +294,18 @@ for (const kind of ENGINES) {
         );
         const listing = execFileSync("tar", ["-tzf", out], { encoding: "utf8" });
         assert.doesNotMatch(listing, /encryption\.key/);
+        const keyId = /key id ([0-9a-f]{8})/.exec(b.stderr)?.[1];
+        assert.ok(keyId);
+        // Restored without its key, the server refuses to start: the sealed secrets do not open.
+        const target = path.join(tempDir("backline-drill-nokey-"), "data");
+        const r = await runCli(["restore", out], { DATA_DIR: target });
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stderr, new RegExp(`put the key with id ${keyId} .* before starting the server`));
+        await assert.rejects(
+          startServer({ DATA_DIR: target }),
+          new RegExp(`sealed with key ${keyId}, which this server does not have`),
+        );
+        fs.rmSync(path.dirname(target), { recursive: true, force: true });
         // An existing file is never overwritten.
         const again = await runCli(["backup", "--out", out], env, 120_000);
         assert.equal(again.code, 1);
