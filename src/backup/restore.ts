@@ -213,6 +213,8 @@ export async function restoreBackup(
           "damaged",
         );
       throw error;
+    } finally {
+      input.destroy();
     }
 
     // 2. Check it all against the manifest before anything is put in place.
