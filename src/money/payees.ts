@@ -157,22 +157,36 @@ export async function reviewTaxForm(
     if (!row.tax_form)
       throw new MoneyError("tax_form_required", "the payee has not filed a tax form yet", "status");
     const rate = review.withholding_rate ?? (row.tax_form === "W-9" ? "0" : "30");
+    const withholding = review.status === "verified" ? rate : "0";
     await tx.query(
       `update internal.payees set tax_status = $2, withholding_rate = $3, tax_reviewed_at = now(), updated_at = now()
        where id = $1`,
-      [payeeId, review.status, review.status === "verified" ? rate : "0"],
+      [payeeId, review.status, withholding],
+    );
+    // The act in the audit log (migration 0041): the decision, never the tax identity.
+    await tx.query(
+      `select internal.audit('money.tax_review', 'internal.payees', $1, $2, null,
+         jsonb_build_object('tax_form', $3::text, 'tax_status', $4::text, 'withholding_rate', $5::numeric))`,
+      [payeeId, tenantId, row.tax_form, review.status, withholding],
     );
     return (await findPayee(tx, payeeId)) as PayeeOut;
   });
 }
 
 export async function setPayoutMethod(db: Db, payeeId: string, method: PayoutMethod | null): Promise<void> {
-  await db.asService((tx) =>
-    tx.query("update internal.payees set payout_method = $2, updated_at = now() where id = $1", [
+  await db.asService(async (tx) => {
+    await tx.query("update internal.payees set payout_method = $2, updated_at = now() where id = $1", [
       payeeId,
       method === null ? null : JSON.stringify(method),
-    ]),
-  );
+    ]);
+    // Where a payee's money goes changed: an act to find again (which provider; not the account).
+    await tx.query(
+      `select internal.audit('money.payout_method', 'internal.payees', p.id::text, p.tenant_id, null,
+         jsonb_build_object('provider', $2::text))
+       from internal.payees p where p.id = $1`,
+      [payeeId, method?.provider ?? null],
+    );
+  });
 }
 
 /**
@@ -180,13 +194,20 @@ export async function setPayoutMethod(db: Db, payeeId: string, method: PayoutMet
  * pseudonymous payee id, so every balance and statement still adds up.
  */
 export async function erasePayee(db: Db, tenantId: string, payeeId: string): Promise<boolean> {
-  const r = await db.asService((tx) =>
-    tx.query(
+  return db.asService(async (tx) => {
+    const r = await tx.query(
       `update internal.payees set name = null, email = null, user_id = null, tax_name = null, tax_id_sealed = null,
          tax_id_last4 = null, payout_method = null, erased_at = now(), updated_at = now()
        where id = $1 and tenant_id = $2 and erased_at is null`,
       [payeeId, tenantId],
-    ),
-  );
-  return (r.rowCount ?? 0) > 0;
+    );
+    const erased = (r.rowCount ?? 0) > 0;
+    // That it happened and by whom; nothing of what was erased.
+    if (erased)
+      await tx.query("select internal.audit('money.payee_erased', 'internal.payees', $1, $2)", [
+        payeeId,
+        tenantId,
+      ]);
+    return erased;
+  });
 }
