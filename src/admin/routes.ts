@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
 import { operatorScope } from "../db/operator-scope.ts";
 import { HttpError } from "../http/problem.ts";
+import { sendReferencePage } from "../http/reference-page.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { moneySpecs } from "../money/admin.ts";
 import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
@@ -66,7 +67,10 @@ export function adminRouteSpecs(
   ];
 }
 
-/** GET /admin/v1/openapi.json: the document, without authentication (it holds no data). */
+/**
+ * GET /admin/v1/openapi.json: the document, and GET /admin/v1/docs, its interactive reference;
+ * without authentication (they hold no data).
+ */
 export async function adminDocsRoutes(app: FastifyInstance, options: { publicUrl: string }): Promise<void> {
   // Made by its first request, not held from start.
   let doc: ReturnType<typeof adminOpenApiDocument> | undefined;
@@ -83,6 +87,13 @@ export async function adminDocsRoutes(app: FastifyInstance, options: { publicUrl
     );
     return reply.header("cache-control", "no-cache").type("application/json").send(doc);
   });
+  // The interactive reference over that document (src/http/reference-page.ts).
+  app.get("/docs", async (_request, reply) =>
+    sendReferencePage(reply, options.publicUrl, {
+      title: "Backline admin API reference",
+      document: "openapi.json",
+    }),
+  );
 }
 
 export { ADMIN_API_VERSION };

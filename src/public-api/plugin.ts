@@ -6,6 +6,7 @@ import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { bearerOf } from "../http/gateway.ts";
 import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
+import { sendReferencePage } from "../http/reference-page.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import type { ObjectStore } from "../storage/driver.ts";
 import type { UploadLimits } from "../storage/uploads.ts";
@@ -14,7 +15,6 @@ import { WEBHOOK_EVENTS } from "../webhooks/events.ts";
 import type { SecretBox } from "../webhooks/secrets.ts";
 import { ACCOUNT_HEADER, Authenticator, type Caller, namedAccount, type Scope } from "./auth.ts";
 import { deprecationHeaders } from "./deprecation.ts";
-import { renderDocsPage } from "./docs-page.ts";
 import { ApiError, renderError } from "./errors.ts";
 import { claimIdempotencyKey, requestHash, type StoredResponse } from "./idempotency.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -98,7 +98,6 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   };
   // The document and its HTML page (3 MB) are made by their first request, not held from start.
   let openapi: ReturnType<typeof openApiDocument> | undefined;
-  let docsPage: string | undefined;
   const document = () =>
     (openapi ??= openApiDocument(
       ROUTES,
@@ -134,10 +133,13 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   app.register(transferUploadReceiver, { db });
 
   app.get("/openapi.json", async (_request, reply) => reply.type("application/json").send(document()));
-  app.get("/docs", async (_request, reply) => {
-    docsPage ??= renderDocsPage(document());
-    return reply.type("text/html; charset=utf-8").send(docsPage);
-  });
+  // The interactive reference over that document (src/http/reference-page.ts).
+  app.get("/docs", async (_request, reply) =>
+    sendReferencePage(reply, options.publicUrl, {
+      title: "Backline public API reference",
+      document: "openapi.json",
+    }),
+  );
 
   // A caller's limit is decided before any database work (docs/public-api.md, "Rate limits"): the
   // first call of a token looks the key up and learns its limit; from then on the token's hash
