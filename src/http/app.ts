@@ -30,7 +30,6 @@ import { problemErrorHandler, sendProblem } from "./problem.ts";
 import { MemoryRateLimiter } from "./rate-limit.ts";
 import { redactingLogger } from "./redact.ts";
 import { referenceRoutes } from "./reference-page.ts";
-import { referenceRoutes } from "./reference-page.ts";
 import { proxyChainWarning, trustProxyOption } from "./trust-proxy.ts";
 
 export interface AppDeps {
@@ -288,8 +287,6 @@ export function buildApp(given: AppDeps): FastifyInstance {
   });
   // The admin API's OpenAPI document, outside its authentication: it describes, it holds no data.
   app.register(adminDocsRoutes, { prefix: "/admin/v1", publicUrl: deps.config.publicUrl });
-  // The interactive API references' assets, and /rest/v1's reference page (src/http/reference-page.ts).
-  app.register(referenceRoutes, { publicUrl: deps.config.publicUrl });
   // The interactive API references' assets, and /rest/v1's reference page (src/http/reference-page.ts).
   app.register(referenceRoutes, { publicUrl: deps.config.publicUrl });
   return app;
