@@ -100,12 +100,13 @@ export const DEVICES: Record<Device, Parameters<Browser["newContext"]>[0]> = {
 /**
  * A context for one device, every request outside `allowOrigin` refused (the console must load
  * nothing from the internet: a refused request is recorded in `offsite`, and `assertNoOffsite`
- * fails on it).
+ * fails on it). Several origins where the page rightly talks to more than its server (an S3
+ * bucket on loopback that uploads go to).
  */
 export async function newContext(
   browser: Browser,
   device: Device,
-  allowOrigin: string,
+  allowOrigin: string | string[],
   storageState?: Awaited<ReturnType<BrowserContext["storageState"]>>,
 ): Promise<BrowserContext & { offsite: string[] }> {
   const context = (await browser.newContext({
@@ -119,8 +120,11 @@ export async function newContext(
   context.offsite = [];
   context.setDefaultTimeout(15_000);
   context.setDefaultNavigationTimeout(30_000);
+  const allowed = new Set(
+    (Array.isArray(allowOrigin) ? allowOrigin : [allowOrigin]).map((o) => new URL(o).origin),
+  );
   await context.route(
-    (url) => url.origin !== allowOrigin && url.protocol !== "data:" && url.protocol !== "blob:",
+    (url) => !allowed.has(url.origin) && url.protocol !== "data:" && url.protocol !== "blob:",
     (route) => {
       context.offsite.push(route.request().url());
       return route.abort("blockedbyclient");

@@ -21,9 +21,14 @@ import { type PortalWorld, seedPortalWorld } from "./portal-seed.ts";
  * with `record` for a page's axe check and screenshots on a desktop and a phone
  * (artifacts/console/portal-*), and a check at its end that nothing was loaded from elsewhere.
  */
-export function portalStories(browser: () => Browser, url: () => string, pageErrors: string[]) {
+export function portalStories(
+  browser: () => Browser,
+  url: () => string,
+  pageErrors: string[],
+  otherOrigins: () => string[] = () => [],
+) {
   async function open(name: string) {
-    const context = await newContext(browser(), "desktop", url());
+    const context = await newContext(browser(), "desktop", [url(), ...otherOrigins()]);
     // Two cores shared with other work: a step may wait longer than the harness's 15 s.
     context.setDefaultTimeout(45_000);
     const page = await context.newPage();
@@ -79,7 +84,10 @@ export function portalStories(browser: () => Browser, url: () => string, pageErr
  * world (test/support/portal-seed.ts) and a Chromium, started before its tests and stopped after
  * (a page that threw fails the block). `stack` and `world` are set once `before` has run.
  */
-export function portalSuite(env: Record<string, string> = {}) {
+export function portalSuite(
+  env: Record<string, string> = {},
+  options: { otherOrigins?: () => string[] } = {},
+) {
   const pageErrors: string[] = [];
   const started: { stack: ConsoleStack; world: PortalWorld; browser: Browser } = {
     stack: undefined as unknown as ConsoleStack,
@@ -90,6 +98,7 @@ export function portalSuite(env: Record<string, string> = {}) {
     () => started.browser,
     () => started.stack.url,
     pageErrors,
+    options.otherOrigins,
   );
   const suite = {
     get stack(): ConsoleStack {
