@@ -22,9 +22,12 @@ const LONGEST_FIRST = [
   "test/portal/money.test.ts",
   "test/portal/catalogue.test.ts",
   "test/portal/developers.test.ts",
+  "test/portal/uploads-s3.test.ts",
   // Long on PostgreSQL only (five processes killed and restarted; Prism in front of a server).
   "test/chaos.test.ts",
   "test/public-api-contract.test.ts",
+  // Waits on server processes and pg_dump/pg_restore (about 20 s embedded, 14 s on PostgreSQL).
+  "test/backup-restore.test.ts",
   "test/pipeline-review.test.ts",
   "test/cli-catalogue.test.ts",
   "test/portal-domains.test.ts",
