@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { requestScope } from "../src/db/admission.ts";
 import { currentAuditScope } from "../src/db/audit-context.ts";
 import { Db } from "../src/db/db.ts";
 import { JSON_LIMITS } from "../src/http/body-limits.ts";
+import { claimIdempotencyKey } from "../src/public-api/idempotency.ts";
 import { FAILED_AUTH_LIMIT } from "../src/public-api/plugin.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
@@ -235,6 +238,30 @@ describeEachEngine("reliability", (t) => {
       await held;
       // Once the database is free again, requests are served.
       assert.equal((await api("GET", "/releases")).status, 200);
+    });
+
+    test("a request answered 503 after claiming its Idempotency-Key frees the key at once, however busy the database still is", async () => {
+      const key = {
+        owner: `account:${randomUUID()}`,
+        method: "POST",
+        path: "/api/public/v1/releases",
+        key: `busy-${randomUUID()}`,
+        hash: "h",
+      };
+      // Claimed by a request, as the public API claims it, before the database gets busy.
+      const claimed = await requestScope.run({ request: true }, () => claimIdempotencyKey(t().db, key));
+      assert.equal(claimed.kind, "run");
+      if (claimed.kind !== "run") return;
+      const held = holdAllConnections(2500);
+      await new Promise((r) => setTimeout(r, 100));
+      // The request's own work was refused (503); settling its key waits its turn, unbounded.
+      await requestScope.run({ request: true }, () =>
+        claimed.finish({ status: 503, body: { code: "too_many_connections" }, headers: {} }),
+      );
+      await held;
+      // The key is free: the client's retry with it runs, rather than 409 for two minutes.
+      const again = await requestScope.run({ request: true }, () => claimIdempotencyKey(t().db, key));
+      assert.equal(again.kind, "run");
     });
 
     test("past the queue bound: refused at once, not after the wait", async () => {

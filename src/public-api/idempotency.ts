@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { requestScope } from "../db/admission.ts";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { ApiError } from "./errors.ts";
@@ -171,26 +172,32 @@ export async function claimIdempotencyKey(
         applied: async (tx) => {
           await tx.query("select internal.idempotency_applied($1, $2, $3, $4)", ids);
         },
+        // Not bounded by the request's wait for the database (src/db/admission.ts): the request
+        // has run, and its key must be settled even when the database is busy — above all when
+        // the answer is the busy 503 itself, which must free the key at once rather than hold it
+        // "in progress" for LOCK_SECONDS. One short statement, waiting its turn as jobs do.
         finish: async (response) => {
-          await db.asService((tx) =>
-            response.status >= 500
-              ? tx.query(
-                  "delete from internal.idempotency_keys where owner = $1 and method = $2 and path = $3 and key = $4",
-                  ids,
-                )
-              : tx.query(
-                  `update internal.idempotency_keys
+          await requestScope.exit(() =>
+            db.asService((tx) =>
+              response.status >= 500
+                ? tx.query(
+                    "delete from internal.idempotency_keys where owner = $1 and method = $2 and path = $3 and key = $4",
+                    ids,
+                  )
+                : tx.query(
+                    `update internal.idempotency_keys
                    set status = 'done', response_status = $5, response_body = $6, response_ciphertext = $7,
                        response_headers = $8
                    where owner = $1 and method = $2 and path = $3 and key = $4`,
-                  [
-                    ...ids,
-                    response.status,
-                    input.seal ? null : JSON.stringify(response.body ?? null),
-                    input.seal ? input.seal.encrypt(JSON.stringify(response.body ?? null)) : null,
-                    JSON.stringify(response.headers),
-                  ],
-                ),
+                    [
+                      ...ids,
+                      response.status,
+                      input.seal ? null : JSON.stringify(response.body ?? null),
+                      input.seal ? input.seal.encrypt(JSON.stringify(response.body ?? null)) : null,
+                      JSON.stringify(response.headers),
+                    ],
+                  ),
+            ),
           );
         },
       };
