@@ -638,7 +638,7 @@ const CASES: Case[] = [
       status: 406,
       match: pgError(
         "PGRST116",
-        "JSON object requested, multiple (or no) rows returned",
+        "Cannot coerce the result to a single JSON object",
         "The result contains 0 rows",
       ),
     },
@@ -650,7 +650,7 @@ const CASES: Case[] = [
       status: 406,
       match: pgError(
         "PGRST116",
-        "JSON object requested, multiple (or no) rows returned",
+        "Cannot coerce the result to a single JSON object",
         "The result contains 2 rows",
       ),
     },
@@ -1135,7 +1135,7 @@ const CASES: Case[] = [
       status: 406,
       match: pgError(
         "PGRST116",
-        "JSON object requested, multiple (or no) rows returned",
+        "Cannot coerce the result to a single JSON object",
         "The result contains 2 rows",
       ),
     },

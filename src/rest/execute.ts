@@ -110,7 +110,7 @@ function singleObject(page: Page): string {
     throw new RestError(
       406,
       "PGRST116",
-      "JSON object requested, multiple (or no) rows returned",
+      "Cannot coerce the result to a single JSON object",
       `The result contains ${page.count} rows`,
     );
   }
