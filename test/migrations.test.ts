@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { loadMigrations, MigrationError, migrate, migrationStatus } from "../src/db/migrate.ts";
+import {
+  dryRunMigrations,
+  loadMigrations,
+  MigrationError,
+  migrate,
+  migrationStatus,
+} from "../src/db/migrate.ts";
 import { PgliteEngine } from "../src/db/pglite.ts";
 import { PostgresEngine } from "../src/db/postgres.ts";
 import type { Engine } from "../src/db/types.ts";
@@ -96,6 +102,86 @@ describe("migrating the embedded database", () => {
     }
   });
 
+  test("an upgrade from an earlier version: --dry-run says each step's time and locks and changes nothing; then the rows come through", async () => {
+    // Migrations are never edited once merged, so a database at an earlier release's level is
+    // the prefix of today's list: here 0032, the level of the stop that landed on 2026-12-04.
+    const at = 32;
+    const engine = await PgliteEngine.open();
+    try {
+      await migrate(engine, all.slice(0, at));
+      const ids = await engine.transaction(
+        async (tx) => {
+          const one = async (sql: string, params: unknown[]) =>
+            ((await tx.query<{ id: string }>(sql, params)).rows[0] as { id: string }).id;
+          const tenant = await one(
+            "insert into internal.tenants (slug, name, jwt_secret) values ('upgrade', 'Upgrade', repeat('s', 40)) returning id",
+            [],
+          );
+          const account = await one(
+            "insert into internal.accounts (tenant_id, name) values ($1, 'Old Label') returning id",
+            [tenant],
+          );
+          const artist = await one(
+            "insert into public.artist_profiles (account_id, name) values ($1, 'Old Artist') returning id",
+            [account],
+          );
+          const release = await one(
+            "insert into public.releases (account_id, artist_id, title) values ($1, $2, 'Old Release') returning id",
+            [account, artist],
+          );
+          await tx.query(
+            "insert into public.tracks (account_id, release_id, title, track_number, splits) values ($1, $2, 'Old Track', 1, $3)",
+            [
+              account,
+              release,
+              JSON.stringify([{ name: "Old Artist", email: "old@example.com", share: 100 }]),
+            ],
+          );
+          return { tenant, account, release };
+        },
+        { readOnly: false },
+      );
+
+      const steps = await dryRunMigrations(engine);
+      assert.deepEqual(
+        steps.map((m) => m.version),
+        all.slice(at).map((m) => m.version),
+      );
+      for (const m of steps) assert.ok(m.ms >= 0 && Array.isArray(m.locks), `${m.version}`);
+      // 0040 replaces triggers on public.releases: it locks that table while it runs.
+      const replaced = steps.find((m) => m.version === 40);
+      assert.ok(
+        replaced?.locks.some((l) => l.table === "public.releases" && /Exclusive/.test(l.mode)),
+        JSON.stringify(replaced),
+      );
+      // Rolled back: nothing applied, nothing left behind.
+      assert.equal((await status(engine)).pending.length, all.length - at);
+      const left = await engine.transaction(
+        (tx) => tx.query<{ t: string | null }>("select to_regclass('internal.payees')::text as t"),
+        { readOnly: true },
+      );
+      assert.equal(left.rows[0]?.t, null, "0036's tables are not there after the dry run");
+
+      // The real upgrade: every step, and the old rows still there and working under today's rules.
+      assert.equal((await migrate(engine)).length, all.length - at);
+      const after = await engine.transaction(
+        (tx) =>
+          tx.query<{ title: string; tracks: number; payees: number }>(
+            `select r.title, (select count(*)::int from public.tracks t where t.release_id = r.id) as tracks,
+               (select count(*)::int from internal.payees p where p.account_id = r.account_id) as payees
+             from public.releases r where r.id = $1`,
+            [ids.release],
+          ),
+        { readOnly: true },
+      );
+      // 0036 made the account a payee and the split's person another, from the track's splits.
+      assert.deepEqual(after.rows[0], { title: "Old Release", tracks: 1, payees: 2 });
+      assert.deepEqual(await dryRunMigrations(engine), []);
+    } finally {
+      await engine.close();
+    }
+  });
+
   test("`backline migrate` applies them to DATA_DIR and `--status --json` reports them", async () => {
     const dataDir = tempDir();
     try {
@@ -106,6 +192,9 @@ describe("migrating the embedded database", () => {
       const report = JSON.parse(again.stdout);
       assert.equal(report.applied.length, all.length);
       assert.deepEqual(report.pending, []);
+      const dry = await runCli(["--json", "migrate", "--dry-run"], { DATA_DIR: dataDir });
+      assert.equal(dry.code, 0, dry.stderr);
+      assert.deepEqual(JSON.parse(dry.stdout), { dry_run: true, pending: [] });
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }

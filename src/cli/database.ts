@@ -18,7 +18,11 @@ export function register(program: Command, cli: Cli): void {
       "apply pending database migrations (MIGRATION_DATABASE_URL, else DATABASE_URL, else the embedded database)",
     )
     .option("--status", "only show which migrations are applied and pending")
-    .action(async (opts: { status?: boolean }) => {
+    .option(
+      "--dry-run",
+      "apply the pending migrations in a transaction that is rolled back: each one's time and the table locks it takes",
+    )
+    .action(async (opts: { status?: boolean; dryRun?: boolean }) => {
       const s = await services();
       const config = s.loadConfigOrDie();
       const dbc = config.database;
@@ -31,6 +35,23 @@ export function register(program: Command, cli: Cli): void {
               applicationName: "backline migrate",
             });
       try {
+        if (opts.dryRun) {
+          const steps = await s.dryRunMigrations(engine);
+          const human = steps.length
+            ? [
+                ...steps.map(
+                  (m) =>
+                    `${String(m.version).padStart(4, "0")} ${m.name}: ${m.ms} ms` +
+                    (m.locks.length
+                      ? `; locks ${m.locks.map((l) => `${l.table} (${l.mode})`).join(", ")}`
+                      : ""),
+                ),
+                "dry run: rolled back, nothing applied",
+              ].join("\n")
+            : "nothing pending";
+          cli.output(human, { dry_run: true, pending: steps });
+          return;
+        }
         const applied = opts.status ? [] : await s.migrate(engine);
         const status = await engine.transaction((tx) => s.migrationStatus(tx), { readOnly: true });
         const human = [

@@ -182,3 +182,95 @@ export async function migrate(engine: Engine, migrations = loadMigrations()): Pr
     done.push(applied);
   }
 }
+
+/** A pending migration as a dry run applied it: how long it took and the table locks it took. */
+export interface DryRunStep {
+  version: number;
+  name: string;
+  ms: number;
+  /** Each table it locked, with the strongest lock mode it took there (PostgreSQL's names). */
+  locks: { table: string; mode: string }[];
+}
+
+class DryRunRollback extends Error {}
+
+/** PostgreSQL's table lock modes, weakest first. */
+const LOCK_MODES = [
+  "AccessShareLock",
+  "RowShareLock",
+  "RowExclusiveLock",
+  "ShareUpdateExclusiveLock",
+  "ShareLock",
+  "ShareRowExclusiveLock",
+  "ExclusiveLock",
+  "AccessExclusiveLock",
+];
+
+/**
+ * `backline migrate --dry-run` (docs/operations.md, "Upgrades"): applies every pending migration
+ * in one transaction, in order, as `migrate` would, timing each and reading after each the table
+ * locks it added (pg_locks of this backend: a lock is held to the end of the transaction, so what
+ * a migration took is what is new after it), then rolls the whole transaction back. What it says
+ * is what the real run will do to this database now: how long each step holds its locks, and
+ * which of them (an AccessExclusiveLock) stops reads of a table while it runs.
+ */
+export async function dryRunMigrations(engine: Engine, migrations = loadMigrations()): Promise<DryRunStep[]> {
+  const steps: DryRunStep[] = [];
+  try {
+    await engine.transaction(
+      async (tx) => {
+        await tx.query("select pg_advisory_xact_lock($1)", [LOCK_KEY]);
+        await tx.exec(BOOTSTRAP);
+        const pending = compare(await readApplied(tx), migrations).pending;
+        const locksNow = async () =>
+          new Map(
+            (
+              await tx.query<{ tbl: string; mode: string }>(
+                `select n.nspname || '.' || c.relname as tbl, l.mode
+                 from pg_catalog.pg_locks l
+                 join pg_catalog.pg_class c on c.oid = l.relation
+                 join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+                 where l.pid = pg_catalog.pg_backend_pid() and l.granted and l.locktype = 'relation'
+                   and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg_toast%'
+                   and c.relkind in ('r', 'p', 'v', 'm')`,
+              )
+            ).rows.map((r) => [`${r.tbl} ${r.mode}`, r]),
+          );
+        let before = await locksNow();
+        for (const m of pending) {
+          const started = performance.now();
+          try {
+            await tx.exec(m.sql);
+          } catch (error) {
+            const message = error instanceof Error ? error.message : String(error);
+            throw new MigrationError(`Migration ${m.version} (${m.name}) failed: ${message}`, {
+              cause: error,
+            });
+          }
+          const ms = Math.round((performance.now() - started) * 10) / 10;
+          const after = await locksNow();
+          const strongest = new Map<string, string>();
+          for (const [k, l] of after) {
+            if (before.has(k)) continue;
+            const had = strongest.get(l.tbl);
+            if (!had || LOCK_MODES.indexOf(l.mode) > LOCK_MODES.indexOf(had)) strongest.set(l.tbl, l.mode);
+          }
+          steps.push({
+            version: m.version,
+            name: m.name,
+            ms,
+            locks: [...strongest]
+              .map(([table, mode]) => ({ table, mode }))
+              .sort((a, b) => (a.table < b.table ? -1 : 1)),
+          });
+          before = after;
+        }
+        throw new DryRunRollback();
+      },
+      { readOnly: false },
+    );
+  } catch (error) {
+    if (!(error instanceof DryRunRollback)) throw error;
+  }
+  return steps;
+}
