@@ -23,6 +23,7 @@ const LONGEST_FIRST = [
   "test/portal/catalogue.test.ts",
   "test/portal/developers.test.ts",
   "test/portal/uploads-s3.test.ts",
+  "test/portal/api-reference.test.ts",
   // Long on PostgreSQL only (five processes killed and restarted; Prism in front of a server).
   "test/chaos.test.ts",
   "test/public-api-contract.test.ts",
