@@ -17,11 +17,23 @@ export function getBase(): string {
   return BASE;
 }
 const listeners = new Set<() => void>();
+let navigated = false;
 
 function notify() {
+  navigated = true;
   for (const l of listeners) l();
 }
 window.addEventListener("popstate", notify);
+
+/**
+ * Whether the app has moved from the page it was opened at (a link, back or forward). A page's
+ * heading takes the focus only then, so a screen reader hears where a navigation led; on the
+ * page first opened the focus is already at the document's start, and moving it would force the
+ * browser to lay the whole page out before its first paint (the portal's release page: ~40–55 ms).
+ */
+export function hasNavigated(): boolean {
+  return navigated;
+}
 
 function subscribe(listener: () => void) {
   listeners.add(listener);

@@ -1,5 +1,5 @@
 /**
- * The portal's page pieces: a page with its focused heading, a labelled field with its error
+ * The portal's page pieces: a page with its heading (focused when a navigation opens it), a labelled field with its error
  * beside it, a form-level message, a plain error with a retry. The smaller shared ones (loading,
  * empty, status, time, pager) are ui-shared/common.tsx's.
  */
@@ -11,6 +11,7 @@ import {
   useId,
   useRef,
 } from "react";
+import { hasNavigated } from "../../ui-shared/router.tsx";
 import { currentTenant, type Field as FieldName, PlainError } from "./api/portal.ts";
 
 export function Page({
@@ -29,7 +30,7 @@ export function Page({
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     document.title = `${title} · ${currentTenant().name}`;
-    heading.current?.focus({ preventScroll: true });
+    if (hasNavigated()) heading.current?.focus({ preventScroll: true });
   }, [title]);
   return (
     <section

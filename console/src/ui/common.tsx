@@ -1,10 +1,11 @@
 import { type ReactNode, useEffect, useRef } from "react";
 import { When } from "../../../ui-shared/common.tsx";
+import { hasNavigated } from "../../../ui-shared/router.tsx";
 import { describeError } from "../api/errors.ts";
 
 export { Checkbox, Empty, Loading, Pager, Status, TableWrap, When } from "../../../ui-shared/common.tsx";
 
-/** A page: its stable heading (focused when the page opens, for screen readers) and its body. */
+/** A page: its stable heading (focused when a navigation opens the page, for screen readers) and its body. */
 export function Page({
   title,
   testid,
@@ -19,7 +20,7 @@ export function Page({
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     document.title = `${title} · Backline Console`;
-    heading.current?.focus({ preventScroll: true });
+    if (hasNavigated()) heading.current?.focus({ preventScroll: true });
   }, [title]);
   return (
     <section className="page" data-testid={testid} aria-labelledby={`${testid}-heading`}>
