@@ -1,4 +1,4 @@
-import { scalar } from "./openapi-schemas.ts";
+import { errorResponses, ref, scalar } from "./openapi-schemas.ts";
 import type { Column, Routine, SchemaCache } from "./schema-cache.ts";
 
 /**
@@ -9,10 +9,6 @@ import type { Column, Routine, SchemaCache } from "./schema-cache.ts";
  */
 
 type Obj = Record<string, unknown>;
-
-const ref = (kind: "parameters" | "responses" | "schemas", name: string) => ({
-  $ref: `#/components/${kind}/${name}`,
-});
 
 /** The JSON of one value of a PostgreSQL type: an array for `x[]`, else its scalar schema. */
 function valueSchema(type: string): Obj {
@@ -55,26 +51,6 @@ export const RPC_PARAMETERS: Obj = {
     schema: { type: "string" },
   },
 };
-
-function errorRefs(extra: Record<string, string>): Obj {
-  return Object.fromEntries(
-    Object.entries({
-      400: "BadRequest",
-      401: "Unauthorized",
-      403: "Forbidden",
-      404: "FunctionNotFound",
-      406: "NotAcceptable",
-      409: "Conflict",
-      429: "TooManyRequests",
-      500: "ServerError",
-      503: "Unavailable",
-      504: "Timeout",
-      ...extra,
-    })
-      .sort(([a], [b]) => Number(a) - Number(b))
-      .map(([status, name]) => [status, ref("responses", name)]),
-  );
-}
 
 /** What a call of `r` answers with, as JSON. */
 function answerSchema(r: Routine): Obj {
@@ -133,7 +109,12 @@ export function rpcPaths(cache: SchemaCache, role: string): Obj {
         responses[204] = { description: "Done: the function returns void." };
       return {
         ...responses,
-        ...errorRefs({ 300: "FunctionAmbiguous", ...(method === "get" ? { 405: "ReadOnly" } : {}) }),
+        ...errorResponses({
+          404: "FunctionNotFound",
+          409: "Conflict",
+          300: "FunctionAmbiguous",
+          ...(method === "get" ? { 405: "ReadOnly" } : {}),
+        }),
       };
     };
     const path: Obj = {

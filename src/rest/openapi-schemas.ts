@@ -9,6 +9,33 @@ import type { Column, SchemaCache, Table } from "./schema-cache.ts";
 type Schema = Record<string, unknown>;
 
 /** The type of one value of `type` (format_type's spelling), and its standard format where one exists. */
+/** A reference to a component of the document. */
+export const ref = (kind: "parameters" | "responses" | "schemas", name: string) => ({
+  $ref: `#/components/${kind}/${name}`,
+});
+
+/**
+ * The errors every operation of /rest/v1 may answer, by status, as references to the document's
+ * responses; `extra` adds an operation's own (a table's writes, a function's 404).
+ */
+export function errorResponses(extra: Record<string, string>): Schema {
+  return Object.fromEntries(
+    Object.entries({
+      400: "BadRequest",
+      401: "Unauthorized",
+      403: "Forbidden",
+      406: "NotAcceptable",
+      429: "TooManyRequests",
+      500: "ServerError",
+      503: "Unavailable",
+      504: "Timeout",
+      ...extra,
+    })
+      .sort(([a], [b]) => Number(a) - Number(b))
+      .map(([status, name]) => [status, ref("responses", name)]),
+  );
+}
+
 export function scalar(type: string): Schema {
   if (type === "uuid") return { type: "string", format: "uuid" };
   if (type === "date") return { type: "string", format: "date" };

@@ -1,5 +1,12 @@
 import { RPC_PARAMETERS, RPC_RESPONSES, rpcPaths } from "./openapi-rpc.ts";
-import { ERROR_SCHEMAS, type TableView, tableSchemas, tableView } from "./openapi-schemas.ts";
+import {
+  ERROR_SCHEMAS,
+  errorResponses,
+  ref,
+  type TableView,
+  tableSchemas,
+  tableView,
+} from "./openapi-schemas.ts";
 import type { SchemaCache } from "./schema-cache.ts";
 
 /**
@@ -12,10 +19,6 @@ import type { SchemaCache } from "./schema-cache.ts";
  */
 
 type Obj = Record<string, unknown>;
-
-const ref = (kind: "parameters" | "responses" | "schemas", name: string) => ({
-  $ref: `#/components/${kind}/${name}`,
-});
 
 const header = (name: string, description: string, extra: Obj = {}): Obj => ({
   name,
@@ -137,25 +140,6 @@ const RESPONSES: Obj = {
   Timeout: error("The statement ran past the role's statement timeout (57014)."),
 };
 
-/** The errors every operation on a table may answer, by status. */
-function errors(extra: Record<string, string>): Obj {
-  return Object.fromEntries(
-    Object.entries({
-      400: "BadRequest",
-      401: "Unauthorized",
-      403: "Forbidden",
-      406: "NotAcceptable",
-      429: "TooManyRequests",
-      500: "ServerError",
-      503: "Unavailable",
-      504: "Timeout",
-      ...extra,
-    })
-      .sort(([a], [b]) => Number(a) - Number(b))
-      .map(([status, name]) => [status, ref("responses", name)]),
-  );
-}
-
 /** The media types an answer of rows comes in (docs/rest.md#headers). */
 function rowsContent(table: string): Obj {
   const row = ref("schemas", table);
@@ -198,7 +182,7 @@ function tablePath(view: TableView): Obj {
       },
     },
   });
-  const writeErrors = errors({ 409: "Conflict", 413: "PayloadTooLarge" });
+  const writeErrors = errorResponses({ 409: "Conflict", 413: "PayloadTooLarge" });
   const path: Obj = {
     get: op(
       "select",
@@ -212,7 +196,7 @@ function tablePath(view: TableView): Obj {
         responses: {
           200: rows("The rows."),
           206: rows("A part of the rows: `Content-Range` says which, of how many."),
-          ...errors({ 300: "Ambiguous", 416: "RangeNotSatisfiable" }),
+          ...errorResponses({ 300: "Ambiguous", 416: "RangeNotSatisfiable" }),
         },
       },
     ),
@@ -271,7 +255,7 @@ function tablePath(view: TableView): Obj {
         responses: {
           200: rows("The deleted rows, with `Prefer: return=representation`.", written),
           204: none("Deleted, without a representation."),
-          ...errors({ 409: "Conflict" }),
+          ...errorResponses({ 409: "Conflict" }),
         },
       },
     );
