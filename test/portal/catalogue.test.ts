@@ -3,9 +3,8 @@ import fs from "node:fs";
 import { describe, test } from "node:test";
 import { createClient } from "@supabase/supabase-js";
 import type { Page } from "playwright-core";
-import { artworkJpeg, wav } from "../../src/storage/samples.ts";
 import { tid } from "../support/console-ui.ts";
-import { portalSkip, portalSuite } from "../support/portal-browser.ts";
+import { portalSkip, portalSuite, uploadCoverAndAudio } from "../support/portal-browser.ts";
 import { PASSWORD, ROYALTY_MONTHS } from "../support/portal-seed.ts";
 
 /**
@@ -145,19 +144,7 @@ describe("the portal in Chromium: a release from draft to live; royalties", { sk
       await record("release-cover-refused", "cover-verdict");
 
       // The cover and the audio, with their progress and their checks' verdicts.
-      await page.locator(tid("cover-input")).setInputFiles({
-        name: "cover.jpg",
-        mimeType: "image/jpeg",
-        buffer: await artworkJpeg(),
-      });
-      await page.locator(`${tid("cover-verdict")}[data-status="valid"]`).waitFor({ timeout: 60_000 });
-      assert.match(await page.locator(tid("cover-verdict")).innerText(), /3000 × 3000/);
-      await page.locator(tid("track-audio-0-input")).setInputFiles({
-        name: "tidal-pull.wav",
-        mimeType: "audio/wav",
-        buffer: wav({ seconds: 2 }),
-      });
-      await page.locator(`${tid("track-audio-0-verdict")}[data-status="valid"]`).waitFor({ timeout: 60_000 });
+      await uploadCoverAndAudio(page, "tidal-pull.wav");
       assert.match(await page.locator(tid("track-audio-0-verdict")).innerText(), /44\.1 kHz/);
 
       // Nothing missing: submit, then the progress per store until live on the sandbox store.

@@ -6,9 +6,8 @@ import {
   PutBucketCorsCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import { artworkJpeg, wav } from "../../src/storage/samples.ts";
 import { tid } from "../support/console-ui.ts";
-import { portalSkip, portalSuite } from "../support/portal-browser.ts";
+import { portalSkip, portalSuite, uploadCoverAndAudio } from "../support/portal-browser.ts";
 import { PASSWORD } from "../support/portal-seed.ts";
 import { type RunningS3rver, startS3rver } from "../support/s3rver.ts";
 
@@ -90,20 +89,7 @@ describe("the portal in Chromium: uploads straight to an S3 bucket", { skip }, (
       await page.locator(tid("new-track-add")).click();
       await page.locator(tid("edit-track")).first().waitFor();
 
-      await page.locator(tid("cover-input")).setInputFiles({
-        name: "cover.jpg",
-        mimeType: "image/jpeg",
-        buffer: await artworkJpeg(),
-      });
-      await page.locator(`${tid("cover-verdict")}[data-status="valid"]`).waitFor({ timeout: 60_000 });
-      assert.match(await page.locator(tid("cover-verdict")).innerText(), /3000 × 3000/);
-      const audio = wav({ seconds: 2 });
-      await page.locator(tid("track-audio-0-input")).setInputFiles({
-        name: "harbour-lights.wav",
-        mimeType: "audio/wav",
-        buffer: audio,
-      });
-      await page.locator(`${tid("track-audio-0-verdict")}[data-status="valid"]`).waitFor({ timeout: 60_000 });
+      const audio = await uploadCoverAndAudio(page, "harbour-lights.wav");
       await record("release-uploads-s3", "track-audio-0-verdict");
 
       // The bytes went to the bucket from the page itself (a PUT across origins), not through Backline.

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import type { Browser, Page } from "playwright-core";
+import { artworkJpeg, wav } from "../../src/storage/samples.ts";
 import {
   assertAccessible,
   assertNoOffsite,
@@ -136,3 +137,24 @@ export const portalSkip = (): string | false =>
     : "the browser tests run once, on the embedded database (the PGlite pass of the suite)") ||
   browserMissing() ||
   portalMissing();
+
+/**
+ * In the release editor: a generated cover and the first track's audio chosen in their controls,
+ * then both waited for until their checks judge them valid (the cover's verdict names its size).
+ * Returns the audio's bytes.
+ */
+export async function uploadCoverAndAudio(page: Page, audioName: string): Promise<Buffer> {
+  await page.locator(tid("cover-input")).setInputFiles({
+    name: "cover.jpg",
+    mimeType: "image/jpeg",
+    buffer: await artworkJpeg(),
+  });
+  await page.locator(`${tid("cover-verdict")}[data-status="valid"]`).waitFor({ timeout: 60_000 });
+  assert.match(await page.locator(tid("cover-verdict")).innerText(), /3000 × 3000/);
+  const audio = wav({ seconds: 2 });
+  await page
+    .locator(tid("track-audio-0-input"))
+    .setInputFiles({ name: audioName, mimeType: "audio/wav", buffer: audio });
+  await page.locator(`${tid("track-audio-0-verdict")}[data-status="valid"]`).waitFor({ timeout: 60_000 });
+  return audio;
+}
