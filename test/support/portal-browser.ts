@@ -140,7 +140,8 @@ export const portalSkip = (): string | false =>
 
 /**
  * In the release editor: a generated cover and the first track's audio chosen in their controls,
- * then both waited for until their checks judge them valid (the cover's verdict names its size).
+ * then both waited for until their checks judge them valid (the cover's verdict names its size)
+ * and the completeness list no longer asks for a cover.
  * Returns the audio's bytes.
  */
 export async function uploadCoverAndAudio(page: Page, audioName: string): Promise<Buffer> {
@@ -151,6 +152,10 @@ export async function uploadCoverAndAudio(page: Page, audioName: string): Promis
   });
   await page.locator(`${tid("cover-verdict")}[data-status="valid"]`).waitFor({ timeout: 60_000 });
   assert.match(await page.locator(tid("cover-verdict")).innerText(), /3000 × 3000/);
+  // The completeness list beside it stops asking for a cover at once, not at the next change.
+  await page
+    .locator(`${tid("problem")}[data-code="artwork_missing"]`)
+    .waitFor({ state: "detached", timeout: 10_000 });
   const audio = wav({ seconds: 2 });
   await page
     .locator(tid("track-audio-0-input"))

@@ -1,6 +1,8 @@
+import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { PlainError } from "../../api/portal.ts";
 import { getUpload, type MediaAsset, upload } from "../../api/public.ts";
+import { problemsQuery } from "./queries.ts";
 
 /** How long the page follows a file's checks before it says they take long. */
 const CHECK_FOR_MS = 120_000;
@@ -84,6 +86,7 @@ export function UploadControl({
   disabled?: boolean;
   onChecked: () => void;
 }) {
+  const client = useQueryClient();
   const [progress, setProgress] = useState<number | null>(null);
   const [asset, setAsset] = useState<MediaAsset | null>(current);
   const [error, setError] = useState<string | null>(null);
@@ -118,6 +121,9 @@ export function UploadControl({
         }
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
+      // A verdict changes what submitting still needs: the list beside it is asked again at once,
+      // for the cover as for a track's audio.
+      void client.invalidateQueries({ queryKey: problemsQuery(accountId, releaseId).queryKey });
       onChecked();
     } catch (e) {
       if (!alive.current) return;
