@@ -362,24 +362,31 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     assert.equal(close.error?.hint, "Perhaps you meant 'channels' instead of 'channel'.");
   });
 
-  test("a spread on a to-many embed is PGRST119 in PostgREST's words", async () => {
+  test("a spread on a to-many embed gives each column as an array (PostgREST 13)", async () => {
     const res = await client
       .from("channels")
       .select("channel_id:id, ...messages(id, message)")
       .limit(1)
       .single();
     assert.deepEqual(
-      { status: res.status, error: res.error },
-      {
-        status: 400,
-        error: {
-          code: "PGRST119",
-          details: "'channels' and 'messages' do not form a many-to-one or one-to-one relationship",
-          hint: null,
-          message: "A spread operation on 'messages' is not possible",
-        },
-      },
+      { status: res.status, error: res.error, data: res.data },
+      { status: 200, error: null, data: { channel_id: 1, id: [1], message: ["Hello World 👋"] } },
     );
+    // A parent without children gets empty arrays, not nulls; the embed's own order holds.
+    const all = await client
+      .from("users")
+      .select("username, ...messages(id)")
+      .order("username")
+      .order("id", { referencedTable: "messages", ascending: false });
+    assert.equal(all.error, null);
+    for (const row of all.data as { username: string; id: number[] }[]) {
+      assert.ok(Array.isArray(row.id), `${row.username}: ${JSON.stringify(row)}`);
+      assert.deepEqual(
+        row.id,
+        [...row.id].sort((a, b) => b - a),
+      );
+    }
+    assert.ok((all.data as { id: number[] }[]).some((r) => r.id.length === 0));
   });
 
   test("errors name embeds by PostgREST's aliases; the same embed twice is 42712", async () => {

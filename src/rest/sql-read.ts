@@ -295,21 +295,23 @@ function selectList(shape: ReadShape, level: Level, items: SelectItem[]): Select
       depth,
       names: { display: childName },
     };
-    if (item.spread && !isToOne(rel)) {
-      throw new RestError(
-        400,
-        "PGRST119",
-        `A spread operation on '${item.relation}' is not possible`,
-        `'${level.table.name}' and '${item.relation}' do not form a many-to-one or one-to-one relationship`,
-      );
-    }
     const sub = embedded(shape, child, item.select, level, rel);
     if (item.inner) out.innerConditions.push(`exists (${sub.exists})`);
     // An embed with no columns only filters (with !inner): it adds nothing to the answer.
     if (item.select.length === 0) continue;
     // PostgREST's alias for the embed's subquery: the same embed twice at one level is 42712.
     const joinAlias = ident(`${level.table.name}_${name}_${depth}`);
-    if (item.spread) {
+    if (item.spread && !isToOne(rel)) {
+      // PostgREST 13: a to-many spread gives each of its columns as an array over the children.
+      const arrays = sub.names.map((n) => `coalesce(json_agg(_s.${ident(n)}), '[]'::json) as ${ident(n)}`);
+      out.joins.push(
+        `left join lateral (select ${arrays.join(", ")} from (${sub.rows}) as _s) as ${joinAlias} on true`,
+      );
+      for (const n of sub.names) {
+        emit(`${joinAlias}.${ident(n)}`, n);
+        plain.push(`${joinAlias}.${ident(n)}`);
+      }
+    } else if (item.spread) {
       out.joins.push(`left join lateral (select * from (${sub.rows}) as _s limit 1) as ${joinAlias} on true`);
       for (const n of sub.names) {
         emit(`${joinAlias}.${ident(n)}`, n);
