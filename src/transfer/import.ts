@@ -1,9 +1,11 @@
 import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
+import { ArchiveError, type ArchiveLimits, isZipArchive, unpackArchive } from "./archive.ts";
 import { readCatalogueCsv } from "./csv.ts";
 import { readErnMessage } from "./ern-read.ts";
 import { type MediaTarget, storeMediaFile } from "./media.ts";
@@ -30,11 +32,14 @@ import {
 
 export class TransferError extends Error {
   readonly code: string;
+  /** Where in the source the fault is (an archive's entry), when it is one place. */
+  readonly where: string | undefined;
 
-  constructor(message: string, code = "invalid_transfer") {
+  constructor(message: string, code = "invalid_transfer", where?: string) {
     super(message);
     this.name = "TransferError";
     this.code = code;
+    this.where = where;
   }
 }
 
@@ -92,7 +97,10 @@ export interface TransferProgress {
 
 export interface TransferOptions {
   accountId: string;
-  /** A CSV file, one ERN message, or a folder of ERN messages (searched recursively) with their media. */
+  /**
+   * A CSV file, one ERN message, a folder of ERN messages (searched recursively) with their media,
+   * or a .zip archive of such a folder (src/transfer/archive.ts).
+   */
   input: string;
   dryRun: boolean;
   via?: "cli" | "admin";
@@ -102,6 +110,8 @@ export interface TransferOptions {
    * media are checked only.
    */
   media?: MediaTarget | undefined;
+  /** An archive's limits (default ARCHIVE_LIMITS, docs/catalogue.md). */
+  archiveLimits?: ArchiveLimits | undefined;
   /** Releases per write transaction (default 250; 50 on the embedded database). */
   batchSize?: number;
   onProgress?: (p: TransferProgress) => void;
@@ -193,7 +203,7 @@ export async function readTransferSource(
     } else if (/\.(csv|txt)$/i.test(input)) return readCatalogueCsv(input, lists);
     else
       throw new TransferError(
-        `${input}: a transfer is a .csv file of the template, an ERN message (.xml), or a folder of ERN messages`,
+        `${input}: a transfer is a .csv file of the template, an ERN message (.xml), a folder of ERN messages, or a .zip of one`,
       );
   } else files = await ernFiles(input);
   const catalogue: TransferCatalogue = { format: "ern", releases: [], problems: [] };
@@ -646,8 +656,29 @@ function countOf(report: Pick<TransferReport, "releases" | "problems">, artists:
 /** Problems kept on the transfer record (the report itself has them all). */
 const RECORDED_PROBLEMS = 1000;
 
-/** Runs a transfer (or its dry run) for an account; see the module comment. */
+/**
+ * Runs a transfer (or its dry run) for an account; see the module comment. An archive is unpacked
+ * into a private folder first (and refused whole if it breaks a limit: nothing of it is read), then
+ * imported as that folder; the folder is removed at the end.
+ */
 export async function runTransfer(db: Db, options: TransferOptions): Promise<TransferReport> {
+  const info = await stat(options.input).catch(() => undefined);
+  if (!info?.isFile() || !(await isZipArchive(options.input))) return runTransferOf(db, options);
+  const dir = await mkdtemp(path.join(os.tmpdir(), "backline-transfer-archive-"));
+  try {
+    await unpackArchive(options.input, dir, options.archiveLimits).catch((error: unknown) => {
+      if (error instanceof ArchiveError) {
+        throw new TransferError(error.message, error.code, error.entry ?? path.basename(options.input));
+      }
+      throw error;
+    });
+    return await runTransferOf(db, { ...options, input: dir }, path.basename(options.input));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function runTransferOf(db: Db, options: TransferOptions, sourceName?: string): Promise<TransferReport> {
   const started = performance.now();
   const account = await db.asService(
     async (tx) =>
@@ -661,7 +692,7 @@ export async function runTransfer(db: Db, options: TransferOptions): Promise<Tra
   if (!account) throw new TransferError(`no account ${options.accountId}`, "not_found");
   const lists = await catalogueLists(db);
   const catalogue = await readTransferSource(options.input, lists, options.onProgress);
-  const source = path.basename(path.resolve(options.input));
+  const source = sourceName ?? path.basename(path.resolve(options.input));
   const today = new Date().toISOString().slice(0, 10);
   for (const r of catalogue.releases) reviewRelease(r, lists.territoryCodes, today);
 
