@@ -133,6 +133,7 @@ const schema = z.object({
   STATEMENT_TIMEOUT_AUTHENTICATED_MS: millis().default(8000),
   STATEMENT_TIMEOUT_SERVICE_MS: millis().default(60_000),
   REST_MAX_ROWS: z.coerce.number({ message: "must be a number" }).int().min(1).max(100_000).default(1000),
+  REST_PLAN_ENABLED: bool.default(false),
   WORKER: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
   WORKER_CONCURRENCY: z.coerce.number({ message: "must be a number" }).int().min(1).max(100).default(4),
   ENCRYPTION_KEY: z
@@ -276,6 +277,8 @@ export interface Config {
   trustProxy: TrustProxy;
   /** The most rows one /rest/v1 response returns, whatever the request asks (PostgREST's db-max-rows). */
   restMaxRows: number;
+  /** `Accept: application/vnd.pgrst.plan` answers a statement's plan to a service-role key (PostgREST's db-plan-enabled). */
+  restPlanEnabled: boolean;
   /** Each request statement's time limit per role on PostgreSQL (ms, 0: none); not for workers or the CLI. */
   statementTimeouts: StatementTimeouts;
   /** The operator backend's worker: inside `npm start` unless off (then run `backline worker`). */
@@ -410,6 +413,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     trustProxy: e.TRUST_PROXY,
     restMaxRows: e.REST_MAX_ROWS,
+    restPlanEnabled: e.REST_PLAN_ENABLED,
     statementTimeouts: {
       anon: e.STATEMENT_TIMEOUT_ANON_MS,
       authenticated: e.STATEMENT_TIMEOUT_AUTHENTICATED_MS,

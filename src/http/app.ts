@@ -222,6 +222,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
     directory,
     schemaCache: cache,
     maxRows: deps.config.restMaxRows,
+    planEnabled: deps.config.restPlanEnabled,
     publicUrl: deps.config.publicUrl,
     limiter,
   });

@@ -1,4 +1,5 @@
 import type { Db } from "../db/db.ts";
+import { type Prepared, textOf } from "../db/prepared.ts";
 import type { Claims, Tx } from "../db/types.ts";
 import type { ParsedQuery } from "./ast.ts";
 import { apply, type Preferences } from "./prefer.ts";
@@ -28,6 +29,16 @@ export interface RestRequest {
   stripNulls?: boolean;
   /** /rest/v1/rpc: the function call the rows are read from, instead of `table` (src/rest/rpc.ts). */
   call?: CallSource;
+  /** `Accept: application/vnd.pgrst.plan`: answer the statement's plan, not its result. */
+  plan?: PlanRequest;
+}
+
+/** EXPLAIN's format and options, as `application/vnd.pgrst.plan+<format>; options=a|b` asks. */
+export interface PlanRequest {
+  format: "text" | "json";
+  options: ("analyze" | "verbose" | "settings" | "buffers" | "wal")[];
+  /** The planner's estimates (costs and rows): only for the installation's own service role. */
+  costs: boolean;
 }
 
 /**
@@ -130,7 +141,8 @@ export async function execute(
   try {
     return await db.withRequestContext(
       claims,
-      async (tx) => {
+      async (requestTx) => {
+        const tx = req.plan ? explaining(requestTx, req.plan) : requestTx;
         // A function's rows are counted exactly: the planner cannot estimate a call's result.
         const result =
           readOnly || req.call
@@ -147,6 +159,27 @@ export async function execute(
     if (error instanceof Rollback) return error.result;
     throw error;
   }
+}
+
+/**
+ * A transaction whose first statement — the one that does the request's work, read or write — is
+ * explained instead of answered: the plan is the response, and the transaction is rolled back,
+ * so `options=analyze` on a write changes nothing.
+ */
+function explaining(tx: Tx, plan: PlanRequest): Tx {
+  const options = [`format ${plan.format}`, ...plan.options, `costs ${plan.costs}`].join(", ");
+  const query = async (sql: string | Prepared, params?: readonly unknown[]): Promise<never> => {
+    const r = await tx.query<{ "QUERY PLAN": unknown }>(`explain (${options}) ${textOf(sql)}`, params);
+    const lines = r.rows.map((row) => row["QUERY PLAN"]);
+    const body =
+      plan.format === "json"
+        ? typeof lines[0] === "string"
+          ? lines[0]
+          : JSON.stringify(lines[0])
+        : `${lines.join("\n")}`;
+    throw new Rollback({ status: 200, headers: {}, body });
+  };
+  return { query, exec: (sql) => tx.exec(sql) };
 }
 
 /**

@@ -6,7 +6,7 @@ import { identify, postgrestGatewayError } from "../http/gateway.ts";
 import { type Limit, MemoryRateLimiter } from "../http/rate-limit.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { type ParsedQuery, ParseError } from "./ast.ts";
-import { execute, type Method, type Representation } from "./execute.ts";
+import { execute, type Method, type PlanRequest, type Representation } from "./execute.ts";
 import { checkQueryLength, checkQueryLimits } from "./limits.ts";
 import { describedRole, openApiDocument } from "./openapi.ts";
 import { parseQuery } from "./parse-query.ts";
@@ -27,6 +27,8 @@ export interface RestOptions {
   schemaCache: () => Promise<SchemaCache>;
   /** The most rows one response returns (PostgREST's db-max-rows). */
   maxRows: number;
+  /** Whether the service role may ask for a statement's plan (PostgREST's db-plan-enabled). */
+  planEnabled?: boolean;
   publicUrl: string;
   /** The app's rate limiter (shared with the other processes on PostgreSQL); its own when unset. */
   limiter?: MemoryRateLimiter;
@@ -73,6 +75,53 @@ interface Negotiated {
   stripNulls: boolean;
   /** The Content-Type of the answer. */
   mediaType: string;
+  /** `application/vnd.pgrst.plan`: the statement's plan instead of its rows. */
+  plan?: PlanRequest;
+}
+
+const PLAN_OPTIONS = new Set<PlanRequest["options"][number]>([
+  "analyze",
+  "verbose",
+  "settings",
+  "buffers",
+  "wal",
+]);
+
+/**
+ * `application/vnd.pgrst.plan[+text|+json]; for="<media type>"; options=analyze|verbose|…`, as
+ * PostgREST reads it (and postgrest-js's explain() writes it); undefined for any other type.
+ */
+function planMediaType(part: string): Negotiated | undefined {
+  const [type = "", ...params] = part.split(";").map((x) => x.trim());
+  const lower = type.toLowerCase();
+  if (lower !== "application/vnd.pgrst.plan" && !lower.startsWith("application/vnd.pgrst.plan+"))
+    return undefined;
+  const format = lower === "application/vnd.pgrst.plan+json" ? "json" : "text";
+  if (lower !== "application/vnd.pgrst.plan" && lower !== `application/vnd.pgrst.plan+${format}`)
+    return undefined;
+  let forType = "application/json";
+  const options: PlanRequest["options"] = [];
+  for (const param of params) {
+    const [key = "", value = ""] = param.split("=").map((x) => x.trim());
+    if (key.toLowerCase() === "for") forType = value.replace(/^"|"$/g, "");
+    if (key.toLowerCase() === "options") {
+      for (const o of value.toLowerCase().split("|")) {
+        if (PLAN_OPTIONS.has(o as PlanRequest["options"][number]) && !options.includes(o as never)) {
+          options.push(o as PlanRequest["options"][number]);
+        }
+      }
+    }
+  }
+  // What the plan is for: the media type the rows would have been answered in.
+  const target = negotiate(forType === "" ? undefined : forType);
+  if (target.plan) return undefined;
+  const optionText = options.length ? `; options=${options.join("|")}` : "";
+  return {
+    representation: target.representation,
+    stripNulls: target.stripNulls,
+    mediaType: `application/vnd.pgrst.plan+${format}; for="${forType || "application/json"}"${optionText}; charset=utf-8`,
+    plan: { format, options, costs: false },
+  };
 }
 
 function negotiate(accept: string | undefined): Negotiated {
@@ -106,6 +155,8 @@ function negotiate(accept: string | undefined): Negotiated {
         : plain("object");
     }
     if (type === "text/csv") return plain("csv");
+    const plan = planMediaType(part);
+    if (plan) return plan;
   }
   throw new RestError(406, "PGRST107", `None of these media types are available: ${accept}`);
 }
@@ -262,6 +313,22 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
       );
     }
   };
+  // A plan is for a service key, and only where the installation turned plans on. A tenant's plan
+  // leaves out the planner's estimates (costs off): they come from statistics that count every
+  // tenant's rows, as estimated counts would; what `analyze` measures ran under its own rules.
+  const negotiateFor = (request: FastifyRequest): Negotiated => {
+    const negotiated = negotiate(request.headers.accept);
+    if (!negotiated.plan) return negotiated;
+    const role = request.caller?.claims.role;
+    if (!opts.planEnabled || (role !== "tenant_service" && role !== "service_role")) {
+      throw new RestError(
+        406,
+        "PGRST107",
+        `None of these media types are available: ${request.headers.accept}`,
+      );
+    }
+    return { ...negotiated, plan: { ...negotiated.plan, costs: role === "service_role" } };
+  };
   const pathName = (request: FastifyRequest) => {
     const name = (request.params as { "*": string })["*"];
     if (name === "" || name.includes("/")) {
@@ -290,7 +357,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     const query = parseQuery([...new URLSearchParams(rawQuery)]);
     checkQueryLimits(query);
     const prefer = parsePrefer(request.headers.prefer);
-    const negotiated = negotiate(request.headers.accept);
+    const negotiated = negotiateFor(request);
     const accept = negotiated.representation;
     const range =
       method === "GET" || method === "HEAD"
@@ -300,7 +367,17 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
       opts.db,
       caller.claims,
       cache,
-      { method, table, query, prefer, accept, body: request.body, range, stripNulls: negotiated.stripNulls },
+      {
+        method,
+        table,
+        query,
+        prefer,
+        accept,
+        body: request.body,
+        range,
+        stripNulls: negotiated.stripNulls,
+        plan: negotiated.plan,
+      },
       opts.maxRows,
     );
     reply.status(result.status).headers(result.headers);
@@ -368,7 +445,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     const { call, table } = callSource(cache, found, args, readOnly);
     // A scalar result is its one value: there is nothing to select from it.
     if (found.routine.returns !== "composite") query = { ...query, select: undefined };
-    const negotiated = negotiate(request.headers.accept);
+    const negotiated = negotiateFor(request);
     const range = post ? undefined : parseRange(request.headers.range as string | undefined);
     const result = await execute(
       opts.db,
@@ -384,6 +461,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
         range,
         stripNulls: negotiated.stripNulls,
         call,
+        plan: negotiated.plan,
       },
       opts.maxRows,
     );
