@@ -9,13 +9,8 @@ import {
   type StoreAdapter,
 } from "../stores.ts";
 import { type Destination, dropBatch, type PackageFile } from "./drop.ts";
-import {
-  buildNewReleaseMessage,
-  type ErnAudioFile,
-  type ErnImageFile,
-  type ErnRelease,
-  type ErnTrack,
-} from "./ern.ts";
+import type { ErnAudioFile, ErnImageFile, ErnRelease, ErnTrack } from "./ern.ts";
+import { ERN_VERSIONS, ERN_WRITERS } from "./ern-writers.ts";
 import { SftpSettings } from "./sftp.ts";
 
 /**
@@ -109,6 +104,8 @@ export const DdexSettings = z
       .min(1)
       .default(DEFAULT_DEALS.map((d) => ({ ...d, use_types: [...d.use_types] }))),
     test_messages: z.boolean().default(false),
+    // The ERN version the store takes: 4.3, or 3.8.2 for stores still on ERN 3 (docs/ddex.md).
+    ern_version: z.enum(ERN_VERSIONS).default("4.3"),
     // The store's own genre names for Backline's genre codes, for stores with their own list.
     genres: z
       .record(
@@ -216,7 +213,7 @@ export function ddexStore(media: MediaSource, now: () => Date = () => new Date()
 
     const createdAt = now();
     const xml = Buffer.from(
-      buildNewReleaseMessage({
+      ERN_WRITERS[settings.ern_version]({
         messageId: request.deliveryId,
         threadId: release.id,
         createdAt,

@@ -1,3 +1,17 @@
+import {
+  CONTRIBUTOR_ROLE,
+  copyrightText,
+  dealPeriod,
+  dealTerritories,
+  displayTitleText,
+  type ErnMessageInput,
+  isoDateTime,
+  isoDuration,
+  orderedTracks,
+  RELEASE_TYPE,
+  releaseArtist,
+  releaseGenres,
+} from "./ern-input.ts";
 import { opt, toXml, type XmlChild, x } from "./xml.ts";
 
 /**
@@ -19,171 +33,27 @@ import { opt, toXml, type XmlChild, x } from "./xml.ts";
 
 export const ERN_NAMESPACE = "http://ddex.net/xml/ern/43";
 
-export interface MessageParty {
-  /** A DDEX Party Identifier: PADPIDA followed by letters and digits. */
-  dpid: string;
-  name: string;
-}
-
-export interface ErnFile {
-  /** Where the file is, relative to the message (e.g. resources/A1.flac). */
-  uri: string;
-  md5: string;
-  bytes: number;
-}
-
-export interface ErnAudioFile extends ErnFile {
-  codec: "PCM" | "FLAC";
-  channels?: number | undefined;
-  sampleRate?: number | undefined;
-  bitsPerSample?: number | undefined;
-}
-
-export interface ErnImageFile extends ErnFile {
-  codec: "JPEG" | "PNG";
-  width?: number | undefined;
-  height?: number | undefined;
-}
-
-export interface ErnRelease {
-  id: string;
-  title: string;
-  version: string | null;
-  release_type: string;
-  artist_name: string | null;
-  primary_genre: string | null;
-  secondary_genre: string | null;
-  /** The genres' display names from the catalogue (internal.genres), when known. */
-  primary_genre_name?: string | null | undefined;
-  secondary_genre_name?: string | null | undefined;
-  release_date: string | null;
-  original_release_date: string | null;
-  upc: string | null;
-  label_name: string | null;
-  catalog_number: string | null;
-  licensed_territories_include: string | null;
-  territories: string[];
-  territories_exclude: string[];
-  copyright: string | null;
-  copyright_year: number | null;
-  phonographic_copyright: string | null;
-  phonographic_year: number | null;
-  explicit: boolean;
-  language: string | null;
-}
-
-export interface ErnTrack {
-  id: string;
-  title: string;
-  version: string | null;
-  isrc: string | null;
-  duration: number | null;
-  track_number: number | null;
-  disc_number: number;
-  artist_name: string | null;
-  explicit: boolean;
-  language: string | null;
-  contributors: { name: string; role: string }[];
-}
-
-/** A deal a store takes: how it may be used (DDEX CommercialModelType and UseTypes). */
-export interface ErnDeal {
-  commercialModel: string;
-  useTypes: string[];
-}
-
-export interface ErnMessageInput {
-  messageId: string;
-  threadId: string;
-  createdAt: Date;
-  sender: MessageParty;
-  recipient: MessageParty;
-  /** TestMessage: the store checks it and ingests nothing. */
-  test: boolean;
-  release: ErnRelease;
-  tracks: ErnTrack[];
-  audio: Map<string, ErnAudioFile>;
-  artwork: ErnImageFile | undefined;
-  deals: ErnDeal[];
-  /** Ends every deal at this time (or at its start, when later): the takedown. */
-  endDealsAt?: Date | undefined;
-  /** The store's own genre names, by Backline genre code (the store's `ddex.genres` setting). */
-  genreMap?: Record<string, string> | undefined;
-}
-
-/**
- * The text a store reads for a genre: the store's own name for it when its settings map it, else
- * the catalogue's display name, else the code as it is.
- */
-export function genreText(
-  code: string | null,
-  displayName: string | null | undefined,
-  genreMap: Record<string, string> = {},
-): string | null {
-  if (!code) return null;
-  return (Object.hasOwn(genreMap, code) ? genreMap[code] : undefined) ?? displayName ?? code;
-}
-
-/** Backline's contributor roles as DDEX ContributorRole values; artists are DisplayArtists instead. */
-export const CONTRIBUTOR_ROLE: Record<string, string> = {
-  remixer: "Remixer",
-  composer: "Composer",
-  lyricist: "Lyricist",
-  songwriter: "ComposerLyricist",
-  producer: "StudioProducer",
-  co_producer: "CoProducer",
-  mixing_engineer: "MixingEngineer",
-  mastering_engineer: "MasteringEngineer",
-  recording_engineer: "RecordingEngineer",
-  arranger: "Arranger",
-  conductor: "Conductor",
-  orchestra: "Orchestra",
-  performer: "Performer",
-  publisher: "MusicPublisher",
-};
-
-export const RELEASE_TYPE: Record<string, string> = {
-  single: "Single",
-  ep: "EP",
-  album: "Album",
-  compilation: "Album",
-  mixtape: "Album",
-  soundtrack: "Album",
-};
-
-/** Seconds as an xs:duration (PT3M25S). */
-export function isoDuration(seconds: number): string {
-  const h = Math.floor(seconds / 3600);
-  const m = Math.floor((seconds % 3600) / 60);
-  const s = seconds % 60;
-  return `PT${h ? `${h}H` : ""}${m ? `${m}M` : ""}${s || (!h && !m) ? `${s}S` : ""}`;
-}
-
-/**
- * The deal's territories: the world (licensed_territories_include WW, or nothing said) less
- * territories_exclude; else the include list with the `territories` it adds, less the exclusions.
- */
-export function dealTerritories(release: ErnRelease): { include: string[] } | { exclude: string[] } {
-  const excluded = new Set(release.territories_exclude);
-  const include = release.licensed_territories_include;
-  if (include === "WW" || (!include && release.territories.length === 0)) {
-    return excluded.size > 0 ? { exclude: [...excluded].sort() } : { include: ["Worldwide"] };
-  }
-  const listed = [...new Set([...(include ? include.split(",") : []), ...release.territories])];
-  return { include: listed.filter((t) => !excluded.has(t)) };
-}
-
-const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, "Z");
+// The input model and the tables both versions share live in ern-input.ts (ERN 3.8.2: ern382.ts).
+export type {
+  ErnAudioFile,
+  ErnDeal,
+  ErnFile,
+  ErnImageFile,
+  ErnMessageInput,
+  ErnRelease,
+  ErnTrack,
+  MessageParty,
+} from "./ern-input.ts";
+export { CONTRIBUTOR_ROLE, dealTerritories, genreText, isoDuration, RELEASE_TYPE } from "./ern-input.ts";
 
 function line(kind: "P" | "C", text: string | null, year: number | null): XmlChild {
   if (!text) return undefined;
-  const marked = /^(\(|℗|©)/.test(text) ? text : `(${kind}) ${text}`;
-  return x(`${kind}Line`, opt("Year", year), x(`${kind}LineText`, marked));
+  return x(`${kind}Line`, opt("Year", year), x(`${kind}LineText`, copyrightText(kind, text)));
 }
 
 function displayTitle(title: string, version: string | null): XmlChild[] {
   return [
-    x("DisplayTitleText", version ? `${title} (${version})` : title),
+    x("DisplayTitleText", displayTitleText(title, version)),
     x(
       "DisplayTitle",
       x("TitleText", title),
@@ -215,28 +85,20 @@ class Parties {
 export function buildNewReleaseMessage(input: ErnMessageInput): string {
   const { release, sender } = input;
   const parties = new Parties();
-  const releaseArtist = release.artist_name ?? "Unknown Artist";
-  const releaseArtistRef = parties.ref(releaseArtist);
-  const labelRef = parties.ref(release.label_name ?? releaseArtist);
+  const mainArtist = releaseArtist(release);
+  const releaseArtistRef = parties.ref(mainArtist);
+  const labelRef = parties.ref(release.label_name ?? mainArtist);
   const parental = (explicit: boolean) => x("ParentalWarningType", explicit ? "Explicit" : "NotExplicit");
-  const genre = x(
-    "Genre",
-    x("GenreText", genreText(release.primary_genre, release.primary_genre_name, input.genreMap) ?? "Unknown"),
-    opt("SubGenre", genreText(release.secondary_genre, release.secondary_genre_name, input.genreMap)),
-  );
+  const genres = releaseGenres(input);
+  const genre = x("Genre", x("GenreText", genres.genre), opt("SubGenre", genres.subGenre));
 
-  const tracks = [...input.tracks].sort(
-    (a, b) =>
-      a.disc_number - b.disc_number ||
-      (a.track_number ?? 0) - (b.track_number ?? 0) ||
-      a.id.localeCompare(b.id),
-  );
+  const tracks = orderedTracks(input.tracks);
   const resourceRef = new Map(tracks.map((t, i) => [t.id, `A${i + 1}`]));
   const imageRef = `A${tracks.length + 1}`;
 
   const soundRecordings = tracks.map((t, i) => {
     const file = input.audio.get(t.id);
-    const artist = t.artist_name ?? releaseArtist;
+    const artist = t.artist_name ?? mainArtist;
     const featured = t.contributors.filter((c) => c.role === "featured_artist");
     const credited = t.contributors.filter((c) => CONTRIBUTOR_ROLE[c.role]);
     return x(
@@ -335,7 +197,7 @@ export function buildNewReleaseMessage(input: ErnMessageInput): string {
       x("ProprietaryId", { Namespace: sender.dpid }, release.id),
     ),
     displayTitle(release.title, release.version),
-    x("DisplayArtistName", releaseArtist),
+    x("DisplayArtistName", mainArtist),
     x(
       "DisplayArtist",
       { SequenceNumber: 1 },
@@ -387,12 +249,7 @@ export function buildNewReleaseMessage(input: ErnMessageInput): string {
   );
 
   const territories = dealTerritories(release);
-  // From the release date at 00:00 UTC (the date itself is the Release's ReleaseDate), or now.
-  const startAt = release.release_date ? new Date(`${release.release_date}T00:00:00Z`) : input.createdAt;
-  const start = iso(startAt);
-  // A takedown ends each deal now, or at its start when that is still ahead: never before it.
-  const end =
-    input.endDealsAt && iso(input.endDealsAt.getTime() > startAt.getTime() ? input.endDealsAt : startAt);
+  const { start, end } = dealPeriod(input);
   const deals = x(
     "DealList",
     x(
@@ -427,7 +284,7 @@ export function buildNewReleaseMessage(input: ErnMessageInput): string {
         x("PartyId", input.recipient.dpid),
         x("PartyName", x("FullName", input.recipient.name)),
       ),
-      x("MessageCreatedDateTime", iso(input.createdAt)),
+      x("MessageCreatedDateTime", isoDateTime(input.createdAt)),
       x("MessageControlType", input.test ? "TestMessage" : "LiveMessage"),
     ),
     resources: x("ResourceList", soundRecordings, image),
