@@ -20,10 +20,11 @@ export function register(program: Command, cli: Cli): void {
   transfer
     .command("import")
     .description(
-      "import a catalogue: the CSV template, or a folder of ERN 4.3 / 3.8.2 messages with their media; releases " +
+      "import a catalogue: the CSV template, or a folder of ERN 4.3 / 3.8.2 messages with their media (or a .zip " +
+        "of one); releases " +
         "arrive as drafts marked as transferred, matched by UPC and ISRC so the same import twice changes nothing",
     )
-    .argument("<source>", "the CSV file, or the folder of ERN messages")
+    .argument("<source>", "the CSV file, an ERN message, the folder of ERN messages, or a .zip archive of it")
     .option(
       "--account <id>",
       "the account the catalogue belongs to (default: the only account, if there is one)",

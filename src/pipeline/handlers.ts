@@ -2,7 +2,7 @@ import type { Db } from "../db/db.ts";
 import type { Handlers } from "../jobs/worker.ts";
 import type { ObjectStore } from "../storage/driver.ts";
 import { LocalMedia, type MediaSource } from "../storage/media.ts";
-import { validateAsset } from "../storage/uploads.ts";
+import { type UploadLimits, validateAsset } from "../storage/uploads.ts";
 import { runTransferJob, TRANSFER_JOB_KIND } from "../transfer/job.ts";
 import { ddexStore } from "./ddex/adapter.ts";
 import {
@@ -20,7 +20,7 @@ import { POLL_KIND, runStorePoll } from "./store-inbox.ts";
 /** The operator backend's job handlers by kind (docs/operator.md). */
 export function pipelineHandlers(
   db: Db,
-  options: { media?: MediaSource; store?: ObjectStore } = {},
+  options: { media?: MediaSource; store?: ObjectStore; uploadLimits?: UploadLimits } = {},
 ): Handlers {
   const id = (value: unknown) => String(value);
   // The store adapters beside the built-in sandbox, by the name a store's settings.adapter gives.
@@ -49,7 +49,14 @@ export function pipelineHandlers(
     [POLL_KIND]: async (job) => runStorePoll(db, id(job.payload.store)),
     // A catalogue transfer asked for through the public API (src/transfer/job.ts).
     [TRANSFER_JOB_KIND]: async (job) =>
-      runTransferJob(db, id(job.payload.transfer_job_id), { lastAttempt: job.attempts >= job.max_attempts }),
+      runTransferJob(db, id(job.payload.transfer_job_id), {
+        lastAttempt: job.attempts >= job.max_attempts,
+        // An archive's audio and artwork go into storage as uploads do.
+        media:
+          options.store && options.uploadLimits
+            ? { store: options.store, limits: options.uploadLimits }
+            : undefined,
+      }),
     ...(options.store
       ? {
           "media.validate": async (job, ctx) => {

@@ -181,6 +181,7 @@ function startBackground(
             ? new LocalMedia(storage.store.root)
             : new StoreMedia(storage.store),
         store: storage.store,
+        uploadLimits: config.uploads,
       }),
       // BACKUP_SCHEDULE's recurring backup (src/backup/scheduled.ts).
       ...backupHandlers(db, config, logger),

@@ -6,6 +6,7 @@ import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { Count, Timestamp, timestamp } from "../http/formats.ts";
 import { runTransfer, TransferError, type TransferReport } from "./import.ts";
+import type { MediaTarget } from "./media.ts";
 import type { TransferProblem } from "./model.ts";
 
 /**
@@ -21,8 +22,17 @@ export const TRANSFER_JOB_KIND = "transfer.run";
 /** Problems kept on a job (GET /transfers/{id}); problem_count says how many there were. */
 export const JOB_PROBLEMS = 100;
 
-/** The largest transfer file a slot takes: a 10,000-track CSV is about 3 MB. */
-export const TRANSFER_UPLOAD_MAX_BYTES = { csv: 32 * 1024 * 1024, ern: 16 * 1024 * 1024 };
+/**
+ * The largest transfer file a slot takes: a 10,000-track CSV is about 3 MB. An archive's bytes are
+ * kept beside its slot in the database like the others' (migration 0042), which bounds it: a larger
+ * delivery goes in several archives (each imports on its own, and again changes nothing) or through
+ * the CLI, which reads an archive of any size from disk.
+ */
+export const TRANSFER_UPLOAD_MAX_BYTES = {
+  csv: 32 * 1024 * 1024,
+  ern: 16 * 1024 * 1024,
+  zip: 64 * 1024 * 1024,
+};
 
 export const TransferJobProblem = z
   .object({
@@ -66,7 +76,10 @@ export const TransferJob = z
       .meta({ description: "Whether nothing is written: the report of what would happen." }),
     source_format: z
       .enum(["csv", "ern"])
-      .meta({ description: "csv (the template) or ern (one ERN message)." }),
+      .meta({
+        description:
+          "csv (the template) or ern (one ERN message, or a zip archive of them with their media).",
+      }),
     filename: z.string().nullable(),
     upload_id: z.uuid().nullable().meta({ description: "The transfer upload the file came from." }),
     counts: TransferJobCounts.nullable().meta({ description: "Null until the transfer has run." }),
@@ -183,7 +196,11 @@ async function finish(
 export async function runTransferJob(
   db: Db,
   jobId: string,
-  options: { lastAttempt?: boolean } = {},
+  options: {
+    lastAttempt?: boolean;
+    /** Where an archive's checked audio and artwork go (the installation's storage). */
+    media?: MediaTarget | undefined;
+  } = {},
 ): Promise<void> {
   const job = await db.asService(async (tx) => {
     const j = (
@@ -204,12 +221,12 @@ export async function runTransferJob(
     ).rows[0];
     if (!j) return undefined;
     const u = (
-      await tx.query<{ content: Buffer | Uint8Array | null }>(
-        "select content from internal.transfer_uploads where id = $1",
+      await tx.query<{ content: Buffer | Uint8Array | null; content_type: string | null }>(
+        "select content, content_type from internal.transfer_uploads where id = $1",
         [j.upload_id],
       )
     ).rows[0];
-    return { ...j, content: u?.content ?? null };
+    return { ...j, content: u?.content ?? null, archive: u?.content_type === "application/zip" };
   });
   if (!job) return;
   if (!job.content) {
@@ -233,10 +250,10 @@ export async function runTransferJob(
     return;
   }
   const dir = path.join(os.tmpdir(), `backline-transfer-job-${job.id}`);
-  const ext = job.source_format === "csv" ? ".csv" : ".xml";
+  const ext = job.archive ? ".zip" : job.source_format === "csv" ? ".csv" : ".xml";
   const base = (job.filename ?? "transfer")
     .replace(/[^A-Za-z0-9._-]+/g, "_")
-    .replace(/\.(csv|xml|txt)$/i, "");
+    .replace(/\.(csv|xml|txt|zip)$/i, "");
   const file = path.join(dir, `${base || "transfer"}${ext}`);
   try {
     await mkdir(dir, { recursive: true });
@@ -248,6 +265,7 @@ export async function runTransferJob(
         input: file,
         dryRun: job.dry_run,
         via: "admin",
+        media: options.media,
       });
     } catch (error) {
       if (!(error instanceof TransferError)) {
@@ -282,7 +300,12 @@ export async function runTransferJob(
           "failed",
           null,
           [
-            { severity: "error", where: path.basename(file), code: error.code, message: error.message },
+            {
+              severity: "error",
+              where: error.where ?? path.basename(file),
+              code: error.code,
+              message: error.message,
+            },
           ] as TransferProblem[],
           null,
         ),

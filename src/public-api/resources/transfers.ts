@@ -36,12 +36,27 @@ const UPLOAD_TTL_SECONDS = 900;
 const TYPES = {
   "text/csv": "csv",
   "application/xml": "ern",
+  "application/zip": "ern",
 } as const;
+type SlotType = keyof typeof TYPES;
+const SLOT_TYPES = Object.keys(TYPES) as [SlotType, ...SlotType[]];
+/** The slot's limit by its type (TRANSFER_UPLOAD_MAX_BYTES). */
+const LIMIT_OF = { "text/csv": "csv", "application/xml": "ern", "application/zip": "zip" } as const;
 /** What the PUT may carry besides the slot's own type: the bytes are read by the import anyway. */
-const ALSO_ACCEPTED: Record<string, "csv" | "ern"> = {
-  "application/csv": "csv",
-  "text/xml": "ern",
+const ALSO_ACCEPTED: Record<string, SlotType> = {
+  "application/csv": "text/csv",
+  "text/xml": "application/xml",
+  "application/x-zip-compressed": "application/zip",
+  "application/x-zip": "application/zip",
 };
+/** The slot's type when none is given: from the filename's extension, else the CSV template. */
+const typeOfName = (filename: string | undefined): SlotType =>
+  /\.zip$/i.test(filename ?? "")
+    ? "application/zip"
+    : /\.xml$/i.test(filename ?? "")
+      ? "application/xml"
+      : "text/csv";
+const WHAT = { csv: "CSV", ern: "ERN message", zip: "zip archive" } as const;
 
 const TransferUpload = z
   .object({
@@ -52,8 +67,10 @@ const TransferUpload = z
         "pending: the URL was issued, no file yet; uploaded: the file arrived (POST /transfers takes it).",
     }),
     filename: z.string().nullable(),
-    content_type: z.enum(["text/csv", "application/xml"]),
-    source_format: z.enum(["csv", "ern"]),
+    content_type: z.enum(SLOT_TYPES),
+    source_format: z
+      .enum(["csv", "ern"])
+      .meta({ description: "csv, or ern (an ERN message or a zip of them)." }),
     max_bytes: Count,
     bytes: Count.nullable(),
     sha256: z.string().nullable(),
@@ -65,18 +82,17 @@ const TransferUpload = z
 
 const TransferUploadRequest = z
   .object({
-    filename: z
-      .string()
-      .min(1)
-      .max(255)
-      .optional()
-      .meta({ description: "The file's name, kept for reference; .xml means an ERN message." }),
+    filename: z.string().min(1).max(255).optional().meta({
+      description: "The file's name, kept for reference; .xml means an ERN message, .zip an archive.",
+    }),
     content_type: z
-      .enum(["text/csv", "application/xml"])
+      .enum(SLOT_TYPES)
       .optional()
       .meta({
         description:
-          "text/csv (the CSV template) or application/xml (one ERN 4.3 or 3.8.2 message). Default: from the " +
+          "text/csv (the CSV template, at most 32 MiB), application/xml (one ERN 4.3 or 3.8.2 message, at most " +
+          "16 MiB) or application/zip (a previous distributor's ERN delivery: messages with their audio and " +
+          "artwork in the folders the messages name, at most 64 MiB; docs/catalogue.md). Default: from the " +
           "filename's extension, else text/csv.",
       }),
     size: z
@@ -124,7 +140,7 @@ const CreateTransfer = z
 interface UploadRow {
   id: string;
   filename: string | null;
-  content_type: "text/csv" | "application/xml";
+  content_type: SlotType;
   max_bytes: string | number;
   status: "pending" | "uploaded";
   bytes: string | number | null;
@@ -181,9 +197,11 @@ export const transferRoutes = [
     operationId: "createTransferUpload",
     summary: "Signed URL for a transfer file",
     description:
-      "A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB) or one ERN " +
-      "4.3 / 3.8.2 message (application/xml, at most 16 MiB). Send the file with the method and headers given, then " +
-      "POST /transfers with the upload's id. A zip of an ERN folder with its media is not taken here (use the CLI).",
+      "A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB), one ERN " +
+      "4.3 / 3.8.2 message (application/xml, at most 16 MiB), or a zip of a previous distributor's ERN delivery " +
+      "with its audio and artwork (application/zip, at most 64 MiB; larger deliveries in several archives or " +
+      "through the CLI). Send the file with the method and headers given, then POST /transfers with the " +
+      "upload's id.",
     tag: TAG,
     scope: "catalog:write",
     // Each call makes a new URL: replaying a stored response would hand out a used one.
@@ -194,15 +212,14 @@ export const transferRoutes = [
     errors: [413, 422],
     handler: async ({ body, caller, write, services }) => {
       const b = (body ?? {}) as z.infer<typeof TransferUploadRequest>;
-      const contentType =
-        b.content_type ?? (/\.xml$/i.test(b.filename ?? "") ? "application/xml" : "text/csv");
-      const format = TYPES[contentType];
-      const maxBytes = TRANSFER_UPLOAD_MAX_BYTES[format];
+      const contentType = b.content_type ?? typeOfName(b.filename);
+      const limit = LIMIT_OF[contentType];
+      const maxBytes = TRANSFER_UPLOAD_MAX_BYTES[limit];
       if (b.size !== undefined && b.size > maxBytes) {
         throw new ApiError(
           413,
           "file_too_large",
-          `The file is ${b.size} bytes; a ${format === "csv" ? "CSV" : "ERN message"} takes at most ${maxBytes} bytes.`,
+          `The file is ${b.size} bytes; a ${WHAT[limit]} takes at most ${maxBytes} bytes.`,
           { param: "size" },
         );
       }
@@ -296,7 +313,7 @@ export const transferRoutes = [
             id: string;
             status: string;
             filename: string | null;
-            content_type: "text/csv" | "application/xml";
+            content_type: SlotType;
             has_content: boolean;
           }>(
             `select id, status, filename, content_type, content is not null as has_content
@@ -451,7 +468,7 @@ export async function transferUploadReceiver(app: FastifyInstance, options: { db
                 id: string;
                 token_hash: string;
                 status: string;
-                content_type: "text/csv" | "application/xml";
+                content_type: SlotType;
                 max_bytes: string | number;
                 declared_sha256: string | null;
                 expired: boolean;
@@ -480,11 +497,10 @@ export async function transferUploadReceiver(app: FastifyInstance, options: { db
       .split(";")[0]
       ?.trim()
       .toLowerCase();
-    const format = TYPES[slot.content_type];
     if (
       given &&
       given !== slot.content_type &&
-      ALSO_ACCEPTED[given] !== format &&
+      ALSO_ACCEPTED[given] !== slot.content_type &&
       given !== "application/octet-stream" &&
       given !== "text/plain"
     ) {

@@ -1,0 +1,248 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { after, before, test } from "node:test";
+import { Worker } from "../src/jobs/worker.ts";
+import { pipelineHandlers } from "../src/pipeline/handlers.ts";
+import { openStorage } from "../src/storage/open.ts";
+import { loadSecretBox } from "../src/webhooks/secrets.ts";
+import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { describeEachEngine } from "./support/db.ts";
+import { expectStatus, keyedAccount, publicApi } from "./support/public-api.ts";
+import {
+  ALBUM,
+  bombArchive,
+  corruptArchive,
+  ernDeliveryZip,
+  SINGLE,
+  wav,
+  zipSlipArchive,
+} from "./support/transfer-archive.ts";
+
+/**
+ * A previous distributor's ERN delivery as a zip through the public API (docs/catalogue.md, "An
+ * archive of ERN messages"): DDEX's ERN 4.3 single and ERN 3.8.2 album with generated media go to
+ * an application/zip upload slot over real HTTP; the dry run reports without writing, the real run
+ * creates the releases and tracks and stores the audio and cover as media assets (the single's
+ * audio with the MD5 the message gives), the same archive again changes nothing. A zip-slip entry,
+ * a zip bomb, a corrupt archive and a checksum mismatch each end with their documented code and
+ * write nothing.
+ */
+
+type Obj = Record<string, unknown>;
+type Api = ReturnType<typeof publicApi>;
+
+describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) => {
+  let app: RunningApp;
+  let worker: Worker;
+
+  before(async () => {
+    app = await startApp(t());
+    const { store } = openStorage(app.config, loadSecretBox(app.config));
+    worker = new Worker({
+      db: t().db,
+      handlers: pipelineHandlers(t().db, { store, uploadLimits: app.config.uploads }),
+      pollMs: 20,
+    });
+    worker.start();
+  });
+  after(async () => {
+    await worker?.stop();
+    await app?.close();
+  });
+
+  async function account(): Promise<{ api: Api; id: string }> {
+    const { tenant } = await tenantWithKeys(t(), {
+      settings: { public_api_rate_limit: { max: 1_000_000, windowSeconds: 1 } },
+    });
+    const k = await keyedAccount(t().db, { tenant });
+    return { api: publicApi(app.url, k.key.secret), id: k.account.id };
+  }
+
+  async function upload(api: Api, bytes: Buffer, filename = "delivery.zip"): Promise<string> {
+    const slot = expectStatus(
+      await api("POST", "/transfer-uploads", { filename, size: bytes.length }),
+      201,
+    ) as Obj & { upload_id: string; upload_url: string; headers: Record<string, string>; max_bytes: number };
+    assert.deepEqual(slot.headers, { "content-type": "application/zip" });
+    assert.equal(slot.max_bytes, 64 * 1024 * 1024);
+    assert.equal((slot.upload as Obj).source_format, "ern");
+    const res = await fetch(slot.upload_url, { method: "PUT", headers: slot.headers, body: bytes });
+    assert.equal(res.status, 200, await res.clone().text());
+    const got = expectStatus(await api("GET", `/transfer-uploads/${slot.upload_id}`), 200);
+    assert.equal(got.content_type, "application/zip");
+    assert.equal(got.sha256, createHash("sha256").update(bytes).digest("hex"));
+    return slot.upload_id;
+  }
+
+  async function run(api: Api, uploadId: string, dryRun: boolean): Promise<Obj> {
+    const job = expectStatus(await api("POST", "/transfers", { upload_id: uploadId, dry_run: dryRun }), 202);
+    assert.equal(job.source_format, "ern");
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      const got = expectStatus(await api("GET", `/transfers/${job.id as string}`), 200);
+      if (got.status === "completed" || got.status === "failed") return got;
+      if (Date.now() > deadline) assert.fail(`transfer ${String(job.id)} still ${String(got.status)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  const catalogue = (accountId: string) =>
+    t().db.asService(async (tx) => {
+      const releases = (
+        await tx.query<{ upc: string | null; title: string }>(
+          "select upc, title from public.releases where account_id = $1 order by title",
+          [accountId],
+        )
+      ).rows;
+      const tracks = (
+        await tx.query<{ isrc: string }>(
+          "select isrc from public.tracks where account_id = $1 order by isrc",
+          [accountId],
+        )
+      ).rows.map((r) => r.isrc);
+      const media = (
+        await tx.query<{ kind: string; isrc: string | null; bytes: string; sha256: string; status: string }>(
+          `select m.kind, t.isrc, m.bytes::text, m.sha256,
+             case when m.status in ('uploaded', 'validating') then 'checking' else m.status end as status,
+             m.problems
+           from public.media_assets m
+           left join public.tracks t on t.id = m.track_id
+           where m.account_id = $1 order by m.kind, t.isrc`,
+          [accountId],
+        )
+      ).rows;
+      return { releases, tracks, media };
+    });
+
+  test("dry run, real run with the media, and the same archive again changes nothing", async () => {
+    const { api, id } = await account();
+    const uploadId = await upload(api, await ernDeliveryZip());
+
+    const dry = await run(api, uploadId, true);
+    assert.equal(dry.status, "completed", JSON.stringify(dry));
+    const dc = dry.counts as Record<string, number>;
+    assert.equal(dc.releases_created, 2, JSON.stringify(dry));
+    assert.equal(dc.tracks_created, 1 + ALBUM.isrcs.length);
+    assert.equal(dc.errors, 0, JSON.stringify(dry.problems));
+    assert.deepEqual(
+      await catalogue(id),
+      { releases: [], tracks: [], media: [] },
+      "a dry run writes nothing",
+    );
+
+    const real = await run(api, uploadId, false);
+    assert.equal(real.status, "completed", JSON.stringify(real));
+    const rc = real.counts as Record<string, number>;
+    assert.equal(rc.releases_created, 2);
+    assert.equal(rc.tracks_created, 7);
+    // The stored files are inspected by the worker as any upload is (media.validate): all pass.
+    let after = await catalogue(id);
+    for (let i = 0; i < 400 && after.media.some((m) => m.status === "checking"); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      after = await catalogue(id);
+    }
+    assert.deepEqual(
+      after.media.map((m) => m.status),
+      after.media.map(() => "valid"),
+      JSON.stringify(after.media),
+    );
+    assert.deepEqual(
+      after.releases.map((r) => r.title),
+      [ALBUM.title, SINGLE.title],
+    );
+    assert.deepEqual(after.tracks, [...ALBUM.isrcs, ...SINGLE.isrcs].sort());
+    // Every file the messages named, checked, is a media asset of its release or track.
+    const audio = after.media.filter((m) => m.kind === "audio");
+    assert.deepEqual(
+      audio.map((m) => m.isrc),
+      [...ALBUM.isrcs, ...SINGLE.isrcs].sort(),
+    );
+    const single = audio.find((m) => m.isrc === SINGLE.isrcs[0]);
+    assert.equal(single?.sha256, createHash("sha256").update(wav(1)).digest("hex"));
+    assert.equal(Number(single?.bytes), wav(1).length);
+    assert.equal(after.media.filter((m) => m.kind === "artwork").length, 1, "the album's cover");
+
+    // Again (a new upload of the same archive): everything is there already.
+    const again = await run(api, await upload(api, await ernDeliveryZip()), false);
+    assert.equal(again.status, "completed");
+    const ac = again.counts as Record<string, number>;
+    assert.equal(ac.releases_created, 0);
+    assert.equal(ac.tracks_created, 0);
+    assert.equal(ac.releases_existing, 2);
+    assert.deepEqual(await catalogue(id), after);
+  });
+
+  for (const [name, make, code, where] of [
+    [
+      "a zip-slip entry",
+      async () => zipSlipArchive(),
+      "archive_unsafe_path",
+      "../../../tmp/backline-zip-slip.txt",
+    ],
+    [
+      "a zip bomb",
+      async () => bombArchive(),
+      "archive_ratio",
+      "delivery/resources/190295810726_00001_LL.flac",
+    ],
+    ["a corrupt archive", corruptArchive, "archive_corrupt", undefined],
+  ] as const) {
+    test(`${name} fails with ${code}, nothing written`, async () => {
+      const { api, id } = await account();
+      const uploadId = await upload(api, await make());
+      for (const dryRun of [true, false]) {
+        const job = await run(api, uploadId, dryRun);
+        assert.equal(job.status, "failed", JSON.stringify(job));
+        assert.equal(job.counts, null);
+        const problems = job.problems as Obj[];
+        assert.equal(problems.length, 1);
+        assert.equal(problems[0]?.code, code, JSON.stringify(problems));
+        assert.equal(problems[0]?.severity, "error");
+        if (where) assert.equal(problems[0]?.where, where);
+      }
+      assert.deepEqual(await catalogue(id), { releases: [], tracks: [], media: [] });
+      assert.equal(existsSync("/tmp/backline-zip-slip.txt"), false);
+      const recorded = await t().db.asService(
+        async (tx) =>
+          (await tx.query("select 1 from internal.transfers where account_id = $1", [id])).rows.length,
+      );
+      assert.equal(recorded, 0, "no transfer recorded");
+    });
+  }
+
+  test("a checksum mismatch: the release is left out with checksum_mismatch at its track, nothing written", async () => {
+    const { api, id } = await account();
+    const uploadId = await upload(api, await ernDeliveryZip({ mismatch: true, singleOnly: true }));
+    for (const dryRun of [true, false]) {
+      const job = await run(api, uploadId, dryRun);
+      assert.equal(job.status, "completed", JSON.stringify(job));
+      const c = job.counts as Record<string, number>;
+      assert.equal(c.releases_created, 0);
+      assert.equal(c.releases_with_problems, 1);
+      const p = (job.problems as Obj[]).find((x) => x.code === "checksum_mismatch");
+      assert.ok(p, JSON.stringify(job.problems));
+      assert.equal(p.severity, "error");
+      assert.match(String(p.message), /resources\/190295810726_00001_LL\.wav has MD5 [0-9a-f]{32}/);
+    }
+    assert.deepEqual(await catalogue(id), { releases: [], tracks: [], media: [] });
+  });
+
+  test("a slot refuses an archive over 64 MiB at once, and a PUT of another type", async () => {
+    const { api } = await account();
+    const big = await api("POST", "/transfer-uploads", { filename: "big.zip", size: 64 * 1024 * 1024 + 1 });
+    assert.equal(big.status, 413);
+    assert.equal((big.body as Obj).code, "file_too_large");
+    const slot = expectStatus(
+      await api("POST", "/transfer-uploads", { content_type: "application/zip" }),
+      201,
+    );
+    const res = await fetch(String(slot.upload_url), {
+      method: "PUT",
+      headers: { "content-type": "text/csv" },
+      body: "a,b\n",
+    });
+    assert.equal(res.status, 415);
+    assert.equal(((await res.json()) as Obj).code, "content_type_mismatch");
+  });
+});
