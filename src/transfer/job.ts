@@ -74,12 +74,9 @@ export const TransferJob = z
     dry_run: z
       .boolean()
       .meta({ description: "Whether nothing is written: the report of what would happen." }),
-    source_format: z
-      .enum(["csv", "ern"])
-      .meta({
-        description:
-          "csv (the template) or ern (one ERN message, or a zip archive of them with their media).",
-      }),
+    source_format: z.enum(["csv", "ern"]).meta({
+      description: "csv (the template) or ern (one ERN message, or a zip archive of them with their media).",
+    }),
     filename: z.string().nullable(),
     upload_id: z.uuid().nullable().meta({ description: "The transfer upload the file came from." }),
     counts: TransferJobCounts.nullable().meta({ description: "Null until the transfer has run." }),
