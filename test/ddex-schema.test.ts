@@ -1,13 +1,25 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { buildNewReleaseMessage, type ErnMessageInput, type ErnTrack } from "../src/pipeline/ddex/ern.ts";
+import { buildNewReleaseMessage382 } from "../src/pipeline/ddex/ern382.ts";
 import { RECIPIENT, SENDER } from "./support/ddex.ts";
-import { ERN_SCHEMA_DIR, ernSchemaErrors, ernSchemaSkip, schemaMissingFails } from "./support/ern-schema.ts";
+import {
+  ERN_SCHEMA_DIR,
+  ERN382_SCHEMA_DIR,
+  ern382SchemaErrors,
+  ern382SchemaSkip,
+  ernSchemaErrors,
+  ernSchemaSkip,
+  schema382MissingFails,
+  schemaMissingFails,
+} from "./support/ern-schema.ts";
 
 /**
  * Every kind of message Backline writes, validated against DDEX's own ERN 4.3 schema
  * (test/support/ern-schema.ts: the schema is read from DDEX_SCHEMA_DIR or ../shared/ddex/ern43,
- * never kept in the repository; absent, this suite is skipped — or fails under CI=true).
+ * never kept in the repository; absent, this suite is skipped — or fails under CI=true), and the
+ * same messages as a store set to ERN 3.8.2 gets them, against DDEX's 3.8.2 schema
+ * (../shared/ddex/ern382, the same rule).
  * Messages built directly here; the same kinds from real deliveries on each engine are in
  * test/ddex-identifiers.test.ts.
  */
@@ -184,5 +196,75 @@ describe("every message against the ERN 4.3 schema (release-notification.xsd)", 
       xml.replace(/<StartDateTime>([^<]*)<\/StartDateTime>/, "<StartDateTime>tomorrow</StartDateTime>"),
     ];
     for (const b of broken) assert.notDeepEqual(await ernSchemaErrors(b), [], "invalid");
+  });
+});
+
+describe("every message against the ERN 3.8.2 schema (ern/382 release-notification.xsd)", {
+  skip: schema382MissingFails ? false : ern382SchemaSkip,
+}, () => {
+  if (schema382MissingFails) {
+    test("the schema is there under CI", () => {
+      assert.fail(`CI=true and the DDEX ERN 3.8.2 schema is missing at ${ERN382_SCHEMA_DIR}`);
+    });
+    return;
+  }
+  for (const [name, message] of MESSAGES) {
+    test(name, async () => {
+      const xml = buildNewReleaseMessage382(message);
+      assert.deepEqual(await ern382SchemaErrors(xml), [], xml);
+    });
+  }
+
+  test("a message with every contributor role Backline has, a track without an ISRC, a BCP 47 language", async () => {
+    const roles = [
+      "remixer",
+      "composer",
+      "lyricist",
+      "songwriter",
+      "producer",
+      "co_producer",
+      "mixing_engineer",
+      "mastering_engineer",
+      "recording_engineer",
+      "arranger",
+      "conductor",
+      "orchestra",
+      "performer",
+      "publisher",
+      "featured_artist",
+      "whistler",
+    ];
+    const xml = buildNewReleaseMessage382(
+      input({
+        tracks: [
+          track(1, { contributors: roles.map((role, i) => ({ name: `Person ${i}`, role })) }),
+          track(2, { isrc: null, language: "pt-BR" }),
+        ],
+        release: { ...base.release, language: "zh-Hant-TW" },
+      }),
+    );
+    assert.deepEqual(await ern382SchemaErrors(xml), [], xml);
+  });
+
+  test("the validator refuses what the 3.8.2 schema refuses (a 4.3 message, a missing element, a bad value, a bad order)", async () => {
+    const xml = buildNewReleaseMessage382(base);
+    const broken = [
+      buildNewReleaseMessage(base),
+      xml.replace(
+        "<MessageControlType>LiveMessage</MessageControlType>",
+        "<MessageControlType>Live</MessageControlType>",
+      ),
+      xml.replace(/<MessageId>[^<]*<\/MessageId>/, ""),
+      xml.replace(/<StartDateTime>([^<]*)<\/StartDateTime>/, "<StartDateTime>tomorrow</StartDateTime>"),
+      xml.replace(
+        /(<SoundRecordingType>[^<]*<\/SoundRecordingType>)(\s*)(<SoundRecordingId>[\s\S]*?<\/SoundRecordingId>)/,
+        "$3$2$1",
+      ),
+      xml.replace("<UseType>OnDemandStream</UseType>", "<UseType>Streaming</UseType>"),
+    ];
+    for (const b of broken) {
+      assert.notEqual(b, xml, "the change was made");
+      assert.notDeepEqual(await ern382SchemaErrors(b), [], "invalid");
+    }
   });
 });
