@@ -245,6 +245,7 @@ const schema = z.object({
     .min(1, { message: "must be 1 to 10000" })
     .max(10_000, { message: "must be 1 to 10000" })
     .default(7),
+  DDEX_ERNC_SCHEMA_DIR: z.string().min(1).optional(),
 });
 
 export type Env = z.input<typeof schema>;
@@ -314,6 +315,12 @@ export interface Config {
    * BACKUP_SCHEDULE is set; into BACKUP_DIR (DATA_DIR/backups), the newest BACKUP_KEEP kept.
    */
   backup: { schedule: BackupSchedule | undefined; dir: string; keep: number };
+  /**
+   * The folder holding DDEX's ERN choreography 1.8 schema (ern-choreography-sftp.xsd with its
+   * allowed-value-sets.xsd and xmldsig-core-schema.xsd), against which stores' acknowledgement
+   * messages are validated (docs/ddex.md); unset: they are kept aside, unread.
+   */
+  ddexErncSchemaDir: string | undefined;
   mail: {
     /** SMTP server for outgoing mail; without it mail stays in the local mailbox (`backline mail list`). */
     smtpUrl: string | undefined;
@@ -448,5 +455,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       dir: path.resolve(e.BACKUP_DIR ?? path.join(dataDir, "backups")),
       keep: e.BACKUP_KEEP,
     },
+    ddexErncSchemaDir: e.DDEX_ERNC_SCHEMA_DIR ? path.resolve(e.DDEX_ERNC_SCHEMA_DIR) : undefined,
   };
 }

@@ -83,8 +83,9 @@ describeEachEngine("ddex over SFTP (ssh2 server)", (t) => {
         message: string | null;
         store_reference: string | null;
         attempts: number;
+        batch_id: string | null;
       }>(
-        "select id::text as id, status, message, store_reference, attempts from internal.release_deliveries where release_id = $1",
+        "select id::text as id, status, message, store_reference, attempts, batch_id from internal.release_deliveries where release_id = $1",
         [releaseId],
       )
     )[0];
@@ -134,24 +135,20 @@ describeEachEngine("ddex over SFTP (ssh2 server)", (t) => {
       (x) => x?.status === "delivered" || x?.status === "error",
     );
     assert.equal(d?.status, "delivered", d?.message ?? "");
-    const batch = (d?.id ?? "").replace(/-/g, "");
+    // DDEX's choreography names a batch by the time it was made (YYYYMMDDhhmmssnnn).
+    const batch = d?.batch_id ?? "";
+    assert.match(batch, /^[0-9]{17}$/);
     assert.equal(d?.store_reference, `sftp://store@127.0.0.1:${server.port}/incoming/${batch}`);
     const dir = path.join(server.root, "incoming", batch);
     const isrc = r.tracks[0]?.isrc;
     assert.deepEqual(
       listFiles(dir),
-      [
-        `${upc}/${upc}.xml`,
-        `${upc}/resources/${isrc}.wav`,
-        `BatchComplete_${batch}.xml`,
-        "manifest.json",
-      ].sort(),
+      [`${upc}/${upc}.xml`, `${upc}/resources/${isrc}.wav`, `BatchComplete_${batch}.xml`].sort(),
     );
     assert.deepEqual(fs.readFileSync(path.join(dir, upc, "resources", `${isrc}.wav`)), r.audio[0]?.data);
-    const manifest = JSON.parse(fs.readFileSync(path.join(dir, "manifest.json"), "utf8")) as {
-      files: { path: string }[];
-    };
-    assert.equal(manifest.files.length, 2);
+    // The ManifestMessage (its schema check: test/ddex-choreography.test.ts) names the message.
+    const manifest = fs.readFileSync(path.join(dir, `BatchComplete_${batch}.xml`), "utf8");
+    assert.match(manifest, new RegExp(`<URL>${upc}/${upc}.xml</URL>`));
     // The private key is sealed, never in the settings.
     const [store] = await rows<{ settings: string; sealed: string | null }>(
       "select settings::text as settings, credentials_sealed as sealed from internal.stores where code = $1",
@@ -179,10 +176,7 @@ describeEachEngine("ddex over SFTP (ssh2 server)", (t) => {
       ),
     );
     assert.equal(d?.attempts, 1);
-    assert.ok(
-      !fs.existsSync(path.join(server.root, "incoming", (d?.id ?? "").replace(/-/g, ""))),
-      "nothing was written",
-    );
+    assert.ok(!fs.existsSync(path.join(server.root, "incoming", d?.batch_id ?? "")), "nothing was written");
     const jobs = await poll(
       "the send job to finish",
       () =>
@@ -204,7 +198,8 @@ describeEachEngine("ddex over SFTP (ssh2 server)", (t) => {
       () => deliveryOf(r.id),
       (x) => x?.status === "error",
     );
-    const batch = (failed?.id ?? "").replace(/-/g, "");
+    const batch = failed?.batch_id ?? "";
+    assert.match(batch, /^[0-9]{17}$/);
     const dir = path.join(server.root, "incoming", batch);
     assert.ok(!fs.existsSync(path.join(dir, `BatchComplete_${batch}.xml`)), "no BatchComplete after a cut");
     // The server goes away, then comes back on the same port with the same host key.
@@ -218,15 +213,11 @@ describeEachEngine("ddex over SFTP (ssh2 server)", (t) => {
       30_000,
     );
     assert.ok((d?.attempts ?? 0) >= 2);
+    assert.equal(d?.batch_id, batch, "a retry writes the same batch");
     const isrc = r.tracks[0]?.isrc;
     assert.deepEqual(
       listFiles(dir),
-      [
-        `${r.upc}/${r.upc}.xml`,
-        `${r.upc}/resources/${isrc}.wav`,
-        `BatchComplete_${batch}.xml`,
-        "manifest.json",
-      ].sort(),
+      [`${r.upc}/${r.upc}.xml`, `${r.upc}/resources/${isrc}.wav`, `BatchComplete_${batch}.xml`].sort(),
       "no .part file left",
     );
     assert.deepEqual(fs.readFileSync(path.join(dir, r.upc, "resources", `${isrc}.wav`)), r.audio[0]?.data);

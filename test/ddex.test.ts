@@ -991,15 +991,16 @@ interface DeliveryRow {
   [key: string]: unknown;
 }
 
+/** What a batch's ManifestMessage (DDEX's SFTP choreography 1.8) says. */
 interface Manifest {
   batch_id: string;
   created_at: string;
   action: string;
-  sender: { dpid: string; name: string };
-  recipient: { dpid: string; name: string };
-  release: { id: string; upc: string | null; title: string };
   message: string;
-  files: { path: string; bytes: number; md5: string; sha256: string }[];
+  message_id: string;
+  icpn: string | null;
+  release_id: string;
+  sha256: string;
 }
 
 async function rowsOf<T extends Record<string, unknown>>(
@@ -1039,10 +1040,11 @@ const releaseFields = (store: string, over: Record<string, unknown> = {}) => ({
 });
 
 /**
- * Checks a dropped batch folder (or the same files read from S3, given as `read`): the manifest
- * lists every other file with its size, MD5 and SHA-256; BatchComplete names the batch and the
- * manifest's SHA-256; the message is valid and each File in it points at a file of the batch
- * whose MD5 and size it gives. Returns the message and the manifest.
+ * Checks a dropped batch folder (or the same files read from S3, given as `read`): the batch is
+ * the message, its resources and BatchComplete_<batch>.xml, the choreography's ManifestMessage
+ * (its schema check: test/ddex-choreography.test.ts), which names the batch, the message with its
+ * SHA-256, the delivery and the release; the message is valid and each File in it points at a
+ * file of the batch whose MD5 and size it gives. Returns the message and the manifest.
  */
 function checkBatch(
   batch: string,
@@ -1050,33 +1052,32 @@ function checkBatch(
   files: Map<string, Buffer>,
   expected: { action: string; releaseId: string; upc: string | null; title: string },
 ): { root: XmlNode; manifest: Manifest } {
-  const manifestData = files.get("manifest.json");
-  assert.ok(manifestData, "manifest.json");
-  const manifest = JSON.parse(manifestData.toString("utf8")) as Manifest;
+  assert.match(batch, /^[0-9]{17}$/, "a batch is named YYYYMMDDhhmmssnnn");
+  assert.ok(!files.has("manifest.json"), "the choreography's ManifestMessage replaces manifest.json");
+  const complete = parseXml((files.get(`BatchComplete_${batch}.xml`) as Buffer).toString("utf8"));
+  assert.equal(complete.name, "ernc:ManifestMessage");
+  assert.equal(textAt(complete, "MessageHeader/MessageSender/PartyId"), SENDER.dpid);
+  assert.equal(textAt(complete, "MessageHeader/MessageRecipient/PartyId"), RECIPIENT.dpid);
+  assert.equal(textAt(complete, "NumberOfMessages"), "1");
+  const manifest: Manifest = {
+    batch_id: textAt(complete, "RootDirectory") ?? "",
+    created_at: textAt(complete, "MessageHeader/MessageCreatedDateTime") ?? "",
+    action: (
+      { NewReleaseDelivery: "insert", ReDelivery: "update", TakeDown: "takedown" } as Record<string, string>
+    )[textAt(complete, "MessageInBatch/DeliveryType") ?? ""] as string,
+    message: textAt(complete, "MessageInBatch/URL") ?? "",
+    message_id: textAt(complete, "MessageInBatch/MessageId") ?? "",
+    icpn: textAt(complete, "MessageInBatch/IncludedReleaseId/ICPN") ?? null,
+    release_id: textAt(complete, "MessageInBatch/IncludedReleaseId/ProprietaryId") ?? "",
+    sha256: textAt(complete, "MessageInBatch/HashSum/HashSumValue") ?? "",
+  };
   assert.equal(manifest.batch_id, batch);
   assert.equal(manifest.action, expected.action);
-  assert.deepEqual(manifest.sender, SENDER);
-  assert.deepEqual(manifest.recipient, RECIPIENT);
-  assert.deepEqual(manifest.release, { id: expected.releaseId, upc: expected.upc, title: expected.title });
+  assert.equal(manifest.icpn, expected.upc);
+  assert.equal(manifest.release_id, expected.releaseId);
   assert.equal(manifest.message, `${folder}/${folder}.xml`);
   assert.ok(!Number.isNaN(Date.parse(manifest.created_at)));
-  assert.deepEqual(
-    manifest.files.map((f) => f.path).sort(),
-    [...files.keys()].filter((p) => p !== "manifest.json" && !p.startsWith("BatchComplete_")).sort(),
-    "the manifest lists every file of the batch but itself and BatchComplete",
-  );
-  for (const f of manifest.files) {
-    const h = hashesOf(files.get(f.path) as Buffer);
-    assert.deepEqual({ bytes: f.bytes, md5: f.md5, sha256: f.sha256 }, h, f.path);
-  }
-
-  const complete = parseXml((files.get(`BatchComplete_${batch}.xml`) as Buffer).toString("utf8"));
-  assert.equal(complete.name, "BatchComplete");
-  assert.deepEqual(complete.attrs, {
-    BatchId: batch,
-    MessageCount: "1",
-    ManifestSha256: hashesOf(manifestData).sha256,
-  });
+  assert.equal(manifest.sha256, hashesOf(files.get(manifest.message) as Buffer).sha256);
 
   const xml = (files.get(manifest.message) as Buffer).toString("utf8");
   const root = parseXml(xml);
@@ -1214,7 +1215,7 @@ describeEachEngine("ddex file drop", (t) => {
       [insert.store, insert.action, insert.status, insert.message, insert.attempts],
       [STORE, "insert", "delivered", null, 1],
     );
-    const batch = insert.id.replace(/-/g, "");
+    const batch = path.basename(insert.store_reference ?? "");
     const dir = path.join(drops, batch);
     assert.equal(insert.store_reference, dir, "the store reference is the batch folder");
     assert.ok(!batchDirs().some((n) => n.startsWith(".")), "no .partial folder is left");
@@ -1226,7 +1227,6 @@ describeEachEngine("ddex file drop", (t) => {
         `${upc}/resources/${isrc2}.wav`,
         `${upc}/resources/cover.jpg`,
         `BatchComplete_${batch}.xml`,
-        "manifest.json",
       ].sort(),
     );
     const files = readBatch(dir);
@@ -1334,7 +1334,8 @@ describeEachEngine("ddex file drop", (t) => {
       "taken_down",
     );
     await waitForStatus(release.id, "taken_down");
-    const batch2 = takedown.id.replace(/-/g, "");
+    const batch2 = path.basename(takedown.store_reference ?? "");
+    assert.notEqual(batch2, batch, "each delivery its own batch");
     const dir2 = path.join(drops, batch2);
     assert.equal(takedown.store_reference, dir2);
     assert.deepEqual(
@@ -1387,7 +1388,7 @@ describeEachEngine("ddex file drop", (t) => {
     await waitForStatus(release.id, "delivered");
     const [d] = await deliveriesOf(release.id);
     assert.ok(d);
-    const batch = d.id.replace(/-/g, "");
+    const batch = path.basename(d.store_reference ?? "");
     const dir = path.join(drops, batch);
     assert.equal(d.store_reference, dir);
     // The tenant's first number: GS1 prefix 2000000, item 00000, its check digit.
@@ -1396,20 +1397,14 @@ describeEachEngine("ddex file drop", (t) => {
       (await rows<{ upc: string }>("select upc from public.releases where id = $1", [release.id]))[0]?.upc,
       folder,
     );
-    assert.deepEqual(
-      listFiles(dir),
-      [`${folder}/${folder}.xml`, `BatchComplete_${batch}.xml`, "manifest.json"].sort(),
-    );
+    assert.deepEqual(listFiles(dir), [`${folder}/${folder}.xml`, `BatchComplete_${batch}.xml`].sort());
     const { root, manifest } = checkBatch(batch, folder, readBatch(dir), {
       action: "insert",
       releaseId: release.id,
       upc: folder,
       title: "Night Drive",
     });
-    assert.deepEqual(
-      manifest.files.map((f) => f.path),
-      [`${folder}/${folder}.xml`],
-    );
+    assert.equal(manifest.message_id, d.id);
     assert.equal(root.attrs.ReleaseProfileVersionId, undefined);
     assert.deepEqual(all(root, "TechnicalDetails"), []);
     assert.deepEqual(all(root, "Image"), []);
@@ -1425,11 +1420,11 @@ describeEachEngine("ddex file drop", (t) => {
     const { releaseId, deliveryId, batch, folder } = bare;
     const dir = path.join(drops, batch);
     const before = batchDirs();
-    const firstManifest = fs.readFileSync(path.join(dir, "manifest.json"));
+    const firstManifest = fs.readFileSync(path.join(dir, `BatchComplete_${batch}.xml`));
 
     // The job run again (a crash after the drop): the delivery is delivered, nothing is written.
     await sendDelivery(db(), deliveryId, { adapters: { ddex: ddexStore(media) } });
-    assert.deepEqual(fs.readFileSync(path.join(dir, "manifest.json")), firstManifest);
+    assert.deepEqual(fs.readFileSync(path.join(dir, `BatchComplete_${batch}.xml`)), firstManifest);
     assert.equal((await deliveriesOf(releaseId))[0]?.attempts, 1);
 
     // Sent again (the operator's retry): written aside, then swapped in for the old batch.
@@ -1445,17 +1440,14 @@ describeEachEngine("ddex file drop", (t) => {
     const [d] = await deliveriesOf(releaseId);
     assert.deepEqual([d?.status, d?.attempts, d?.store_reference], ["delivered", 2, dir]);
     const files = readBatch(dir);
-    assert.deepEqual(
-      [...files.keys()],
-      [`${folder}/${folder}.xml`, `BatchComplete_${batch}.xml`, "manifest.json"].sort(),
-    );
+    assert.deepEqual([...files.keys()], [`${folder}/${folder}.xml`, `BatchComplete_${batch}.xml`].sort());
     const { root, manifest } = checkBatch(batch, folder, files, {
       action: "insert",
       releaseId,
       upc: folder,
       title: "Night Drive",
     });
-    assert.equal(manifest.created_at, again.toISOString());
+    assert.equal(manifest.created_at, "2030-01-02T03:04:05Z");
     assert.equal(textAt(root, "MessageHeader/MessageCreatedDateTime"), "2030-01-02T03:04:05Z");
     assert.equal(textAt(root, "MessageHeader/MessageId"), deliveryId);
     assert.equal(await statusOf(releaseId), "delivered");
@@ -1595,7 +1587,7 @@ describe(`ddex drop into S3 (s3rver) [${ENGINES[0]}]`, () => {
     );
     const [d] = await deliveriesOf(release.id);
     assert.ok(d);
-    const batch = d.id.replace(/-/g, "");
+    const batch = path.basename(d.store_reference ?? "");
     assert.deepEqual([d.status, d.store_reference], ["live", `s3://${BUCKET}/drops/${batch}/`]);
 
     const client = s3 as S3Client;
@@ -1608,7 +1600,6 @@ describe(`ddex drop into S3 (s3rver) [${ENGINES[0]}]`, () => {
       `${upc}/resources/QZDDX2690002.flac`,
       `${upc}/resources/cover.jpg`,
       `BatchComplete_${batch}.xml`,
-      "manifest.json",
     ];
     assert.deepEqual(keys, inBatch.map((k) => `drops/${batch}/${k}`).sort());
     const files = new Map<string, Buffer>();

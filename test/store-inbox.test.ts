@@ -185,7 +185,10 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
         [
           `ACK_${batch}-again.xml`,
           "applied",
-          JSON.stringify({ entries: [{ delivery_id: deliveryId, result: "unchanged", status: "live" }] }),
+          JSON.stringify({
+            form: "legacy",
+            entries: [{ delivery_id: deliveryId, result: "unchanged", status: "live" }],
+          }),
         ],
         [
           "garbage.txt",
@@ -274,10 +277,11 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
       r.files.map((f) => [f.name, f.outcome]),
       [
         ["a.json", "applied"],
-        ["b.csv", "applied"],
+        // A delivery not (yet) recorded: the file waits for it, read again at each poll.
+        ["b.csv", "waiting"],
       ],
     );
-    assert.equal((r.files[1]?.detail.entries as { result: string }[] | undefined)?.[0]?.result, "refused");
+    assert.equal((r.files[1]?.detail.entries as { result: string }[] | undefined)?.[0]?.result, "waiting");
     assert.equal(await releaseStatus(releaseId), "live");
     // The takedown's acknowledgement confirms it: taken down by the store.
     await rows(

@@ -447,10 +447,34 @@ export async function deliveryDetail(db: Db, tenantId: string, id: string) {
         [id],
       )
     ).rows;
+    const acknowledgements = (
+      await tx.query<{
+        name: string;
+        outcome: string;
+        detail: { error?: string; errors?: string[] };
+        tries: number;
+        received_at: Date;
+        last_tried_at: Date;
+      }>(
+        `select f.name, f.outcome, f.detail, f.tries, f.received_at, f.last_tried_at from internal.store_inbox_files f
+         where f.kind = 'acknowledgement' and f.store = $2 and $1::uuid = any(f.delivery_ids)
+         order by f.last_tried_at desc, f.id limit 50`,
+        [id, d.store],
+      )
+    ).rows;
     return {
       ...delivery(d),
       release: releaseRef(d),
       history: history.map(delivery),
+      acknowledgements: acknowledgements.map((a) => ({
+        file: a.name,
+        outcome: a.outcome,
+        error: a.detail.error ?? null,
+        errors: Array.isArray(a.detail.errors) ? a.detail.errors : [],
+        tries: a.tries,
+        received_at: iso(a.received_at),
+        last_tried_at: iso(a.last_tried_at),
+      })),
       jobs: jobs.map((j) => {
         const { payload: _payload, ...rest } = jobOut(j);
         return rest;

@@ -248,7 +248,26 @@ export const JobSummary = z
   })
   .meta({ id: "JobSummary" });
 
+export const DeliveryAcknowledgement = z
+  .object({
+    file: z.string().meta({ description: "The acknowledgement file's name in the store's answer folder." }),
+    outcome: z.enum(["applied", "waiting", "expired", "invalid", "unreadable"]).meta({
+      description:
+        "applied: its statuses were applied; waiting: it names this delivery before the delivery was recorded as sent, and is read again at each poll; expired: still unmatched when the store's unmatched_after_s ran out (moved to unmatched/); invalid: not valid against DDEX's ERN choreography 1.8 schema, kept aside and unread; unreadable: of no form Backline reads, kept aside (docs/ddex.md).",
+    }),
+    error: z.string().nullable().meta({ description: "Why the file was kept aside; null when it was read." }),
+    errors: z.array(z.string()).meta({ description: "Each schema error of an invalid file, with its line." }),
+    tries: Count.meta({ description: "How many polls read it." }),
+    received_at: Ts,
+    last_tried_at: Ts,
+  })
+  .meta({ id: "DeliveryAcknowledgement" });
+
 export const DeliveryDetail = DeskDelivery.extend({
+  acknowledgements: z.array(DeliveryAcknowledgement).meta({
+    description:
+      "The store's acknowledgement files about this delivery, newest first, the set-aside ones (invalid, unreadable) with their validation error.",
+  }),
   history: z.array(Delivery).meta({
     description: "Every delivery record of the same release and store, newest first (this one included).",
   }),

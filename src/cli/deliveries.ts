@@ -7,6 +7,7 @@ import { type Cli, notFound, refusal, table, UsageError } from "./context.ts";
 const services = async () => ({
   ...(await import("../pipeline/delivery.ts")),
   ...(await import("../pipeline/errors.ts")),
+  ...(await import("../pipeline/store-inbox.ts")),
 });
 export function register(program: Command, cli: Cli): void {
   const deliveries = program.command("deliveries").description("a release's deliveries to its stores");
@@ -18,17 +19,25 @@ export function register(program: Command, cli: Cli): void {
       const s = await services();
       if (!/^[0-9a-f-]{36}$/i.test(opts.release)) throw notFound("release", opts.release);
       await cli.withDb(async (db) => {
-        const rows = await s.deliveriesOf(db, opts.release).catch(refusal(s.OperatorError));
+        const records = await s.deliveriesOf(db, opts.release).catch(refusal(s.OperatorError));
+        // The store's acknowledgement files about each delivery, set-aside ones with their error.
+        const acks = await s.acknowledgementsOf(
+          db,
+          records.map((r) => r.id),
+        );
+        const rows = records.map((r) => ({
+          ...r,
+          acknowledgements: acks.filter((a) => a.delivery_id === r.id),
+        }));
+        const latest = (r: (typeof rows)[number]) => {
+          const a = r.acknowledgements[0];
+          return a ? `${a.outcome}: ${a.file}${a.error ? ` (${a.error})` : ""}` : "";
+        };
         cli.output(
-          table(rows as unknown as Record<string, unknown>[], [
-            "id",
-            "store",
-            "action",
-            "status",
-            "attempts",
-            "message",
-            "updated_at",
-          ]),
+          table(
+            rows.map((r) => ({ ...r, acknowledgement: latest(r) })) as unknown as Record<string, unknown>[],
+            ["id", "store", "action", "status", "attempts", "message", "acknowledgement", "updated_at"],
+          ),
           rows,
         );
       });

@@ -249,6 +249,23 @@ export async function sendDelivery(
        where id = $1`,
       [deliveryId, version],
     );
+    // A DDEX batch's name (YYYYMMDDhhmmssnnn, DDEX's SFTP choreography) is given at the first
+    // attempt and kept, so a retry writes the same batch; one store's batches never share a name
+    // (the lock serialises the choice per store, a name taken moves on by a millisecond).
+    let batchId: string | undefined;
+    if (d.store_settings?.adapter === "ddex") {
+      await tx.query("select pg_advisory_xact_lock(hashtext('ddex-batch:' || $1))", [d.store]);
+      batchId = (
+        await tx.query<{ batch_id: string }>(
+          `update internal.release_deliveries d set batch_id = coalesce(d.batch_id, (
+             select greatest(to_char(clock_timestamp() at time zone 'UTC', 'YYYYMMDDHH24MISSMS')::bigint,
+                             coalesce(max(o.batch_id::bigint) + 1, 0))::text
+             from internal.release_deliveries o where o.store = d.store and o.batch_id is not null))
+           where d.id = $1 returning d.batch_id`,
+          [deliveryId],
+        )
+      ).rows[0]?.batch_id;
+    }
     const release = (
       await tx.query<Record<string, unknown>>(
         // With its genres' display names, which the DDEX messages carry (docs/ddex.md).
@@ -273,7 +290,7 @@ export async function sendDelivery(
         JSON.stringify(correctableMetadata(release)),
       ]);
     }
-    return { d, release: release ?? {}, tracks, version };
+    return { d, release: release ?? {}, tracks, version, batchId };
   });
   if (!sending) return;
   const { d } = sending;
@@ -291,6 +308,7 @@ export async function sendDelivery(
     );
     result = await adapter.deliver({
       deliveryId,
+      batchId: sending.batchId,
       action: d.action,
       store: { code: d.store, name: d.store_name, settings },
       release: sending.release,

@@ -20,7 +20,12 @@ import { POLL_KIND, runStorePoll } from "./store-inbox.ts";
 /** The operator backend's job handlers by kind (docs/operator.md). */
 export function pipelineHandlers(
   db: Db,
-  options: { media?: MediaSource; store?: ObjectStore; uploadLimits?: UploadLimits } = {},
+  options: {
+    media?: MediaSource;
+    store?: ObjectStore;
+    uploadLimits?: UploadLimits;
+    ddexErncSchemaDir?: string | undefined;
+  } = {},
 ): Handlers {
   const id = (value: unknown) => String(value);
   // The store adapters beside the built-in sandbox, by the name a store's settings.adapter gives.
@@ -46,7 +51,8 @@ export function pipelineHandlers(
     "takedown.process": async (job) => processTakedown(db, id(job.payload.takedown_request_id)),
     "oac.request": async (job) => processOacRequest(db, id(job.payload.oac_request_id)),
     // A store's recurring poll of its answer and report folders (store-inbox.ts).
-    [POLL_KIND]: async (job) => runStorePoll(db, id(job.payload.store)),
+    [POLL_KIND]: async (job) =>
+      runStorePoll(db, id(job.payload.store), { schemaDir: options.ddexErncSchemaDir }),
     // A catalogue transfer asked for through the public API (src/transfer/job.ts).
     [TRANSFER_JOB_KIND]: async (job) =>
       runTransferJob(db, id(job.payload.transfer_job_id), {

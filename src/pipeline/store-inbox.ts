@@ -6,6 +6,13 @@ import type { Db } from "../db/db.ts";
 import { enqueue } from "../jobs/queue.ts";
 import { ImportError, importRoyalties } from "../royalties/import.ts";
 import { ddexSettingsOf, type InboxSettings } from "./ddex/adapter.ts";
+import {
+  ChoreographySchemaMissing,
+  choreographyErrors,
+  isChoreographyAck,
+  readChoreographyAck,
+  releaseOutcome,
+} from "./ddex/choreography.ts";
 import type { Destination } from "./ddex/drop.ts";
 import { openSftp, type SftpSession } from "./ddex/sftp.ts";
 import { reportDelivery } from "./delivery.ts";
@@ -21,16 +28,84 @@ import { storeSettingsOf } from "./stores.ts";
  * reported (once per content) in the poll's result and `stores show`.
  */
 
-export type AckStatus = "ok" | "live" | "error" | "taken_down";
+/**
+ * ok: live, or a takedown confirmed; gone: the store no longer has the release (confirms a
+ * takedown, an error for anything else); noted: a step on the way (received, staged): no change.
+ */
+export type AckStatus = "ok" | "live" | "error" | "taken_down" | "gone" | "noted";
 export interface AckEntry {
-  /** A delivery id, or its batch id (the id without dashes). */
-  ref: string;
+  /** A delivery id without dashes (a MessageId, or the id in a file name). */
+  ref?: string | undefined;
+  /** The choreography's BatchId (YYYYMMDDhhmmssnnn), or a UPC/EAN (ICPN): when no delivery id is given. */
+  batchId?: string | undefined;
+  icpn?: string | undefined;
   status: AckStatus;
   message?: string | undefined;
+  /** The store's own status words (a choreography ReleaseStatus), kept in the file's record. */
+  store_status?: string | undefined;
 }
 
 /** An acknowledgement file that cannot be read: kept and reported. */
 export class AckFormatError extends Error {}
+
+/** A choreography acknowledgement that is not valid against DDEX's schema: kept, with the errors. */
+export class AckInvalidError extends AckFormatError {
+  readonly errors: string[];
+  /** The schema itself could not be read: the file is read again once it can. */
+  readonly schemaMissing: boolean;
+  constructor(errors: string[], schemaMissing = false) {
+    super(`not valid against DDEX's ERN choreography 1.8 schema: ${errors.slice(0, 3).join("; ")}`);
+    this.errors = errors;
+    this.schemaMissing = schemaMissing;
+  }
+}
+
+/**
+ * Reads an acknowledgement file. A DDEX choreography 1.8 `AcknowledgementMessage` is validated
+ * against DDEX's schema (in `schemaDir`) before anything in it is believed; every other form is
+ * read as parseAcknowledgement says.
+ */
+export async function readAcknowledgement(
+  name: string,
+  data: Buffer,
+  schemaDir: string | undefined,
+): Promise<{ form: "ern-c-sftp/18" | "legacy"; entries: AckEntry[] }> {
+  const xml = data.toString("utf8").replace(/^\uFEFF/, "");
+  if (!isChoreographyAck(xml)) return { form: "legacy", entries: parseAcknowledgement(name, data) };
+  let errors: string[];
+  try {
+    if (!schemaDir) throw new ChoreographySchemaMissing("DDEX_ERNC_SCHEMA_DIR is not set");
+    errors = await choreographyErrors(xml, schemaDir);
+  } catch (error) {
+    if (error instanceof ChoreographySchemaMissing) throw new AckInvalidError([error.message], true);
+    throw error;
+  }
+  if (errors.length > 0) throw new AckInvalidError(errors);
+  const ack = readChoreographyAck(xml);
+  const entries: AckEntry[] = [];
+  for (const r of ack.releases) {
+    const ids = {
+      icpn: r.icpn,
+      // The release id Backline writes as the manifest's ProprietaryId stands for nothing here:
+      // a release status without its message is matched by ICPN.
+    };
+    const per = r.messages.length > 0 ? r.messages : [undefined];
+    for (const m of per) {
+      const outcome = releaseOutcome(r, m);
+      const uuid = m ? UUID.exec(m.messageId) : null;
+      entries.push({
+        ref: uuid ? uuid.slice(1).join("").toLowerCase() : undefined,
+        batchId: m?.batchId,
+        ...ids,
+        status: outcome.kind === "ok" ? "ok" : outcome.kind,
+        message: outcome.kind === "error" ? outcome.message : undefined,
+        store_status: [r.status, ...(m?.statuses.map((s) => s.status) ?? [])].join(" / "),
+      });
+    }
+  }
+  if (entries.length === 0) throw new AckFormatError("the acknowledgement has no ReleaseStatus");
+  return { form: "ern-c-sftp/18", entries };
+}
 
 const UUID = /\b([0-9a-f]{8})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{4})-?([0-9a-f]{12})\b/i;
 const OK_STATUSES = new Set(["fileok", "fileokwithwarnings", "successfullyingested", "ok", "success"]);
@@ -55,8 +130,10 @@ function normaliseStatus(value: string): AckStatus | undefined {
 }
 
 /**
- * Reads an acknowledgement file: a DDEX ERN choreography acknowledgement (an XML message whose
- * root names Acknowledgement, e.g. FtpAcknowledgementMessage: the batch or message it answers in
+ * Reads an acknowledgement file other than a choreography 1.8 one: an older DDEX ERN
+ * choreography acknowledgement (an XML message whose root names Acknowledgement, e.g. ERN-C
+ * 1.4's FtpAcknowledgementMessage, whose schema Backline does not have: read by element name,
+ * not validated: the batch or message it answers in
  * AcknowledgedFile/FileName or MessageId outside the MessageHeader, FileStatus FileOK or an
  * error status with ErrorText), or Backline's own JSON or CSV form (docs/ddex.md).
  */
@@ -138,13 +215,50 @@ function entry(item: Record<string, unknown>, where: string): AckEntry {
 }
 
 export interface AppliedEntry {
-  delivery_id: string;
-  result: "applied" | "unchanged" | "refused";
+  delivery_id: string | null;
+  /** waiting: the delivery it names is not recorded as sent yet (read again at the next poll). */
+  result: "applied" | "unchanged" | "refused" | "noted" | "waiting";
   status?: string;
   message?: string;
+  store_status?: string;
 }
 
-/** Applies one file's entries as store reports; an entry already applied is "unchanged". */
+const dashed = (hex: string) =>
+  `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+
+type Found = { id: string; action: string; status: string };
+
+/** The delivery an entry names: by delivery id, else batch id, else the release's latest sent one by UPC. */
+async function deliveryFor(db: Db, store: string, e: AckEntry): Promise<Found | undefined> {
+  return db.asService(
+    async (tx) => {
+      const one = async (sql: string, value: string) => (await tx.query<Found>(sql, [value, store])).rows[0];
+      const cols = "select id::text as id, action, status from internal.release_deliveries";
+      if (e.ref) return one(`${cols} where id = $1 and store = $2`, dashed(e.ref));
+      if (e.batchId) {
+        const found = await one(`${cols} where batch_id = $1 and store = $2`, e.batchId);
+        if (found || !e.icpn) return found;
+      }
+      if (e.icpn)
+        return one(
+          `${cols} d where store = $2 and release_id = (select r.id from public.releases r where r.upc = $1
+             and exists (select 1 from internal.release_deliveries o where o.release_id = r.id and o.store = $2)
+             order by r.created_at desc limit 1)
+           order by d.created_at desc, d.id desc limit 1`,
+          e.icpn,
+        );
+      return undefined;
+    },
+    { readOnly: true },
+  );
+}
+
+const NOT_SENT = new Set(["pending", "in_progress"]);
+
+/**
+ * Applies one file's entries as store reports; an entry already applied is "unchanged"; one
+ * whose delivery is not recorded as sent yet is "waiting" (pollStore reads the file again).
+ */
 export async function applyAcknowledgement(
   db: Db,
   store: string,
@@ -153,24 +267,37 @@ export async function applyAcknowledgement(
 ): Promise<AppliedEntry[]> {
   const out: AppliedEntry[] = [];
   for (const e of entries) {
-    const id = `${e.ref.slice(0, 8)}-${e.ref.slice(8, 12)}-${e.ref.slice(12, 16)}-${e.ref.slice(16, 20)}-${e.ref.slice(20)}`;
-    const found = await db.asService(
-      async (tx) =>
-        (
-          await tx.query<{ action: string; status: string }>(
-            "select action, status from internal.release_deliveries where id = $1 and store = $2",
-            [id, store],
-          )
-        ).rows[0],
-      { readOnly: true },
-    );
-    if (!found) {
-      out.push({ delivery_id: id, result: "refused", message: `no delivery ${id} to store ${store}` });
+    const found = await deliveryFor(db, store, e);
+    const words = e.store_status ? { store_status: e.store_status } : {};
+    if (!found || NOT_SENT.has(found.status)) {
+      const named = e.ref ? `delivery ${dashed(e.ref)}` : e.batchId ? `batch ${e.batchId}` : `UPC ${e.icpn}`;
+      out.push({
+        delivery_id: found?.id ?? (e.ref ? dashed(e.ref) : null),
+        result: "waiting",
+        message: found ? `${named} is not sent yet` : `no ${named} to store ${store} yet`,
+        ...words,
+      });
       continue;
     }
-    const target = e.status === "ok" ? (found.action === "takedown" ? "taken_down" : "live") : e.status;
+    const id = found.id;
+    if (e.status === "noted") {
+      out.push({ delivery_id: id, result: "noted", status: found.status, ...words });
+      continue;
+    }
+    const takedown = found.action === "takedown";
+    const target =
+      e.status === "ok"
+        ? takedown
+          ? "taken_down"
+          : "live"
+        : e.status === "gone"
+          ? takedown
+            ? "taken_down"
+            : "error"
+          : e.status;
+    const message = e.status === "gone" ? "ReleaseNotAvailable" : e.message;
     if (found.status === target) {
-      out.push({ delivery_id: id, result: "unchanged", status: target });
+      out.push({ delivery_id: id, result: "unchanged", status: target, ...words });
       continue;
     }
     try {
@@ -181,16 +308,37 @@ export async function applyAcknowledgement(
           ? { status: "live" }
           : target === "taken_down"
             ? { status: "taken_down", note: `acknowledgement file ${fileName}` }
-            : { status: "error", message: `${store}: ${e.message ?? "refused"}` },
+            : { status: "error", message: `${store}: ${message ?? "refused"}` },
         { via: "store" },
       );
-      out.push({ delivery_id: id, result: "applied", status: target });
+      out.push({ delivery_id: id, result: "applied", status: target, ...words });
     } catch (error) {
       if (!(error instanceof OperatorError)) throw error;
-      out.push({ delivery_id: id, result: "refused", message: error.message });
+      out.push({ delivery_id: id, result: "refused", message: error.message, ...words });
     }
   }
   return out;
+}
+
+/** The deliveries of this store an unreadable file seems to be about (ids and batch ids in it). */
+async function deliveriesNamedIn(db: Db, store: string, name: string, data: Buffer): Promise<string[]> {
+  const text = `${name}\n${data.toString("utf8").slice(0, 200_000)}`;
+  const ids = [...text.matchAll(new RegExp(UUID.source, "gi"))].map((m) =>
+    dashed(m.slice(1).join("").toLowerCase()),
+  );
+  const batches = [...text.matchAll(/\b[0-9]{17}\b/g)].map((m) => m[0]);
+  if (ids.length === 0 && batches.length === 0) return [];
+  return db.asService(
+    async (tx) =>
+      (
+        await tx.query<{ id: string }>(
+          `select id::text as id from internal.release_deliveries
+           where store = $1 and (id::text = any($2::text[]) or batch_id = any($3::text[])) order by id`,
+          [store, [...new Set(ids)], [...new Set(batches)]],
+        )
+      ).rows.map((r) => r.id),
+    { readOnly: true },
+  );
 }
 
 interface FolderEntry {
@@ -348,7 +496,11 @@ export async function inboxOf(
  * One poll of a store's folders: every new acknowledgement applied, every new report imported.
  * Files already seen (by content) are moved aside without effect; unreadable ones stay.
  */
-export async function pollStore(db: Db, code: string): Promise<PollResult> {
+export async function pollStore(
+  db: Db,
+  code: string,
+  options: { schemaDir?: string | undefined } = {},
+): Promise<PollResult> {
   const found = await inboxOf(db, code);
   const result: PollResult = { store: code, files: [] };
   if (!found) return result;
@@ -361,11 +513,12 @@ export async function pollStore(db: Db, code: string): Promise<PollResult> {
       db.asService(
         async (tx) =>
           (
-            await tx.query<{ outcome: string }>(
-              "select outcome from internal.store_inbox_files where store = $1 and kind = $2 and sha256 = $3",
+            await tx.query<{ outcome: string; detail: Record<string, unknown>; age_s: number }>(
+              `select outcome, detail, extract(epoch from now() - received_at)::float8 as age_s
+               from internal.store_inbox_files where store = $1 and kind = $2 and sha256 = $3`,
               [code, kind, sha],
             )
-          ).rows[0]?.outcome,
+          ).rows[0],
         { readOnly: true },
       );
     const record = async (
@@ -374,12 +527,20 @@ export async function pollStore(db: Db, code: string): Promise<PollResult> {
       sha: string,
       outcome: string,
       detail: Record<string, unknown>,
+      deliveryIds: string[] = [],
     ) => {
+      // A file read again (waiting for its delivery, or kept until the schema is there) updates
+      // its record; any other is recorded once.
       await db.asService((tx) =>
         tx.query(
-          `insert into internal.store_inbox_files (store, kind, name, sha256, outcome, detail) values ($1, $2, $3, $4, $5, $6)
-           on conflict (store, kind, sha256) do nothing`,
-          [code, kind, name, sha, outcome, JSON.stringify(detail)],
+          `insert into internal.store_inbox_files (store, kind, name, sha256, outcome, detail, delivery_ids)
+           values ($1, $2, $3, $4, $5, $6, $7::uuid[])
+           on conflict (store, kind, sha256) do update
+             set outcome = excluded.outcome, detail = excluded.detail, delivery_ids = excluded.delivery_ids,
+                 name = excluded.name, tries = internal.store_inbox_files.tries + 1, last_tried_at = now()
+             where internal.store_inbox_files.outcome = 'waiting'
+                or (internal.store_inbox_files.outcome = 'invalid' and internal.store_inbox_files.detail ? 'schema_missing')`,
+          [code, kind, name, sha, outcome, JSON.stringify(detail), [...new Set(deliveryIds)]],
         ),
       );
       result.files.push({ kind, name, outcome, detail });
@@ -399,23 +560,64 @@ export async function pollStore(db: Db, code: string): Promise<PollResult> {
         const data = await readFile(local);
         const sha = createHash("sha256").update(data).digest("hex");
         const before = await seen(kind, sha);
-        if (before) {
-          // Read before: moved aside if it was done with, else (unreadable, rejected) left alone.
-          if (before !== "unreadable" && before !== "rejected")
-            await folder.moveAside(dir, name, "processed");
+        // Read again: an acknowledgement waiting for its delivery, or one kept only because the
+        // schema could not be read. Any other file read before is moved aside if it was done
+        // with, else (unreadable, invalid, rejected) left alone.
+        const again =
+          before?.outcome === "waiting" ||
+          (before?.outcome === "invalid" && "schema_missing" in before.detail);
+        if (before && !again) {
+          if (!["unreadable", "rejected", "invalid"].includes(before.outcome))
+            await folder.moveAside(dir, name, before.outcome === "expired" ? "unmatched" : "processed");
           continue;
         }
         if (kind === "acknowledgement") {
-          let entries: AckEntry[];
+          let read: Awaited<ReturnType<typeof readAcknowledgement>>;
           try {
-            entries = parseAcknowledgement(name, data);
+            read = await readAcknowledgement(name, data, options.schemaDir);
           } catch (error) {
             if (!(error instanceof AckFormatError)) throw error;
-            await record(kind, name, sha, "unreadable", { error: error.message });
+            const named = await deliveriesNamedIn(db, code, name, data);
+            if (error instanceof AckInvalidError) {
+              await record(
+                kind,
+                name,
+                sha,
+                "invalid",
+                {
+                  error: error.message,
+                  errors: error.errors.slice(0, 20),
+                  ...(error.schemaMissing ? { schema_missing: true } : {}),
+                },
+                named,
+              );
+            } else {
+              await record(kind, name, sha, "unreadable", { error: error.message }, named);
+            }
             continue;
           }
-          const applied = await applyAcknowledgement(db, code, name, entries);
-          await record(kind, name, sha, "applied", { entries: applied });
+          const applied = await applyAcknowledgement(db, code, name, read.entries);
+          const ids = applied.map((a) => a.delivery_id).filter((id): id is string => id !== null);
+          const waiting = applied.some((a) => a.result === "waiting");
+          const waitedS = before?.outcome === "waiting" ? before.age_s : 0;
+          if (waiting && waitedS < inbox.unmatched_after_s) {
+            // Early: its delivery is not recorded as sent yet. Kept in the folder, read again.
+            await record(kind, name, sha, "waiting", { form: read.form, entries: applied }, ids);
+            continue;
+          }
+          if (waiting) {
+            await record(
+              kind,
+              name,
+              sha,
+              "expired",
+              { form: read.form, entries: applied, waited_s: Math.round(waitedS) },
+              ids,
+            );
+            await folder.moveAside(dir, name, "unmatched");
+            continue;
+          }
+          await record(kind, name, sha, "applied", { form: read.form, entries: applied }, ids);
           await folder.moveAside(dir, name, "processed");
         } else {
           const reports = inbox.reports;
@@ -493,10 +695,14 @@ export async function scheduleStorePolls(db: Db): Promise<string[]> {
 }
 
 /** The `store.poll` job: one poll, then the next run's time (undefined: the schedule is off). */
-export async function runStorePoll(db: Db, code: string): Promise<Date | undefined> {
+export async function runStorePoll(
+  db: Db,
+  code: string,
+  options: { schemaDir?: string | undefined } = {},
+): Promise<Date | undefined> {
   const found = await inboxOf(db, code).catch(() => undefined);
   if (!found?.inbox.enabled) return undefined;
-  await pollStore(db, code);
+  await pollStore(db, code, options);
   return new Date(Date.now() + found.inbox.every_s * 1000);
 }
 
@@ -534,4 +740,53 @@ export async function inboxStatus(db: Db, code: string, limit = 10) {
     },
     { readOnly: true },
   );
+}
+
+export interface DeliveryAcknowledgement {
+  delivery_id: string;
+  file: string;
+  /** applied, waiting (early: read again at each poll), expired, invalid or unreadable (kept aside). */
+  outcome: string;
+  /** Why a file was kept aside: its validation errors against DDEX's schema, or why it is unreadable. */
+  error: string | null;
+  errors: string[];
+  tries: number;
+  received_at: string;
+  last_tried_at: string;
+}
+
+/** The acknowledgement files read about these deliveries, newest first (set-aside ones included). */
+export async function acknowledgementsOf(db: Db, deliveryIds: string[]): Promise<DeliveryAcknowledgement[]> {
+  if (deliveryIds.length === 0) return [];
+  const rows = await db.asService(
+    async (tx) =>
+      (
+        await tx.query<{
+          id: string;
+          name: string;
+          outcome: string;
+          detail: { error?: string; errors?: string[] };
+          tries: number;
+          received_at: Date;
+          last_tried_at: Date;
+        }>(
+          `select d.id::text as id, f.name, f.outcome, f.detail, f.tries, f.received_at, f.last_tried_at
+           from internal.store_inbox_files f cross join lateral unnest(f.delivery_ids) as d(id)
+           where f.kind = 'acknowledgement' and d.id = any($1::uuid[])
+           order by f.last_tried_at desc, f.id limit 500`,
+          [deliveryIds],
+        )
+      ).rows,
+    { readOnly: true },
+  );
+  return rows.map((r) => ({
+    delivery_id: r.id,
+    file: r.name,
+    outcome: r.outcome,
+    error: r.detail.error ?? null,
+    errors: Array.isArray(r.detail.errors) ? r.detail.errors : [],
+    tries: r.tries,
+    received_at: new Date(r.received_at).toISOString(),
+    last_tried_at: new Date(r.last_tried_at).toISOString(),
+  }));
 }

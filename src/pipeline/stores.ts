@@ -12,6 +12,8 @@ export type DeliveryAction = "insert" | "update" | "takedown";
 
 export interface DeliveryRequest {
   deliveryId: string;
+  /** The delivery's batch name, YYYYMMDDhhmmssnnn, kept across its attempts (DDEX adapter). */
+  batchId?: string | undefined;
   action: DeliveryAction;
   store: { code: string; name: string; settings: Record<string, unknown> };
   release: Record<string, unknown>;

@@ -182,6 +182,7 @@ function startBackground(
             : new StoreMedia(storage.store),
         store: storage.store,
         uploadLimits: config.uploads,
+        ddexErncSchemaDir: config.ddexErncSchemaDir,
       }),
       // BACKUP_SCHEDULE's recurring backup (src/backup/scheduled.ts).
       ...backupHandlers(db, config, logger),

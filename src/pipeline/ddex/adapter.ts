@@ -8,6 +8,7 @@ import {
   type DeliveryResult,
   type StoreAdapter,
 } from "../stores.ts";
+import { batchIdAt, buildManifestMessage } from "./choreography.ts";
 import { type Destination, dropBatch, type PackageFile } from "./drop.ts";
 import type { ErnAudioFile, ErnImageFile, ErnRelease, ErnTrack } from "./ern.ts";
 import { ERN_VERSIONS, ERN_WRITERS } from "./ern-writers.ts";
@@ -15,8 +16,9 @@ import { SftpSettings } from "./sftp.ts";
 
 /**
  * The `ddex` store adapter (docs/ddex.md): each delivery becomes a DDEX ERN 4.3 package — the
- * NewReleaseMessage, the audio and cover files, and a manifest with their checksums — dropped
- * into the store's directory or S3 bucket, the "file drop" stores ingest from. Takedowns are the
+ * NewReleaseMessage, the audio and cover files, and the batch's ManifestMessage as DDEX's SFTP
+ * choreography 1.8 defines it — dropped into the store's directory, SFTP folder or S3 bucket,
+ * the "file drop" stores ingest from. Takedowns are the
  * same message with every deal ended. The store tells when the release is live
  * (`backline deliveries report`, POST /admin/v1/deliveries/{id}/report), unless its settings say
  * to assume it after `live_after_ms`.
@@ -82,6 +84,9 @@ export const InboxSettings = z
       .strict()
       .optional(),
     every_s: z.number().int().min(10).max(86_400).default(900),
+    // How long an acknowledgement naming a delivery not yet recorded as sent is read again at each
+    // poll before it is given up and moved to `unmatched/` (docs/ddex.md).
+    unmatched_after_s: z.number().int().min(0).max(2_592_000).default(172_800),
     enabled: z.boolean().default(true),
   })
   .strict();
@@ -231,31 +236,34 @@ export function ddexStore(media: MediaSource, now: () => Date = () => new Date()
     );
     files.unshift({ path: `${folder}/${folder}.xml`, source: { data: xml }, ...hashData(xml) });
 
-    const batchId = request.deliveryId.replace(/-/g, "");
-    const manifest = Buffer.from(
-      `${JSON.stringify(
-        {
-          batch_id: batchId,
-          created_at: createdAt.toISOString(),
-          action: request.action,
-          sender: settings.sender,
-          recipient: settings.recipient,
-          release: { id: release.id, upc: release.upc, title: release.title },
-          message: `${folder}/${folder}.xml`,
-          files: files.map((f) => ({ path: f.path, bytes: f.bytes, md5: f.md5, sha256: f.sha256 })),
-        },
-        null,
-        2,
-      )}\n`,
-    );
-    const manifestFile = { path: "manifest.json", source: { data: manifest }, ...hashData(manifest) };
+    // The choreography's batch: named by the time it was made, given once by the pipeline so
+    // that a retry writes the same folder (src/pipeline/delivery.ts); its ManifestMessage
+    // (BatchComplete_<batch>.xml, written last) lists the message with its release ids and hash.
+    const batchId = request.batchId ?? batchIdAt(createdAt);
+    const message = files[0] as PackageFile & Hashed;
     const complete = Buffer.from(
-      `<?xml version="1.0" encoding="UTF-8"?>\n<BatchComplete BatchId="${batchId}" MessageCount="1" ManifestSha256="${manifestFile.sha256}"/>\n`,
+      buildManifestMessage({
+        batchId,
+        createdAt,
+        sender: settings.sender,
+        recipient: settings.recipient,
+        test: settings.test_messages,
+        messages: [
+          {
+            messageId: request.deliveryId,
+            url: message.path,
+            icpn: release.upc ?? null,
+            releaseId: release.id,
+            action: request.action,
+            sha256: message.sha256,
+          },
+        ],
+      }),
     );
     const dropped = await dropBatch(
       settings.destination as Destination,
       batchId,
-      [...files, manifestFile],
+      files,
       { path: `BatchComplete_${batchId}.xml`, source: { data: complete }, bytes: complete.length },
       request.signal,
       request.store.code,
