@@ -361,18 +361,23 @@ describeEachEngine("release identifiers and what reaches a DDEX store", (t) => {
       poll(
         `${n} deliveries of the release dropped`,
         () =>
-          rows<{ id: string; store: string; action: string; dropped: boolean }>(
-            `select id::text as id, store, action, store_reference is not null as dropped
+          rows<{ id: string; store: string; action: string; dropped: boolean; ref: string | null }>(
+            `select id::text as id, store, action, store_reference is not null as dropped, store_reference as ref
              from internal.release_deliveries where release_id = $1 order by created_at, store`,
             [id],
           ),
         (ds) => ds.length === n && ds.every((d) => d.dropped),
       );
-    const messageOf = (d: { id: string; store: string }): { xml: string; root: XmlNode } => {
-      const dir = path.join(
-        drops as string,
-        d.store === stores.plain ? "plain" : "mapped",
-        d.id.replace(/-/g, ""),
+    const messageOf = (d: {
+      id: string;
+      store: string;
+      ref: string | null;
+    }): { xml: string; root: XmlNode } => {
+      // The batch folder (named by its time, YYYYMMDDhhmmssnnn) is the store reference.
+      const dir = String(d.ref);
+      assert.equal(
+        path.dirname(dir),
+        path.join(drops as string, d.store === stores.plain ? "plain" : "mapped"),
       );
       const xml = fs.readFileSync(path.join(dir, upc, `${upc}.xml`), "utf8");
       assert.ok(listFiles(dir).includes(`${upc}/${upc}.xml`));

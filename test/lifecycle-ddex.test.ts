@@ -209,12 +209,11 @@ describeEachEngine("lifecycle: /rest/v1, /admin/v1 and a DDEX file drop", (t) =>
       [releaseId],
     );
     assert.equal(delivery?.status, "delivered");
-    const batch = path.join(drops, String(delivery?.id).replace(/-/g, ""));
-    assert.equal(delivery?.store_reference, batch);
-    assert.deepEqual(
-      readdirSync(batch).sort(),
-      [`BatchComplete_${path.basename(batch)}.xml`, UPC, "manifest.json"].sort(),
-    );
+    // A batch is named by the time it was made (DDEX's SFTP choreography: YYYYMMDDhhmmssnnn).
+    const batch = String(delivery?.store_reference);
+    assert.match(path.basename(batch), /^[0-9]{17}$/);
+    assert.equal(path.dirname(batch), drops);
+    assert.deepEqual(readdirSync(batch).sort(), [`BatchComplete_${path.basename(batch)}.xml`, UPC].sort());
     const xml = readFileSync(path.join(batch, UPC, `${UPC}.xml`), "utf8");
     assert.equal(XMLValidator.validate(xml), true);
     for (const needle of [
@@ -231,16 +230,16 @@ describeEachEngine("lifecycle: /rest/v1, /admin/v1 and a DDEX file drop", (t) =>
       assert.ok(xml.includes(needle), `the message has ${needle}`);
     }
     assert.ok(!xml.includes("<EndDateTime>"), "an insert's deals do not end");
-    const manifest = JSON.parse(readFileSync(path.join(batch, "manifest.json"), "utf8")) as { files: Row[] };
-    assert.deepEqual(
-      manifest.files.map((f) => f.path).sort(),
-      [
-        `${UPC}/${UPC}.xml`,
-        `${UPC}/resources/QZDDX2600010.wav`,
-        `${UPC}/resources/QZDDX2600020.wav`,
-        `${UPC}/resources/cover.jpg`,
-      ].sort(),
-    );
+    const files = (readdirSync(path.join(batch, UPC), { recursive: true }) as string[])
+      .map((f) => `${UPC}/${f.split(path.sep).join("/")}`)
+      .filter((f) => f.includes("."))
+      .sort();
+    assert.deepEqual(files, [
+      `${UPC}/${UPC}.xml`,
+      `${UPC}/resources/QZDDX2600010.wav`,
+      `${UPC}/resources/QZDDX2600020.wav`,
+      `${UPC}/resources/cover.jpg`,
+    ]);
 
     // The store says it is live; the operator records it.
     const deliveries = await operator("GET", `/releases/${releaseId}/deliveries`);
@@ -266,7 +265,7 @@ describeEachEngine("lifecycle: /rest/v1, /admin/v1 and a DDEX file drop", (t) =>
       "takedown sent",
       () =>
         rows(
-          "select id, status from internal.release_deliveries where release_id = $1 and action = 'takedown'",
+          "select id, status, store_reference from internal.release_deliveries where release_id = $1 and action = 'takedown'",
           [releaseId],
         ),
       (ds) => ds[0]?.status === "takedown_sent",
@@ -312,10 +311,7 @@ describeEachEngine("lifecycle: /rest/v1, /admin/v1 and a DDEX file drop", (t) =>
       [releaseId],
     );
     assert.equal(removal?.status, "taken_down");
-    const removalXml = readFileSync(
-      path.join(drops, String(removal?.id).replace(/-/g, ""), UPC, `${UPC}.xml`),
-      "utf8",
-    );
+    const removalXml = readFileSync(path.join(String(removal?.store_reference), UPC, `${UPC}.xml`), "utf8");
     assert.equal(XMLValidator.validate(removalXml), true);
     assert.match(removalXml, /<EndDateTime>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z<\/EndDateTime>/);
 
