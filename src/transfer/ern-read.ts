@@ -238,6 +238,7 @@ const ROLE_FROM_DDEX: Record<string, string> = {
   ...Object.fromEntries(Object.entries(CONTRIBUTOR_ROLE).map(([backline, ddex]) => [ddex, backline])),
   Producer: "producer",
   Soloist: "performer",
+  AssociatedPerformer: "performer",
   Vocalist: "performer",
   Musician: "performer",
   Instrumentalist: "performer",
@@ -441,9 +442,9 @@ function fileOf(
   hash: { value: string | null; algorithm: string | null },
 ): TransferMedia | undefined {
   if (!file) return undefined;
-  const uri = (
-    text(file, "URI") ?? [text(file, "FilePath"), text(file, "FileName")].filter(Boolean).join("/")
-  ).trim();
+  // ERN 3's FilePath is a folder, often written with its trailing slash ("resources/").
+  const folder = text(file, "FilePath")?.replace(/\/+$/, "");
+  const uri = (text(file, "URI") ?? [folder, text(file, "FileName")].filter(Boolean).join("/")).trim();
   if (!uri) return undefined;
   let md5: string | undefined;
   if (hash.value) {
