@@ -203,11 +203,23 @@ describeEachEngine("auth: invitations need proof of the address; sign-in throttl
     const email = newEmail();
     const res = await fetch(`${app.url}/auth/v1/invite`, {
       method: "POST",
-      headers: { apikey: env.keys.anon_key, "content-type": "application/json" },
+      headers: {
+        apikey: env.keys.anon_key,
+        authorization: `Bearer ${env.keys.anon_key}`,
+        "content-type": "application/json",
+      },
       body: JSON.stringify({ email }),
     });
     assert.equal(res.status, 403);
     assert.equal(((await res.json()) as { error_code: string }).error_code, "not_admin");
+    // Without a bearer at all: GoTrue's 401 no_authorization.
+    const bare = await fetch(`${app.url}/auth/v1/invite`, {
+      method: "POST",
+      headers: { apikey: env.keys.anon_key, "content-type": "application/json" },
+      body: JSON.stringify({ email }),
+    });
+    assert.equal(bare.status, 401);
+    assert.equal(((await bare.json()) as { error_code: string }).error_code, "no_authorization");
     assert.deepEqual(await rows("select id from internal.users where email = $1", [email]), []);
 
     await env.admin().auth.admin.inviteUserByEmail(email);

@@ -46,16 +46,27 @@ export interface MailContext {
   publicUrl: string;
 }
 
-export async function sendEmailToken(
+/** A link token and a code just issued: what a mail carries, or what generateLink answers. */
+export interface IssuedToken {
+  /** The link's token; verifyOtp takes it as `token_hash`. */
+  token: string;
+  otp: string;
+  /** <PUBLIC_URL>/auth/v1/verify?token=…&type=…[&redirect_to=…] */
+  link: string;
+}
+
+/**
+ * Issues a link token and a six-digit code of this kind for the user, sent (or to be sent) to
+ * `to`; a newer one of a kind replaces the older. Stores only their hashes.
+ */
+export async function issueEmailToken(
   tx: Tx,
-  mailer: Mailer,
   ctx: MailContext,
   user: UserRow,
   kind: EmailTokenKind,
   to: string,
   redirectTo: string | undefined,
-  intro: string = INTROS[kind],
-): Promise<void> {
+): Promise<IssuedToken> {
   const token = newOpaqueToken();
   const otp = newOtp();
   await tx.query("delete from internal.one_time_tokens where tenant_id = $1 and user_id = $2 and kind = $3", [
@@ -76,6 +87,20 @@ export async function sendEmailToken(
   link.searchParams.set("type", kind);
   const redirect = redirectTo ?? ctx.settings.site_url;
   if (redirect) link.searchParams.set("redirect_to", redirect);
+  return { token, otp, link: link.toString() };
+}
+
+export async function sendEmailToken(
+  tx: Tx,
+  mailer: Mailer,
+  ctx: MailContext,
+  user: UserRow,
+  kind: EmailTokenKind,
+  to: string,
+  redirectTo: string | undefined,
+  intro: string = INTROS[kind],
+): Promise<void> {
+  const { otp, link } = await issueEmailToken(tx, ctx, user, kind, to, redirectTo);
   const minutes = Math.round(ctx.settings.otp_expiry / 60);
   await mailer.enqueue(tx, {
     tenantId: ctx.tenant.id,
@@ -86,7 +111,7 @@ export async function sendEmailToken(
     text: [
       intro,
       "",
-      `Open this link: ${link.toString()}`,
+      `Open this link: ${link}`,
       "",
       `Or enter this code: ${otp}`,
       "",

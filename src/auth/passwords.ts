@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
+import { AuthError, validationFailed } from "./errors.ts";
 
 /**
  * Password hashing with scrypt (memory-hard; in Node's standard library, so nothing native to
@@ -59,3 +60,27 @@ export function weakPasswordReasons(password: string, policy: PasswordPolicy): s
 }
 
 export const MAX_PASSWORD_LENGTH = 256;
+
+/**
+ * A password a request chose, against the tenant's policy: 400 validation_failed when missing or
+ * too long, 422 weak_password (with GoTrue's `weak_password: {reasons, message}`) when too weak.
+ */
+export function checkPassword(
+  password: unknown,
+  settings: { password_min_length: number; password_require_mixed: boolean },
+): string {
+  if (typeof password !== "string" || password === "") throw validationFailed("Password is required");
+  if (password.length > MAX_PASSWORD_LENGTH)
+    throw validationFailed(`Password is longer than ${MAX_PASSWORD_LENGTH} characters`);
+  const reasons = weakPasswordReasons(password, {
+    minLength: settings.password_min_length,
+    requireMixed: settings.password_require_mixed,
+  });
+  if (reasons.length > 0) {
+    const message = `Password should be at least ${settings.password_min_length} characters${
+      settings.password_require_mixed ? " and contain lower-case and upper-case letters and digits" : ""
+    }.`;
+    throw new AuthError(422, "weak_password", message, { extra: { weak_password: { reasons, message } } });
+  }
+  return password;
+}

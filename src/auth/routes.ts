@@ -2,10 +2,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { asDbError, mapDbError } from "../db/errors.ts";
 import { bearerOf, type Caller, identify } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
+import { adminRoutes, requireAdmin } from "./admin-routes.ts";
+import { validateEmail } from "./email-address.ts";
 import type { VerifyType } from "./email-tokens.ts";
 import { AuthError, authErrorBody, validationFailed } from "./errors.ts";
 import type { AuthService, RequestInfo, TokenUser } from "./service.ts";
 import { authSettings, redirectAllowed } from "./settings.ts";
+import { idTokenProviderDisabled, unsupportedRoutes } from "./unsupported-routes.ts";
 
 /**
  * /auth/v1, as @supabase/auth-js calls it (docs/auth.md). Every route needs the tenant's apikey;
@@ -115,6 +118,10 @@ export async function authRoutes(
     // token names its tenant).
     const path = request.url.split("?")[0] ?? "";
     if (path.endsWith("/health") || (request.method === "GET" && path.endsWith("/verify"))) return;
+    // signInWithOAuth sends the browser here without a key, as to GoTrue; no tenant has a provider
+    // on, so the answer needs none (src/auth/unsupported-routes.ts).
+    if (request.method === "GET" && path.endsWith("/authorize") && !path.endsWith("/identities/authorize"))
+      return;
     const identified = await identify(directory, request);
     if (identified.ok) {
       request.caller = identified.caller;
@@ -162,11 +169,13 @@ export async function authRoutes(
     const grant = query(request, "grant_type");
     if (grant === "password") return auth.signInWithPassword(info(request), body(request));
     if (grant === "refresh_token") return auth.refresh(info(request), body(request));
-    throw new AuthError(
-      400,
-      "validation_failed",
-      `Unsupported grant_type ${JSON.stringify(grant ?? "")}; use password or refresh_token`,
-    );
+    // GoTrue's answers for the grants of features Backline does not offer (docs/auth.md).
+    if (grant === "id_token") throw idTokenProviderDisabled(body(request));
+    if (grant === "web3") throw new AuthError(422, "web3_provider_disabled", "Web3 provider is disabled");
+    if (grant === "pkce")
+      // No flow starts here (no OAuth provider, no PKCE e-mail flow), so no code can name one.
+      throw new AuthError(404, "flow_state_not_found", "invalid flow state, no valid flow state found");
+    throw new AuthError(400, "invalid_credentials", "unsupported_grant_type");
   });
 
   app.get("/user", async (request) => auth.getUser(info(request), tokenUser(request)));
@@ -215,21 +224,33 @@ export async function authRoutes(
 
   // auth.admin.inviteUserByEmail: the tenant's service-role key only, as GoTrue's admin endpoints.
   app.post("/invite", async (request) => {
-    if (request.caller?.claims.role !== "tenant_service")
-      throw new AuthError(403, "not_admin", "User not allowed");
+    requireAdmin(request);
     return auth.invite(info(request), body(request), query(request, "redirect_to"));
+  });
+
+  await adminRoutes(app, auth);
+  await unsupportedRoutes(app);
+
+  // Any other path: GoTrue's JSON error shape, so auth-js shows a message (not Backline's problem+json).
+  app.setNotFoundHandler(async (request) => {
+    const path = request.url.split("?")[0] ?? "";
+    throw new AuthError(404, "not_found", `No API route for ${request.method} ${path}`);
   });
 
   app.post("/verify", async (request) => {
     const b = body(request);
+    if (b.type === "sms" || b.type === "phone_change")
+      throw new AuthError(400, "phone_provider_disabled", "Unsupported phone provider");
     const type = typeof b.type === "string" ? VERIFY_TYPES[b.type] : undefined;
     if (!type)
       throw validationFailed("type must be one of signup, email, magiclink, recovery, email_change, invite");
     if (typeof b.token_hash === "string" && b.token_hash !== "")
       return auth.verify(info(request), { type, tokenHash: b.token_hash });
     if (typeof b.email === "string" && typeof b.token === "string" && b.token !== "") {
-      return auth.verify(info(request), { type, email: b.email.trim().toLowerCase(), otp: b.token.trim() });
+      return auth.verify(info(request), { type, email: validateEmail(b.email), otp: b.token.trim() });
     }
+    if (typeof b.phone === "string" && b.phone !== "")
+      throw new AuthError(400, "phone_provider_disabled", "Unsupported phone provider");
     throw validationFailed("Verify requires either a token_hash, or an email and a token");
   });
 

@@ -6,6 +6,8 @@ import type { Mailer } from "../mail/mailer.ts";
 import { isOwnAppUrl, portalPathUrl } from "../portal/links.ts";
 import type { TenantAuthInfo } from "../tenancy/directory.ts";
 import { displayNameOf, provisionAccounts } from "../tenancy/memberships.ts";
+import { AuthAdmin } from "./admin.ts";
+import { validateEmail } from "./email-address.ts";
 import { forgetCodeFailures, sendEmailToken, useEmailToken, type VerifyInput } from "./email-tokens.ts";
 import {
   AuthError,
@@ -17,7 +19,7 @@ import {
 } from "./errors.ts";
 import { inviteAddress } from "./invite.ts";
 import { challengeFactor, enrollFactor, loadSession, unenrollFactor, verifyFactor } from "./mfa.ts";
-import { hashPassword, MAX_PASSWORD_LENGTH, verifyPassword, weakPasswordReasons } from "./passwords.ts";
+import { checkPassword, hashPassword, verifyPassword } from "./passwords.ts";
 import {
   endSessions,
   type LogoutScope,
@@ -28,7 +30,15 @@ import {
 } from "./sessions.ts";
 import { authSettings, type RateLimitName } from "./settings.ts";
 import { sha256 } from "./tokens.ts";
-import { findUserByEmail, findUserById, insertUser, updateUser, userJson } from "./users.ts";
+import {
+  ensureEmailIdentity,
+  findUserByEmail,
+  findUserById,
+  insertUser,
+  type UserRow,
+  updateUser,
+  userJson,
+} from "./users.ts";
 
 /**
  * The GoTrue-compatible flows behind /auth/v1. Auth tables are internal, so every flow runs on the
@@ -46,17 +56,6 @@ export interface RequestInfo {
 export interface TokenUser {
   userId: string;
   sessionId: string;
-}
-
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
-function normaliseEmail(email: unknown): string {
-  if (typeof email !== "string" || email.trim() === "")
-    throw validationFailed("An email address is required");
-  const e = email.trim().toLowerCase();
-  if (e.length > 320 || !EMAIL.test(e))
-    throw new AuthError(400, "email_address_invalid", `Email address "${email}" is invalid`);
-  return e;
 }
 
 /** What a sign-up for an already registered address answers when confirmation is on. */
@@ -78,15 +77,47 @@ function obfuscatedUser(email: string, data: Record<string, unknown>): Record<st
   };
 }
 
+/** GoTrue keeps anonymous users away from second factors. */
+function notAnonymous(user: UserRow): UserRow {
+  if (user.is_anonymous)
+    throw new AuthError(403, "no_authorization", "Anonymous user not allowed to perform these actions");
+  return user;
+}
+
+const absent = (v: unknown) => v === undefined || v === null || v === "";
+
+/** The columns that make an anonymous user permanent: an e-mail user from now on. */
+function permanent(appMetadata: Record<string, unknown>): Record<string, unknown> {
+  return {
+    is_anonymous: false,
+    raw_app_meta_data: JSON.stringify({ ...appMetadata, provider: "email", providers: ["email"] }),
+  };
+}
+
+/** A user who was anonymous has an address now: its identity, and a personal account as at sign-up. */
+async function becamePermanent(tx: Parameters<Parameters<Db["asService"]>[0]>[0], user: UserRow) {
+  if (!user.email) return;
+  await ensureEmailIdentity(tx, user);
+  await provisionAccounts(
+    tx,
+    { id: user.id, tenant_id: user.tenant_id, email: user.email },
+    displayNameOf(user.raw_user_meta_data),
+  );
+}
+
 export class AuthService {
   private readonly db: Db;
   private readonly mailer: Mailer;
   private readonly publicUrl: string;
 
+  /** GoTrue's admin API for a tenant's service-role key (src/auth/admin.ts). */
+  readonly admin: AuthAdmin;
+
   constructor(deps: { db: Db; mailer: Mailer; publicUrl: string }) {
     this.db = deps.db;
     this.mailer = deps.mailer;
     this.publicUrl = deps.publicUrl;
+    this.admin = new AuthAdmin({ db: deps.db, publicUrl: deps.publicUrl });
   }
 
   /**
@@ -146,31 +177,24 @@ export class AuthService {
   }
 
   private checkPassword(password: unknown, settings: ReturnType<typeof authSettings>): string {
-    if (typeof password !== "string" || password === "") throw validationFailed("Password is required");
-    if (password.length > MAX_PASSWORD_LENGTH)
-      throw validationFailed(`Password is longer than ${MAX_PASSWORD_LENGTH} characters`);
-    const reasons = weakPasswordReasons(password, {
-      minLength: settings.password_min_length,
-      requireMixed: settings.password_require_mixed,
-    });
-    if (reasons.length > 0) {
-      const message = `Password should be at least ${settings.password_min_length} characters${
-        settings.password_require_mixed ? " and contain lower-case and upper-case letters and digits" : ""
-      }.`;
-      throw new AuthError(422, "weak_password", message, { extra: { weak_password: { reasons, message } } });
-    }
-    return password;
+    return checkPassword(password, settings);
   }
 
   async signup(
     req: RequestInfo,
-    body: { email?: unknown; password?: unknown; data?: unknown },
+    body: { email?: unknown; phone?: unknown; password?: unknown; data?: unknown },
     redirectTo: string | undefined,
   ) {
     const ctx = this.context(req);
+    // A sign-up with neither an e-mail address nor a phone number is an anonymous sign-in, as
+    // GoTrue's route decides (supabase-js signInAnonymously posts `{data}` here).
+    if (absent(body.email)) {
+      if (absent(body.phone)) return this.signInAnonymously(req, body);
+      throw new AuthError(400, "phone_provider_disabled", "Phone signups are disabled");
+    }
     if (ctx.settings.disable_signup)
       throw new AuthError(422, "signup_disabled", "Signups not allowed for this instance");
-    const email = normaliseEmail(body.email);
+    const email = validateEmail(body.email);
     await this.limit(req, "signup_per_ip", req.ip ?? "unknown");
     if (ctx.settings.email_confirmation) await this.limit(req, "email_sent_per_address", email);
     const password = this.checkPassword(body.password, ctx.settings);
@@ -258,9 +282,37 @@ export class AuthService {
     return result.session ?? result.user;
   }
 
+  /**
+   * POST /signup without an address (supabase-js signInAnonymously): a user with no address and a
+   * session whose token says `is_anonymous: true`. Off unless the tenant turns `anonymous_users`
+   * on; limited per client address (`anonymous_per_ip`). The user belongs to no account (the
+   * database refuses it, migration 0045) until `updateUser({ email })` makes it permanent.
+   */
+  async signInAnonymously(req: RequestInfo, body: { data?: unknown }) {
+    const ctx = this.context(req);
+    if (!ctx.settings.anonymous_users)
+      throw new AuthError(422, "anonymous_provider_disabled", "Anonymous sign-ins are disabled");
+    await this.limit(req, "anonymous_per_ip", req.ip ?? "unknown");
+    if (ctx.settings.disable_signup)
+      throw new AuthError(422, "signup_disabled", "Signups not allowed for this instance");
+    const data = body.data === undefined || body.data === null ? {} : body.data;
+    if (typeof data !== "object" || Array.isArray(data)) throw validationFailed("data must be an object");
+    return this.db.asService(async (tx) => {
+      const user = await insertUser(tx, {
+        tenantId: req.tenant.id,
+        email: null,
+        passwordHash: null,
+        userMetadata: data as Record<string, unknown>,
+        confirmed: false,
+        anonymous: true,
+      });
+      return startSession(tx, ctx, user, "anonymous");
+    });
+  }
+
   async signInWithPassword(req: RequestInfo, body: { email?: unknown; password?: unknown }) {
     const ctx = this.context(req);
-    const email = normaliseEmail(body.email);
+    const email = validateEmail(body.email);
     if (typeof body.password !== "string" || body.password === "")
       throw validationFailed("Password is required");
     // Throttled per client address, per address and client address together, and — for clients
@@ -321,7 +373,7 @@ export class AuthService {
     redirectTo: string | undefined,
   ) {
     const ctx = this.context(req);
-    const newEmail = body.email === undefined ? undefined : normaliseEmail(body.email);
+    const newEmail = body.email === undefined ? undefined : validateEmail(body.email);
     const password =
       body.password === undefined ? undefined : this.checkPassword(body.password, ctx.settings);
     if (
@@ -333,6 +385,14 @@ export class AuthService {
     const passwordHash = password === undefined ? undefined : await hashPassword(password);
     const result = await this.db.asService(async (tx) => {
       let user = await this.currentUser(tx, req, who, true);
+      const wasAnonymous = user.is_anonymous;
+      if (wasAnonymous && passwordHash && newEmail === undefined && !user.email) {
+        throw new AuthError(
+          422,
+          "validation_failed",
+          "Updating password of an anonymous user without an email or phone is not allowed",
+        );
+      }
       const changes: Record<string, unknown> = {};
       if (passwordHash) changes.encrypted_password = passwordHash;
       if (body.data !== undefined) {
@@ -356,9 +416,13 @@ export class AuthService {
           changes.email_change = newEmail;
         } else {
           changes.email = newEmail;
+          // Without confirmation an anonymous user's address makes them permanent at once, as a
+          // sign-up would (GoTrue does the same).
+          if (wasAnonymous) Object.assign(changes, permanent(user.raw_app_meta_data));
         }
       }
       user = await updateUser(tx, user, changes);
+      if (wasAnonymous && !user.is_anonymous) await becamePermanent(tx, user);
       if (changes.email_change) {
         await sendEmailToken(tx, this.mailer, ctx, user, "email_change", newEmail as string, redirectTo);
         user = (await findUserById(tx, req.tenant.id, user.id)) ?? user;
@@ -377,7 +441,7 @@ export class AuthService {
   async enrollFactor(req: RequestInfo, who: TokenUser, body: Record<string, unknown>) {
     const ctx = this.context(req);
     return this.db.asService(async (tx) => {
-      const user = await this.currentUser(tx, req, who, true);
+      const user = notAnonymous(await this.currentUser(tx, req, who, true));
       return enrollFactor(tx, this.db.secrets, ctx, user, await loadSession(tx, who.sessionId), body);
     });
   }
@@ -385,7 +449,7 @@ export class AuthService {
   /** POST /factors/{id}/challenge. */
   async challengeFactor(req: RequestInfo, who: TokenUser, factorId: string) {
     return this.db.asService(async (tx) => {
-      const user = await this.currentUser(tx, req, who);
+      const user = notAnonymous(await this.currentUser(tx, req, who));
       return challengeFactor(tx, user, factorId, req.ip);
     });
   }
@@ -398,7 +462,7 @@ export class AuthService {
     const ctx = this.context(req);
     await this.limit(req, "mfa_verify_per_user", who.userId);
     const outcome = await this.db.asService(async (tx) => {
-      const user = await this.currentUser(tx, req, who, true);
+      const user = notAnonymous(await this.currentUser(tx, req, who, true));
       const session = await loadSession(tx, who.sessionId);
       return verifyFactor(tx, this.db.secrets, ctx, user, session, factorId, body);
     });
@@ -408,7 +472,7 @@ export class AuthService {
   /** DELETE /factors/{id}: a verified factor only from an aal2 session. */
   async unenrollFactor(req: RequestInfo, who: TokenUser, factorId: string) {
     return this.db.asService(async (tx) => {
-      const user = await this.currentUser(tx, req, who, true);
+      const user = notAnonymous(await this.currentUser(tx, req, who, true));
       return unenrollFactor(tx, user, await loadSession(tx, who.sessionId), factorId);
     });
   }
@@ -421,11 +485,16 @@ export class AuthService {
    */
   async signInWithOtp(
     req: RequestInfo,
-    body: { email?: unknown; data?: unknown; create_user?: unknown },
+    body: { email?: unknown; phone?: unknown; data?: unknown; create_user?: unknown },
     redirectTo: string | undefined,
   ) {
     const ctx = this.context(req);
-    const email = normaliseEmail(body.email);
+    if (!absent(body.phone)) {
+      if (!absent(body.email))
+        throw validationFailed("Only an email address or phone number should be provided");
+      throw new AuthError(400, "phone_provider_disabled", "Unsupported phone provider");
+    }
+    const email = validateEmail(body.email);
     const data = body.data === undefined || body.data === null ? {} : body.data;
     if (typeof data !== "object" || Array.isArray(data)) throw validationFailed("data must be an object");
     if (body.create_user !== undefined && typeof body.create_user !== "boolean")
@@ -464,7 +533,7 @@ export class AuthService {
   /** Sends a recovery mail if the address has a user; answers the same either way (no account enumeration). */
   async recover(req: RequestInfo, body: { email?: unknown }, redirectTo: string | undefined) {
     const ctx = this.context(req);
-    const email = normaliseEmail(body.email);
+    const email = validateEmail(body.email);
     await this.limit(req, "email_sent_per_address", email);
     await this.db.asService(async (tx) => {
       const user = await findUserByEmail(tx, req.tenant.id, email);
@@ -509,6 +578,8 @@ export class AuthService {
           );
         }
         changes = { email, email_change: null, email_confirmed_at: now, email_proven_at: now };
+        // An anonymous user who proves an address is a permanent user from now on.
+        if (user.is_anonymous) Object.assign(changes, permanent(user.raw_app_meta_data));
       } else {
         changes = { email_proven_at: now };
         if (!user.email_confirmed_at) changes.email_confirmed_at = now;
@@ -526,6 +597,7 @@ export class AuthService {
         changes.signup_contested_at = null;
       }
       const updated = await updateUser(tx, user, changes);
+      if (user.is_anonymous && !updated.is_anonymous) await becamePermanent(tx, updated);
       if (firstProof && updated.email) {
         // Invited by POST /invite with no account to join: their personal account, now.
         await provisionAccounts(
@@ -546,7 +618,7 @@ export class AuthService {
    */
   async invite(req: RequestInfo, body: { email?: unknown; data?: unknown }, redirectTo: string | undefined) {
     const ctx = this.context(req);
-    const email = normaliseEmail(body.email);
+    const email = validateEmail(body.email);
     const data = body.data === undefined || body.data === null ? {} : body.data;
     if (typeof data !== "object" || Array.isArray(data)) throw validationFailed("data must be an object");
     const result = await this.db.asService(async (tx) => {
@@ -577,7 +649,7 @@ export class AuthService {
   settings(req: RequestInfo) {
     const s = authSettings(req.tenant.settings);
     return {
-      external: { email: true, phone: false, anonymous_users: false },
+      external: { email: true, phone: false, anonymous_users: s.anonymous_users },
       disable_signup: s.disable_signup,
       mailer_autoconfirm: !s.email_confirmation,
       phone_autoconfirm: false,

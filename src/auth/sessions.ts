@@ -21,11 +21,19 @@ export interface SessionContext {
 }
 
 export interface AmrEntry {
-  method: "password" | "otp" | "recovery" | "email/signup" | "email_change";
+  method: "password" | "otp" | "recovery" | "email/signup" | "email_change" | "anonymous";
   timestamp: number;
 }
 
+/** GoTrue's answer to a banned user's sign-in or refresh (auth.admin.updateUserById's ban_duration). */
+export const userBanned = () => new AuthError(400, "user_banned", "User is banned");
+
+export const isBanned = (user: UserRow): boolean =>
+  user.banned_until !== null && user.banned_until > new Date();
+
 export async function startSession(tx: Tx, ctx: SessionContext, user: UserRow, method: AmrEntry["method"]) {
+  // Every way in (password, link, code, anonymous) comes here: a banned user gets no session.
+  if (isBanned(user)) throw userBanned();
   const amr: AmrEntry[] = [{ method, timestamp: Math.floor(Date.now() / 1000) }];
   const session = (
     await tx.query<{ id: string }>(
@@ -136,13 +144,15 @@ export async function rotateRefreshToken(
       [found.user_id, ctx.tenant.id],
     )
   ).rows[0];
-  if (!user || (user.banned_until && user.banned_until > new Date())) {
+  if (!user) {
     await tx.query("delete from internal.sessions where id = $1", [found.session_id]);
     return {
       ok: false,
       error: new AuthError(400, "refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found"),
     };
   }
+  // Banned: refused as GoTrue does, the session kept (it refreshes again once the ban ends).
+  if (isBanned(user)) return { ok: false, error: userBanned() };
   const next = newOpaqueToken();
   await tx.query("update internal.refresh_tokens set used_at = now() where id = $1", [found.id]);
   await tx.query(

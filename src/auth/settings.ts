@@ -34,6 +34,11 @@ const schema = z.object({
    * challenge is void.
    */
   max_code_attempts: z.number().int().min(1).max(20).default(5),
+  /**
+   * Anonymous sign-ins (supabase-js signInAnonymously): off unless turned on. An anonymous user
+   * belongs to no account until it adds and proves an e-mail address (docs/auth.md).
+   */
+  anonymous_users: z.boolean().default(false),
   rate_limits: z
     .object({
       /** Password sign-ins from one client address, whatever the e-mail address. */
@@ -47,6 +52,8 @@ const schema = z.object({
        */
       signin_per_email: limit.default({ max: 150, windowSeconds: 3600 }),
       signup_per_ip: limit.default({ max: 30, windowSeconds: 3600 }),
+      /** Anonymous sign-ins from one client address (GoTrue's default: 30 an hour). */
+      anonymous_per_ip: limit.default({ max: 30, windowSeconds: 3600 }),
       email_sent_per_address: limit.default({ max: 5, windowSeconds: 3600 }),
       verify_per_ip: limit.default({ max: 30, windowSeconds: 300 }),
       refresh_per_ip: limit.default({ max: 150, windowSeconds: 300 }),
@@ -57,6 +64,8 @@ const schema = z.object({
 });
 
 export type AuthSettings = z.infer<typeof schema>;
+/** The schema of `settings.auth`, for the commands that change it (`backline auth settings`). */
+export const authSettingsSchema = schema;
 export type RateLimitName = keyof AuthSettings["rate_limits"];
 
 // Parsed once per tenant record: the directory caches the record, so an auth request (which

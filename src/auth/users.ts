@@ -66,49 +66,93 @@ export async function findUserById(
   return r.rows[0];
 }
 
+/** A page of the tenant's users, newest first (auth.admin.listUsers), and how many there are. */
+export async function listUsers(
+  tx: Tx,
+  tenantId: string,
+  limit: number,
+  offset: number,
+): Promise<{ users: UserRow[]; total: number }> {
+  const total = Number(
+    (
+      await tx.query<{ n: string }>(
+        "select count(*) as n from internal.users where tenant_id = $1 and deleted_at is null",
+        [tenantId],
+      )
+    ).rows[0]?.n ?? 0,
+  );
+  const users = (
+    await tx.query<UserRow>(
+      `select ${USER_COLUMNS} from internal.users where tenant_id = $1 and deleted_at is null
+       order by created_at desc, id desc limit $2 offset $3`,
+      [tenantId, limit, offset],
+    )
+  ).rows;
+  return { users, total };
+}
+
 export async function insertUser(
   tx: Tx,
   input: {
     tenantId: string;
-    email: string;
+    /** Null for an anonymous user (signInAnonymously). */
+    email: string | null;
     /** Null for an invited user, who chooses a password after using the invite link. */
     passwordHash: string | null;
     userMetadata: Record<string, unknown>;
+    /** Merged over {provider, providers} (auth.admin.createUser's app_metadata). */
+    appMetadata?: Record<string, unknown>;
     confirmed: boolean;
     invited?: boolean;
+    anonymous?: boolean;
+    /** A chosen id (auth.admin.createUser's `id`); else the database makes one. */
+    id?: string;
   },
 ): Promise<UserRow> {
+  const provider = input.anonymous ? "anonymous" : "email";
   const r = await tx.query<UserRow>(
-    `insert into internal.users (tenant_id, email, encrypted_password, raw_app_meta_data, raw_user_meta_data, email_confirmed_at, invited_at)
-     values ($1, $2, $3, $4, $5, case when $6::boolean then now() end, case when $7::boolean then now() end)
+    `insert into internal.users (id, tenant_id, email, encrypted_password, raw_app_meta_data, raw_user_meta_data,
+       email_confirmed_at, invited_at, is_anonymous)
+     values (coalesce($8::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, case when $6::boolean then now() end,
+       case when $7::boolean then now() end, $9)
      returning ${USER_COLUMNS}`,
     [
       input.tenantId,
       input.email,
       input.passwordHash,
-      JSON.stringify({ provider: "email", providers: ["email"] }),
+      JSON.stringify({ ...input.appMetadata, provider, providers: [provider] }),
       JSON.stringify(input.userMetadata),
       input.confirmed,
       input.invited ?? false,
+      input.id ?? null,
+      input.anonymous ?? false,
     ],
   );
   const user = r.rows[0];
   if (!user) throw new Error("insert into internal.users returned no row");
+  // An anonymous user has no identity, as with GoTrue, until an e-mail address is added.
+  if (input.email !== null) await ensureEmailIdentity(tx, user);
+  return user;
+}
+
+/** The user's `email` identity, made if missing (a user who had no address gets one). */
+export async function ensureEmailIdentity(tx: Tx, user: UserRow): Promise<void> {
+  if (!user.email) return;
   await tx.query(
     `insert into internal.identities (tenant_id, user_id, provider, provider_id, identity_data)
-     values ($1, $2::uuid, 'email', $2::text, $3)`,
+     values ($1, $2::uuid, 'email', $2::text, $3)
+     on conflict (tenant_id, provider, provider_id) do nothing`,
     [
-      input.tenantId,
+      user.tenant_id,
       user.id,
       JSON.stringify({
         sub: user.id,
-        email: input.email,
-        email_verified: input.confirmed,
+        email: user.email,
+        email_verified: user.email_confirmed_at !== null,
         phone_verified: false,
       }),
     ],
   );
-  return user;
 }
 
 /** Applies `changes` (column -> value; names are this module's own) and returns the updated row. */
@@ -158,6 +202,7 @@ export async function userJson(tx: Tx, user: UserRow): Promise<Record<string, un
     new_email: user.email_change ?? undefined,
     email_change_sent_at: iso(user.email_change_sent_at),
     last_sign_in_at: iso(user.last_sign_in_at),
+    banned_until: iso(user.banned_until),
     app_metadata: user.raw_app_meta_data,
     user_metadata: user.raw_user_meta_data,
     identities: identities.map((i) => ({
