@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
 import {
   BacklineApiError,
   createBacklineClient,
@@ -15,6 +18,7 @@ import {
 } from "@backline/client";
 import { Webhook } from "standardwebhooks";
 import { GENERATED, generateTypes } from "../packages/client/scripts/generate.ts";
+import { ROOT, tempDir } from "./support/process.ts";
 
 /**
  * packages/client (@backline/client) on its own: its generated types are those of today's API,
@@ -34,6 +38,83 @@ test("the committed generated types are those of today's OpenAPI document", asyn
   );
   assert.match(committed, /export interface paths \{/);
   assert.match(committed, /export interface webhooks \{/);
+});
+
+/** A program that uses the client wrongly: each marked line must fail to compile. */
+const MISUSE = `import { createBacklineClient, paginate, unwrap, verifyWebhook } from "@backline/client";
+const api = createBacklineClient({ baseUrl: "https://backline.example.com/api/public/v1", apiKey: "bk_test_x" });
+// @ts-expect-error: no such path
+await api.GET("/release");
+// @ts-expect-error: a release's title is a string
+await api.POST("/releases", { body: { title: 1, release_type: "single", artist_id: "a" } });
+// @ts-expect-error: no such release type
+await api.POST("/releases", { body: { title: "x", release_type: "cassette", artist_id: "a" } });
+// @ts-expect-error: the path parameter is trackId
+await api.GET("/releases/{id}/tracks/{trackId}", { params: { path: { id: "r", track: "t" } } });
+const artist = await unwrap(api.GET("/artists/{id}", { params: { path: { id: "a" } } }));
+// @ts-expect-error: an artist has no title
+artist.title;
+// @ts-expect-error: /rules is no cursor list
+paginate(api, "/rules");
+for await (const r of paginate(api, "/releases")) {
+  // @ts-expect-error: status is a union of the statuses
+  const s: "nope" = r.status;
+}
+const event = verifyWebhook("", {}, "whsec_x");
+if (event.type === "release.live") {
+  const title: string = event.data.object.title;
+  // @ts-expect-error: the title is a string
+  const n: number = event.data.object.title;
+}
+// @ts-expect-error: no such event
+if (event.type === "release.exploded") {}
+`;
+
+test("docs/clients.md's examples compile against the client; misuses of the client do not", async () => {
+  const dir = tempDir("backline-client-types-");
+  try {
+    const doc = fs.readFileSync(path.join(ROOT, "docs/clients.md"), "utf8");
+    const examples = [...doc.matchAll(/^```ts (?:runnable|template)\n([\s\S]*?)^```$/gm)]
+      .map((m) => m[1] ?? "")
+      .filter((body) => body.includes("@backline/client"));
+    assert.ok(examples.length >= 3, `found ${examples.length} examples`);
+    examples.forEach((body, i) => fs.writeFileSync(path.join(dir, `example-${i}.mts`), body));
+    fs.writeFileSync(path.join(dir, "misuse.mts"), MISUSE);
+    fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
+    fs.writeFileSync(
+      path.join(dir, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "es2024",
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          lib: ["es2024"],
+          types: ["node"],
+          strict: true,
+          noEmit: true,
+          allowImportingTsExtensions: true,
+          skipLibCheck: true,
+        },
+        include: ["*.mts"],
+      }),
+    );
+    const tsc = path.join(ROOT, "node_modules/.bin/tsc");
+    const out = await promisify(execFile)(tsc, ["-p", dir], { cwd: dir }).then(
+      () => "",
+      (e: { stdout?: string }) => e.stdout ?? String(e),
+    );
+    assert.equal(out, "", out);
+    // And the marks are needed: without them, each misuse is an error.
+    fs.writeFileSync(path.join(dir, "misuse.mts"), MISUSE.replaceAll("// @ts-expect-error", "//"));
+    const errors = await promisify(execFile)(tsc, ["-p", dir], { cwd: dir }).then(
+      () => "",
+      (e: { stdout?: string }) => e.stdout ?? "",
+    );
+    const lines = new Set([...errors.matchAll(/misuse\.mts\((\d+),/g)].map((m) => m[1]));
+    assert.equal(lines.size, MISUSE.split("@ts-expect-error").length - 1, errors);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 interface Seen {

@@ -365,7 +365,7 @@ export interface paths {
   "/transfer-uploads": {
     /**
      * Signed URL for a transfer file
-     * @description A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB) or one ERN 4.3 / 3.8.2 message (application/xml, at most 16 MiB). Send the file with the method and headers given, then POST /transfers with the upload's id. A zip of an ERN folder with its media is not taken here (use the CLI).
+     * @description A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB), one ERN 4.3 / 3.8.2 message (application/xml, at most 16 MiB), or a zip of a previous distributor's ERN delivery with its audio and artwork (application/zip, at most 64 MiB; larger deliveries in several archives or through the CLI). Send the file with the method and headers given, then POST /transfers with the upload's id.
      */
     post: operations["createTransferUpload"];
   };
@@ -2358,8 +2358,11 @@ export interface components {
       status: "pending" | "uploaded";
       filename: string | null;
       /** @enum {string} */
-      content_type: "text/csv" | "application/xml";
-      /** @enum {string} */
+      content_type: "text/csv" | "application/xml" | "application/zip";
+      /**
+       * @description csv, or ern (an ERN message or a zip of them).
+       * @enum {string}
+       */
       source_format: "csv" | "ern";
       max_bytes: number;
       bytes: number | null;
@@ -2392,7 +2395,7 @@ export interface components {
       /** @description Whether nothing is written: the report of what would happen. */
       dry_run: boolean;
       /**
-       * @description csv (the template) or ern (one ERN message).
+       * @description csv (the template) or ern (one ERN message, or a zip archive of them with their media).
        * @enum {string}
        */
       source_format: "csv" | "ern";
@@ -3370,13 +3373,13 @@ export interface components {
     /** @description Nothing to say: the available balance is asked for. */
     PayoutRequestInput: Record<string, never>;
     TransferUploadRequest: {
-      /** @description The file's name, kept for reference; .xml means an ERN message. */
+      /** @description The file's name, kept for reference; .xml means an ERN message, .zip an archive. */
       filename?: string;
       /**
-       * @description text/csv (the CSV template) or application/xml (one ERN 4.3 or 3.8.2 message). Default: from the filename's extension, else text/csv.
+       * @description text/csv (the CSV template, at most 32 MiB), application/xml (one ERN 4.3 or 3.8.2 message, at most 16 MiB) or application/zip (a previous distributor's ERN delivery: messages with their audio and artwork in the folders the messages name, at most 64 MiB; docs/catalogue.md). Default: from the filename's extension, else text/csv.
        * @enum {string}
        */
-      content_type?: "text/csv" | "application/xml";
+      content_type?: "text/csv" | "application/xml" | "application/zip";
       /** @description The file's size in bytes; refused at once when over the limit. */
       size?: number;
       /** @description The file's SHA-256 (lower-case hex); a file that arrives different is refused. */
@@ -12938,7 +12941,7 @@ export interface operations {
   };
   /**
    * Signed URL for a transfer file
-   * @description A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB) or one ERN 4.3 / 3.8.2 message (application/xml, at most 16 MiB). Send the file with the method and headers given, then POST /transfers with the upload's id. A zip of an ERN folder with its media is not taken here (use the CLI).
+   * @description A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB), one ERN 4.3 / 3.8.2 message (application/xml, at most 16 MiB), or a zip of a previous distributor's ERN delivery with its audio and artwork (application/zip, at most 64 MiB; larger deliveries in several archives or through the CLI). Send the file with the method and headers given, then POST /transfers with the upload's id.
    */
   createTransferUpload: {
     parameters: {
