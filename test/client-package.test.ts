@@ -78,7 +78,9 @@ test("docs/clients.md's examples compile against the client; misuses of the clie
       .map((m) => m[1] ?? "")
       .filter((body) => body.includes("@backline/client"));
     assert.ok(examples.length >= 3, `found ${examples.length} examples`);
-    examples.forEach((body, i) => fs.writeFileSync(path.join(dir, `example-${i}.mts`), body));
+    examples.forEach((body, i) => {
+      fs.writeFileSync(path.join(dir, `example-${i}.mts`), body);
+    });
     fs.writeFileSync(path.join(dir, "misuse.mts"), MISUSE);
     fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
     fs.writeFileSync(
