@@ -175,7 +175,7 @@ describeEachEngine("storage: /storage/v1 with storage-js", (t) => {
     const user = await signedUp(keys.anon_key);
     const { release, track } = await catalog(user);
     const cases: [string, string, string][] = [
-      ["avatars", `${release}/cover.jpg`, "bucket_not_found"],
+      ["avatars", `${release}/cover.jpg`, "NoSuchBucket"],
       ["artwork", `${release}/front.jpg`, "invalid_path"],
       ["artwork", `${release}/cover.gif`, "invalid_path"],
       ["audio", `${release}/${track}.mp3`, "invalid_path"],

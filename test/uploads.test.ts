@@ -339,7 +339,8 @@ describeEachEngine("uploads: signed URLs on local storage", (t) => {
       token,
       `${url.pathname.split("/artwork/")[0]}/artwork/../../../etc/passwd`,
     );
-    assert.ok([400, 404].includes(traversal.status), `traversal: ${traversal.status}`);
+    // The URL resolves to /object/etc/passwd: an update of an object, which needs a login (401).
+    assert.ok([400, 401, 404].includes(traversal.status), `traversal: ${traversal.status}`);
 
     assert.equal((await put(target, cover)).status, 200);
     const again = await put(target, cover);

@@ -78,6 +78,18 @@ export interface ObjectStore {
   remove(key: string): Promise<void>;
   /** A short-lived URL that downloads the object (S3: presigned GET; local: Backline's signed route). */
   downloadUrl?(key: string, expiresAt: Date, options?: DownloadOptions): Promise<string>;
+  /**
+   * Stores `body` at `key` (the /storage/v1 objects of tenants' buckets, `objects/<tenant>/<id>`),
+   * counting as it goes: past `maxBytes` it throws TooLargeError (./local.ts) and keeps nothing.
+   */
+  put?(key: string, body: Readable, options: PutOptions): Promise<{ bytes: number; sha256: string }>;
+  /** Copies an object to another key inside the store (no bytes through Backline on S3). */
+  copy?(from: string, to: string): Promise<void>;
+}
+
+export interface PutOptions {
+  maxBytes: number;
+  contentType?: string;
 }
 
 /** How a download is answered (docs/uploads.md, "Downloads"). */

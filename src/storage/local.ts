@@ -4,7 +4,14 @@ import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { type Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { DownloadOptions, ObjectInfo, ObjectStore, UploadRequest, UploadTarget } from "./driver.ts";
+import type {
+  DownloadOptions,
+  ObjectInfo,
+  ObjectStore,
+  PutOptions,
+  UploadRequest,
+  UploadTarget,
+} from "./driver.ts";
 import { storagePathOf } from "./keys.ts";
 import type { TokenSigner } from "./tokens.ts";
 
@@ -30,6 +37,8 @@ export interface Received {
 }
 
 const KEY = /^(artwork|audio)\/[0-9a-f-]{36}\/[0-9a-f-]{36}\/(cover|[0-9a-f-]{36})\.(jpg|png|wav|flac)$/;
+/** The bytes of an object of a tenant's own bucket (/storage/v1): `objects/<tenant>/<object id>`. */
+const OBJECT_KEY = /^objects\/[0-9a-f-]{36}\/[0-9a-f-]{36}$/;
 
 /**
  * Local-disk storage (the default): objects are files under DATA_DIR/storage, at their keys. The
@@ -51,7 +60,7 @@ export class LocalStore implements ObjectStore {
 
   /** The file of a key; refuses anything that is not a key Backline makes. */
   file(key: string): string {
-    if (!KEY.test(key)) throw new Error(`not a media object key: ${key}`);
+    if (!KEY.test(key) && !OBJECT_KEY.test(key)) throw new Error(`not a media object key: ${key}`);
     const file = path.resolve(this.root, key);
     if (!file.startsWith(this.root + path.sep)) throw new Error("object keys stay inside the storage root");
     return file;
@@ -154,5 +163,16 @@ export class LocalStore implements ObjectStore {
 
   async remove(key: string): Promise<void> {
     await rm(this.file(key), { force: true });
+  }
+
+  async put(key: string, body: Readable, options: PutOptions): Promise<{ bytes: number; sha256: string }> {
+    const received = await this.receive(key, body, options.maxBytes);
+    await received.commit();
+    return { bytes: received.bytes, sha256: received.sha256 };
+  }
+
+  async copy(from: string, to: string): Promise<void> {
+    const received = await this.receive(to, createReadStream(this.file(from)), Number.MAX_SAFE_INTEGER);
+    await received.commit();
   }
 }

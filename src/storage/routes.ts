@@ -5,10 +5,13 @@ import type { Db } from "../db/db.ts";
 import { asDbError, mapDbError } from "../db/errors.ts";
 import { identify, postgrestGatewayError } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
+import { isBuiltIn } from "./buckets.ts";
 import { downloadHeaders } from "./download.ts";
 import type { ObjectStore } from "./driver.ts";
+import { STORAGE_ERRORS, StorageError } from "./errors.ts";
 import { BUCKETS, type Bucket, SLOT_PATHS, type Slot, slotOf, storagePathOf } from "./keys.ts";
 import { LocalStore, TooLargeError } from "./local.ts";
+import { type ObjectHandlers, registerObjectRoutes } from "./object-routes.ts";
 import { TokenError, type TokenSigner } from "./tokens.ts";
 import {
   type AssetRow,
@@ -41,17 +44,6 @@ export interface StorageRoutesOptions {
   limits: UploadLimits;
 }
 
-class StorageError extends Error {
-  readonly status: number;
-  readonly code: string;
-
-  constructor(status: number, code: string, message: string) {
-    super(message);
-    this.status = status;
-    this.code = code;
-  }
-}
-
 const ERROR_NAMES: Record<number, string> = {
   400: "Bad Request",
   401: "Unauthorized",
@@ -65,25 +57,42 @@ const ERROR_NAMES: Record<number, string> = {
   504: "Gateway Timeout",
 };
 
-function send(reply: FastifyReply, status: number, code: string, message: string) {
+export function send(reply: FastifyReply, status: number, code: string, message: string, error?: string) {
   return reply
     .code(status)
     .type("application/json")
-    .send({ statusCode: String(status), error: ERROR_NAMES[status] ?? "Error", code, message });
+    .send({ statusCode: String(status), error: error ?? ERROR_NAMES[status] ?? "Error", code, message });
 }
 
-function sendError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
-  if (error instanceof StorageError || error instanceof UploadError) {
-    return send(reply, error.status, error.code, error.message);
+/** Storage's words for the upload conditions whose Backline codes stay (they are documented). */
+const UPLOAD_WORDS: Record<string, [string, string]> = {
+  upload_already_completed: ["The resource already exists", "Duplicate"],
+  file_too_large: ["The object exceeded the maximum allowed size", "Payload too large"],
+};
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
+  if (error instanceof StorageError) {
+    if (error.status === 413) reply.header("connection", "close");
+    return send(reply, error.status, error.code, error.message, error.error);
+  }
+  if (error instanceof UploadError) {
+    const words = UPLOAD_WORDS[error.code];
+    return send(reply, error.status, error.code, words?.[0] ?? error.message, words?.[1]);
   }
   if (error instanceof TokenError) return send(reply, 403, error.code, error.message);
   if (error instanceof TooLargeError) {
     reply.header("connection", "close");
-    return send(reply, 413, "file_too_large", error.message);
+    return send(reply, 413, "file_too_large", error.message, "Payload too large");
   }
   const dbError = asDbError(error);
   if (dbError) {
     const mapped = mapDbError(dbError);
+    if (dbError.sqlstate === "42501") {
+      // Storage's answer to a policy's refusal.
+      return send(reply, 403, "AccessDenied", dbError.message, "Unauthorized");
+    }
+    if (dbError.sqlstate === "23505")
+      return send(reply, 409, "KeyAlreadyExists", "The resource already exists", "Duplicate");
     // A refusal (4xx) or a busy database (503) is the caller's to read.
     if (mapped.status < 500 || mapped.status === 503)
       return send(reply, mapped.status, mapped.code, dbError.message);
@@ -105,11 +114,7 @@ function slotFrom(request: FastifyRequest): { bucket: Bucket; path: string; slot
   const params = request.params as { bucket: string; "*": string };
   const bucket = params.bucket;
   if (!(BUCKETS as readonly string[]).includes(bucket)) {
-    throw new StorageError(
-      404,
-      "bucket_not_found",
-      `No bucket ${bucket}: the buckets are artwork and audio.`,
-    );
+    throw STORAGE_ERRORS.noSuchBucket();
   }
   const path = params["*"] ?? "";
   const slot = slotOf(bucket, path);
@@ -173,13 +178,14 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
    * The asset's bytes, with the headers its inspection allows (./download.ts). Bytes whose size is
    * not the asset's are another version being put in place: refused, never served in its name.
    */
-  async function sendAsset(reply: FastifyReply, asset: AssetRow) {
+  async function sendAsset(reply: FastifyReply, asset: AssetRow, download?: unknown) {
     const info = await store.stat(asset.object_key);
     if (!info) throw new StorageError(404, "not_found", "Object not found");
     if (asset.bytes !== null && Number(asset.bytes) !== info.bytes) {
       throw replaced("The file is being replaced at this moment: ask again.");
     }
-    const { contentType, contentDisposition } = downloadHeaders(asset);
+    const { contentType } = downloadHeaders(asset);
+    const contentDisposition = dispositionFor(asset, download);
     const body = await store.read(asset.object_key);
     return reply
       .header("content-type", contentType)
@@ -189,9 +195,77 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
       .send(body);
   }
 
+  /** Storage's object info for a media slot's current file. */
+  async function slotInfo(request: FastifyRequest, reply: FastifyReply) {
+    const who = await caller(request, reply);
+    if (!who) return reply;
+    try {
+      const { bucket, path, slot } = slotFrom(request);
+      const asset = await currentAsset(who.claims, slot);
+      const { contentType } = downloadHeaders(asset);
+      return reply.send({
+        id: asset.id,
+        name: path,
+        version: asset.id,
+        bucket_id: bucket,
+        size: asset.bytes === null ? null : Number(asset.bytes),
+        content_type: contentType,
+        cache_control: "private, max-age=0",
+        etag: null,
+        metadata: { status: asset.status },
+        last_modified: null,
+        created_at: null,
+      });
+    } catch (error) {
+      return sendError(request, reply, error);
+    }
+  }
+
+  // Storage's answers for every path and every failure of this interface, never problem+json.
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, STORAGE_ERRORS.routeNotFound(request.method, request.url.split("?")[0] ?? "")),
+  );
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    const status = error.statusCode;
+    if (status === 413) return sendError(request, reply, STORAGE_ERRORS.tooLarge());
+    if (status === 415)
+      return sendError(
+        request,
+        reply,
+        STORAGE_ERRORS.invalidMimeType(String(request.headers["content-type"] ?? "")),
+      );
+    if (status && status >= 400 && status < 500) {
+      return sendError(request, reply, STORAGE_ERRORS.invalidRequest(error.message));
+    }
+    return sendError(request, reply, error);
+  });
+
+  const builtIn = (request: FastifyRequest) => isBuiltIn((request.params as { bucket: string }).bucket);
+  let objects: ObjectHandlers | undefined;
+  const handlers = () => objects as ObjectHandlers;
+
   // JSON routes.
   app.register(async (json) => {
+    objects = registerObjectRoutes(json, {
+      db,
+      store,
+      signer,
+      limits,
+      caller: async (request, reply) => (await caller(request, reply)) as never,
+      sendError,
+    });
+    json.get("/object/info/:bucket/*", async (request, reply) =>
+      builtIn(request) ? slotInfo(request, reply) : handlers().info(request, reply),
+    );
+    json.get("/object/info/authenticated/:bucket/*", async (request, reply) =>
+      builtIn(request) ? slotInfo(request, reply) : handlers().info(request, reply),
+    );
+    json.get("/object/info/public/:bucket/*", async (request, reply) =>
+      builtIn(request) ? slotInfo(request, reply) : handlers().info(request, reply),
+    );
+
     json.post("/object/upload/sign/:bucket/*", async (request, reply) => {
+      if (!builtIn(request)) return handlers().signUpload(request, reply);
       const who = await caller(request, reply);
       if (!who) return reply;
       try {
@@ -221,10 +295,14 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
     });
 
     json.post("/object/sign/:bucket/*", async (request, reply) => {
+      if (!builtIn(request)) return handlers().sign(request, reply);
       const who = await caller(request, reply);
       if (!who) return reply;
       try {
         const { bucket, path, slot } = slotFrom(request);
+        if ((request.body as { transform?: unknown } | undefined)?.transform) {
+          throw STORAGE_ERRORS.notSupported("image transformation");
+        }
         const expiresIn = (request.body as { expiresIn?: unknown } | undefined)?.expiresIn;
         if (
           typeof expiresIn !== "number" ||
@@ -253,12 +331,13 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
     });
 
     const download = async (request: FastifyRequest, reply: FastifyReply) => {
+      if (!builtIn(request)) return handlers().download(request, reply, request.method === "HEAD");
       const who = await caller(request, reply);
       if (!who) return reply;
       try {
         const { slot } = slotFrom(request);
         const asset = await currentAsset(who.claims, slot);
-        return await sendAsset(reply, asset);
+        return await sendAsset(reply, asset, (request.query as { download?: unknown }).download);
       } catch (error) {
         return sendError(request, reply, error);
       }
@@ -266,6 +345,7 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
     json.get("/object/authenticated/:bucket/*", download);
 
     json.get("/object/sign/:bucket/*", async (request, reply) => {
+      if (!builtIn(request)) return handlers().signedDownload(request, reply);
       try {
         const { bucket, path } = slotFrom(request);
         const token = (request.query as { token?: unknown }).token;
@@ -290,13 +370,17 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
         if (!(store instanceof LocalStore) && store.downloadUrl) {
           // A presigned GET that lives minutes, not the token's days: it is made for this version only.
           const expiresAt = new Date(Math.min(grant.exp * 1000, Date.now() + PRESIGNED_GET_SECONDS * 1000));
-          const { contentType, contentDisposition } = downloadHeaders(asset);
+          const { contentType } = downloadHeaders(asset);
+          const contentDisposition = dispositionFor(
+            asset,
+            (request.query as { download?: unknown }).download,
+          );
           return reply.redirect(
             await store.downloadUrl(grant.key, expiresAt, { contentType, contentDisposition }),
             302,
           );
         }
-        return await sendAsset(reply, asset);
+        return await sendAsset(reply, asset, (request.query as { download?: unknown }).download);
       } catch (error) {
         return sendError(request, reply, error);
       }
@@ -309,7 +393,10 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
   app.register(async (raw) => {
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser("*", (_request, _payload, done) => done(null, undefined));
+    raw.post("/object/:bucket/*", (request, reply) => handlers().upload("POST")(request, reply));
+    raw.put("/object/:bucket/*", (request, reply) => handlers().upload("PUT")(request, reply));
     const upload = async (request: FastifyRequest, reply: FastifyReply) => {
+      if (!builtIn(request)) return handlers().signedUpload(request, reply);
       try {
         const { bucket, path } = slotFrom(request);
         const token = (request.query as { token?: unknown }).token;
@@ -373,6 +460,19 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
     };
     raw.put("/object/upload/sign/:bucket/*", upload);
   });
+}
+
+/**
+ * The answer's Content-Disposition: the inspection's (./download.ts) unless `download=` asks for
+ * an attachment, named by its value (the file's own name when empty).
+ */
+function dispositionFor(asset: AssetRow, download: unknown): string {
+  const { contentDisposition } = downloadHeaders(asset);
+  if (typeof download !== "string") return contentDisposition;
+  const own = storagePathOf(asset.object_key).split("/").pop() ?? "file";
+  const name = download === "" ? own : download;
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
 /** How long the S3 URL a signed download redirects to lives: long enough to follow, too short to keep. */

@@ -1,10 +1,10 @@
-import { randomUUID } from "node:crypto";
-import { createWriteStream } from "node:fs";
+import { createHash, randomUUID } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { Readable } from "node:stream";
+import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type * as ClientS3 from "@aws-sdk/client-s3";
 import type * as Presigner from "@aws-sdk/s3-request-presigner";
@@ -13,9 +13,11 @@ import type {
   MultipartTarget,
   ObjectInfo,
   ObjectStore,
+  PutOptions,
   UploadRequest,
   UploadTarget,
 } from "./driver.ts";
+import { TooLargeError } from "./local.ts";
 
 /**
  * S3-compatible object storage (AWS S3, MinIO, R2, …): uploads go straight to the bucket through
@@ -365,6 +367,57 @@ export class S3Store implements ObjectStore {
       ...(options.contentDisposition ? { ResponseContentDisposition: options.contentDisposition } : {}),
     });
     return sdk().presigner.getSignedUrl(this.client, command, { expiresIn: expiresIn(expiresAt) });
+  }
+
+  /**
+   * Spools the body to a private temporary file (counting, hashing, stopping past `maxBytes`), then
+   * PUTs it with its length: S3 takes a single PUT only with a known Content-Length.
+   */
+  async put(key: string, body: Readable, options: PutOptions): Promise<{ bytes: number; sha256: string }> {
+    const checked = this.checkKey(key);
+    const dir = await mkdtemp(path.join(os.tmpdir(), "backline-s3-put-"));
+    try {
+      const file = path.join(dir, "object");
+      const hash = createHash("sha256");
+      let bytes = 0;
+      const limit = Math.min(options.maxBytes, MAX_SINGLE_PUT);
+      const counter = new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          bytes += chunk.length;
+          if (bytes > limit) return callback(new TooLargeError(limit));
+          hash.update(chunk);
+          callback(null, chunk);
+        },
+      });
+      await pipeline(body, counter, createWriteStream(file, { flags: "wx", mode: 0o600 }));
+      await this.client.send(
+        new (sdk().s3.PutObjectCommand)({
+          Bucket: this.settings.bucket,
+          Key: checked,
+          Body: createReadStream(file),
+          ContentLength: bytes,
+          ...(options.contentType ? { ContentType: options.contentType } : {}),
+        }),
+      );
+      return { bytes, sha256: hash.digest("hex") };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** A server-side copy: no bytes pass through Backline. */
+  async copy(from: string, to: string): Promise<void> {
+    const source = `${this.settings.bucket}/${this.checkKey(from)
+      .split("/")
+      .map((p) => encodeURIComponent(p))
+      .join("/")}`;
+    await this.client.send(
+      new (sdk().s3.CopyObjectCommand)({
+        Bucket: this.settings.bucket,
+        Key: this.checkKey(to),
+        CopySource: source,
+      }),
+    );
   }
 
   private async body(

@@ -32,7 +32,23 @@ export interface DownloadGrant {
   exp: number;
 }
 
-export type Grant = UploadGrant | DownloadGrant;
+/**
+ * An object of a tenant's own bucket (/storage/v1): read it (`object-read`) or upload it
+ * (`object-upload`, as `owner`, replacing an existing one only with `upsert`). `key` is
+ * `<bucket>/<name>`; the object is looked up by tenant, bucket and name when the URL is used.
+ */
+export interface ObjectGrant {
+  use: "object-read" | "object-upload";
+  key: string;
+  tenant: string;
+  bucket: string;
+  name: string;
+  owner?: string;
+  upsert?: boolean;
+  exp: number;
+}
+
+export type Grant = UploadGrant | DownloadGrant | ObjectGrant;
 
 export type TokenFailure = "token_malformed" | "token_invalid" | "token_expired";
 

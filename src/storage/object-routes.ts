@@ -1,0 +1,592 @@
+import type { Readable } from "node:stream";
+import busboy from "busboy";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Db } from "../db/db.ts";
+import type { Claims } from "../db/types.ts";
+import {
+  bucketJson,
+  createBucket,
+  deleteBucket,
+  emptyBucket,
+  findBucket,
+  isBuiltIn,
+  listBuckets,
+  updateBucket,
+} from "./buckets.ts";
+import type { ObjectStore } from "./driver.ts";
+import { STORAGE_ERRORS, StorageError } from "./errors.ts";
+import { TooLargeError } from "./local.ts";
+import {
+  checkKey,
+  findObject,
+  infoJson,
+  listObjects,
+  listOptions,
+  mayWrite,
+  moveObject,
+  newObjectKey,
+  type ObjectRow,
+  removedJson,
+  removeObjects,
+  saveObject,
+} from "./objects.ts";
+import { type ObjectGrant, TokenError, type TokenSigner } from "./tokens.ts";
+import type { UploadLimits } from "./uploads.ts";
+
+/**
+ * /storage/v1 for a tenant's own buckets (docs/uploads.md, "Buckets" and "Objects"): the bucket
+ * routes, and the object routes for every bucket but the built-in media slots (./routes.ts keeps
+ * those). Every row is read and written as the caller; only a signed URL's or a public bucket's
+ * download reads as the server, for the one object the token or the public flag allows.
+ */
+
+export interface Caller {
+  tenant: { id: string };
+  claims: Claims;
+  user?: { id: string } | undefined;
+}
+
+export interface ObjectRouteDeps {
+  db: Db;
+  store: ObjectStore;
+  signer: TokenSigner;
+  limits: UploadLimits;
+  caller(request: FastifyRequest, reply: FastifyReply): Promise<Caller | undefined>;
+  sendError(request: FastifyRequest, reply: FastifyReply, error: unknown): unknown;
+}
+
+type Params = { bucket: string; "*"?: string };
+
+export function objectPath(request: FastifyRequest): { bucket: string; name: string } {
+  const params = request.params as Params;
+  return { bucket: params.bucket, name: params["*"] ?? "" };
+}
+
+const body = (request: FastifyRequest) => (request.body ?? {}) as Record<string, unknown>;
+
+function mimeAllowed(type: string, allowed: string[] | null): boolean {
+  if (!allowed || allowed.length === 0) return true;
+  const base = type.split(";")[0]?.trim().toLowerCase() ?? "";
+  return allowed.some((a) => {
+    const rule = a.toLowerCase();
+    return rule.endsWith("/*") ? base.startsWith(rule.slice(0, -1)) : base === rule;
+  });
+}
+
+function expiresIn(value: unknown): number {
+  const n = Number(value);
+  if (value === undefined || value === null) throw STORAGE_ERRORS.missingParameter("expiresIn");
+  if (!Number.isInteger(n) || n < 1 || n > 604_800) {
+    throw STORAGE_ERRORS.invalidParameter(
+      "expiresIn",
+      "expiresIn is a whole number of seconds from 1 to 604800",
+    );
+  }
+  return n;
+}
+
+/** `attachment; filename=…` for `download=` (the object's own name when the value is empty). */
+function disposition(download: unknown, name: string): string | undefined {
+  if (typeof download !== "string") return undefined;
+  const filename = download === "" ? (name.split("/").pop() ?? "file") : download;
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+export interface ObjectHandlers {
+  download(request: FastifyRequest, reply: FastifyReply, head: boolean): Promise<unknown>;
+  info(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  sign(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  signedDownload(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  signUpload(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  signedUpload(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  upload(method: "POST" | "PUT"): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
+
+export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDeps): ObjectHandlers {
+  const { db, store, signer, limits } = deps;
+  const maxObject = limits.maxBytes.audio;
+  const handle =
+    (fn: (request: FastifyRequest, reply: FastifyReply, who: Caller) => Promise<unknown>) =>
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const who = await deps.caller(request, reply);
+      if (!who) return reply;
+      try {
+        return await fn(request, reply, who);
+      } catch (error) {
+        return deps.sendError(request, reply, error);
+      }
+    };
+  const asCaller = <T>(who: Caller, fn: Parameters<Db["withRequestContext"]>[1]) =>
+    db.withRequestContext(who.claims, fn) as Promise<T>;
+  const owner = (who: Caller) => (typeof who.claims.sub === "string" ? who.claims.sub : undefined);
+
+  // Buckets.
+  json.get(
+    "/bucket",
+    handle(async (request, reply, who) =>
+      reply.send(
+        await asCaller(who, (tx) =>
+          listBuckets(tx, who.tenant.id, limits, request.query as Record<string, unknown>),
+        ),
+      ),
+    ),
+  );
+  json.get(
+    "/bucket/:id",
+    handle(async (request, reply, who) => {
+      const id = (request.params as { id: string }).id;
+      if (isBuiltIn(id)) {
+        const { builtInBucket } = await import("./buckets.ts");
+        return reply.send(bucketJson(builtInBucket(id, limits), true));
+      }
+      const row = await asCaller<Awaited<ReturnType<typeof findBucket>>>(who, (tx) =>
+        findBucket(tx, who.tenant.id, id),
+      );
+      return reply.send(bucketJson(row));
+    }),
+  );
+  json.post(
+    "/bucket",
+    handle(async (request, reply, who) => {
+      const name = await asCaller<string>(who, (tx) =>
+        createBucket(tx, who.tenant.id, owner(who), body(request), maxObject),
+      );
+      return reply.send({ name });
+    }),
+  );
+  json.put(
+    "/bucket/:id",
+    handle(async (request, reply, who) => {
+      const id = (request.params as { id: string }).id;
+      await asCaller(who, (tx) => updateBucket(tx, who.tenant.id, id, body(request), maxObject));
+      return reply.send({ message: "Successfully updated" });
+    }),
+  );
+  json.post(
+    "/bucket/:id/empty",
+    handle(async (request, reply, who) => {
+      const id = (request.params as { id: string }).id;
+      const keys = await asCaller<string[]>(who, (tx) => emptyBucket(tx, who.tenant.id, id));
+      await Promise.all(keys.map((k) => store.remove(k)));
+      return reply.send({ message: "Successfully emptied" });
+    }),
+  );
+  json.delete(
+    "/bucket/:id",
+    handle(async (request, reply, who) => {
+      const id = (request.params as { id: string }).id;
+      await asCaller(who, (tx) => deleteBucket(tx, who.tenant.id, id));
+      return reply.send({ message: "Successfully deleted" });
+    }),
+  );
+
+  /** Stores the body for `name` in `bucket` as `ownerId`, after the bucket's and the policies' checks. */
+  async function store_(
+    request: FastifyRequest,
+    who: Caller | undefined,
+    tenantId: string,
+    claims: Claims | undefined,
+    bucketId: string,
+    name: string,
+    upsert: boolean,
+    ownerId: string | undefined,
+  ) {
+    checkKey(name);
+    const bucket = claims
+      ? await db.withRequestContext(claims, (tx) => findBucket(tx, tenantId, bucketId))
+      : await db.asService((tx) => findBucket(tx, tenantId, bucketId));
+    if (claims) {
+      const ok = await db.withRequestContext(claims, (tx) => mayWrite(tx, tenantId, bucketId, name));
+      if (!ok) throw STORAGE_ERRORS.accessDenied("new row violates row-level security policy");
+    }
+    const limit = Math.min(
+      bucket.file_size_limit === null ? maxObject : Number(bucket.file_size_limit),
+      maxObject,
+    );
+    const declared = Number(request.headers["content-length"]);
+    const multipart = /^multipart\/form-data/i.test(request.headers["content-type"] ?? "");
+    if (!multipart && Number.isFinite(declared) && declared > limit) throw STORAGE_ERRORS.tooLarge();
+    const incoming = multipart
+      ? await multipartFile(request)
+      : {
+          stream: request.raw as Readable,
+          type: request.headers["content-type"] ?? "application/octet-stream",
+          cacheControl: request.headers["cache-control"],
+        };
+    const mimetype = incoming.type || "application/octet-stream";
+    if (!mimeAllowed(mimetype, bucket.allowed_mime_types)) {
+      incoming.stream.resume();
+      throw STORAGE_ERRORS.invalidMimeType(mimetype);
+    }
+    const objectKey = newObjectKey(tenantId);
+    let stored: { bytes: number; sha256: string };
+    try {
+      stored = await (store.put as NonNullable<ObjectStore["put"]>).call(store, objectKey, incoming.stream, {
+        maxBytes: limit,
+        contentType: mimetype,
+      });
+    } catch (error) {
+      if (error instanceof TooLargeError) throw STORAGE_ERRORS.tooLarge();
+      throw error;
+    }
+    const cacheControl = String(incoming.cacheControl ?? "max-age=3600");
+    const now = new Date().toISOString();
+    const metadata = {
+      eTag: `"${stored.sha256.slice(0, 32)}"`,
+      size: stored.bytes,
+      mimetype,
+      cacheControl: /^\d+$/.test(cacheControl) ? `max-age=${cacheControl}` : cacheControl,
+      lastModified: now,
+      contentLength: stored.bytes,
+      httpStatusCode: 200,
+    };
+    try {
+      const save = (tx: Parameters<Parameters<Db["asService"]>[0]>[0]) =>
+        saveObject(tx, { tenantId, bucket: bucketId, name, owner: ownerId, objectKey, metadata, upsert });
+      const { row, replacedKey } = claims
+        ? await db.withRequestContext(claims, save)
+        : await db.asService(save);
+      if (replacedKey) await store.remove(replacedKey);
+      void who;
+      return row;
+    } catch (error) {
+      await store.remove(objectKey);
+      throw error;
+    }
+  }
+
+  // Uploads: POST (x-upsert decides), PUT (update: replaces an existing object).
+  const upload = (method: "POST" | "PUT") =>
+    handle(async (request, reply, who) => {
+      const { bucket, name } = objectPath(request);
+      if (isBuiltIn(bucket)) {
+        throw STORAGE_ERRORS.notSupported(
+          `upload() to ${bucket}: its files go through createSignedUploadUrl and uploadToSignedUrl`,
+        );
+      }
+      const upsert = method === "PUT" || String(request.headers["x-upsert"]).toLowerCase() === "true";
+      if (method === "PUT") {
+        await asCaller(who, (tx) => findObject(tx, who.tenant.id, bucket, name));
+      }
+      const row = await store_(request, who, who.tenant.id, who.claims, bucket, name, upsert, owner(who));
+      return reply.send({ Id: row.id, Key: `${bucket}/${name}` });
+    });
+
+  /** Streams an object's bytes with Storage's headers. */
+  async function sendObject(reply: FastifyReply, row: ObjectRow, download: unknown, head: boolean) {
+    const info = await store.stat(row.object_key);
+    if (!info) throw STORAGE_ERRORS.noSuchKey();
+    reply
+      .header("content-type", row.metadata.mimetype || "application/octet-stream")
+      .header("content-length", String(info.bytes))
+      .header("cache-control", row.metadata.cacheControl || "no-cache")
+      .header("etag", row.metadata.eTag)
+      .header("last-modified", new Date(row.updated_at).toUTCString())
+      // A tenant's file is served from Backline's origin: it may never run there.
+      .header("content-security-policy", "default-src 'none'; sandbox");
+    const d = disposition(download, row.name);
+    if (d) reply.header("content-disposition", d);
+    if (head) return reply.send();
+    return reply.send(await store.read(row.object_key));
+  }
+
+  const downloadOf = async (request: FastifyRequest, reply: FastifyReply, head: boolean) =>
+    handle(async (req, rep, who) => {
+      const { bucket, name } = objectPath(req);
+      const row = await asCaller<ObjectRow>(who, async (tx) => {
+        await findBucket(tx, who.tenant.id, bucket);
+        return findObject(tx, who.tenant.id, bucket, name);
+      });
+      return sendObject(rep, row, (req.query as Record<string, unknown>).download, head);
+    })(request, reply);
+
+  const info = (request: FastifyRequest, reply: FastifyReply) =>
+    handle(async (req, rep, who) => {
+      const { bucket, name } = objectPath(req);
+      const row = await asCaller<ObjectRow>(who, async (tx) => {
+        await findBucket(tx, who.tenant.id, bucket);
+        return findObject(tx, who.tenant.id, bucket, name);
+      });
+      return rep.send(infoJson(row));
+    })(request, reply);
+
+  json.post(
+    "/object/list/:bucket",
+    handle(async (request, reply, who) => {
+      const { bucket } = objectPath(request);
+      if (isBuiltIn(bucket)) throw STORAGE_ERRORS.notSupported(`list() of ${bucket}`);
+      const options = listOptions(body(request));
+      const items = await asCaller(who, async (tx) => {
+        await findBucket(tx, who.tenant.id, bucket);
+        return listObjects(tx, who.tenant.id, bucket, options);
+      });
+      return reply.send(items);
+    }),
+  );
+
+  const movePaths = (request: FastifyRequest) => {
+    const b = body(request);
+    if (typeof b.bucketId !== "string") throw STORAGE_ERRORS.missingParameter("bucketId");
+    if (typeof b.sourceKey !== "string") throw STORAGE_ERRORS.missingParameter("sourceKey");
+    if (typeof b.destinationKey !== "string") throw STORAGE_ERRORS.missingParameter("destinationKey");
+    const destinationBucket = typeof b.destinationBucket === "string" ? b.destinationBucket : b.bucketId;
+    for (const bucket of [b.bucketId, destinationBucket]) {
+      if (isBuiltIn(bucket)) throw STORAGE_ERRORS.notSupported(`move and copy in ${bucket}`);
+    }
+    return {
+      from: { bucket: b.bucketId, name: checkKey(b.sourceKey) },
+      to: { bucket: destinationBucket, name: checkKey(b.destinationKey) },
+    };
+  };
+
+  json.post(
+    "/object/move",
+    handle(async (request, reply, who) => {
+      const { from, to } = movePaths(request);
+      await asCaller(who, async (tx) => {
+        await findBucket(tx, who.tenant.id, to.bucket);
+        await moveObject(tx, who.tenant.id, from, to);
+      });
+      return reply.send({ message: "Successfully moved" });
+    }),
+  );
+
+  json.post(
+    "/object/copy",
+    handle(async (request, reply, who) => {
+      const { from, to } = movePaths(request);
+      const source = await asCaller<ObjectRow>(who, async (tx) => {
+        await findBucket(tx, who.tenant.id, to.bucket);
+        return findObject(tx, who.tenant.id, from.bucket, from.name);
+      });
+      const objectKey = newObjectKey(who.tenant.id);
+      await (store.copy as NonNullable<ObjectStore["copy"]>).call(store, source.object_key, objectKey);
+      try {
+        const { row } = await asCaller<{ row: ObjectRow }>(who, (tx) =>
+          saveObject(tx, {
+            tenantId: who.tenant.id,
+            bucket: to.bucket,
+            name: to.name,
+            owner: owner(who),
+            objectKey,
+            metadata: { ...source.metadata, lastModified: new Date().toISOString() },
+            upsert: false,
+          }),
+        );
+        return reply.send({ Id: row.id, Key: `${to.bucket}/${to.name}` });
+      } catch (error) {
+        await store.remove(objectKey);
+        throw error;
+      }
+    }),
+  );
+
+  json.delete(
+    "/object/:bucket",
+    handle(async (request, reply, who) => {
+      const { bucket } = objectPath(request);
+      if (isBuiltIn(bucket)) throw STORAGE_ERRORS.notSupported(`remove() in ${bucket}`);
+      const prefixes = body(request).prefixes;
+      if (
+        !Array.isArray(prefixes) ||
+        !prefixes.every((p) => typeof p === "string") ||
+        prefixes.length > 1000
+      ) {
+        throw STORAGE_ERRORS.invalidParameter("prefixes", "prefixes is a list of at most 1000 object names");
+      }
+      const rows = await asCaller<ObjectRow[]>(who, async (tx) => {
+        await findBucket(tx, who.tenant.id, bucket);
+        return removeObjects(tx, who.tenant.id, bucket, prefixes as string[]);
+      });
+      await Promise.all(rows.map((r) => store.remove(r.object_key)));
+      return reply.send(rows.map(removedJson));
+    }),
+  );
+
+  json.delete(
+    "/object/:bucket/*",
+    handle(async (request, reply, who) => {
+      const { bucket, name } = objectPath(request);
+      if (isBuiltIn(bucket)) throw STORAGE_ERRORS.notSupported(`remove() in ${bucket}`);
+      const rows = await asCaller<ObjectRow[]>(who, async (tx) => {
+        await findBucket(tx, who.tenant.id, bucket);
+        return removeObjects(tx, who.tenant.id, bucket, [name]);
+      });
+      if (rows.length === 0) throw STORAGE_ERRORS.noSuchKey();
+      await Promise.all(rows.map((r) => store.remove(r.object_key)));
+      return reply.send({ message: "Successfully deleted" });
+    }),
+  );
+
+  /** A signed URL's path for one object the caller may read (NoSuchKey otherwise). */
+  async function signedPath(who: Caller, bucket: string, name: string, seconds: number): Promise<string> {
+    await asCaller(who, (tx) => findObject(tx, who.tenant.id, bucket, name));
+    const grant: ObjectGrant = {
+      use: "object-read",
+      key: `${bucket}/${name}`,
+      tenant: who.tenant.id,
+      bucket,
+      name,
+      exp: Math.floor(Date.now() / 1000) + seconds,
+    };
+    return `/object/sign/${encodePath(bucket, name)}?token=${signer.sign(grant)}`;
+  }
+
+  json.post(
+    "/object/sign/:bucket",
+    handle(async (request, reply, who) => {
+      const { bucket } = objectPath(request);
+      const b = body(request);
+      const seconds = expiresIn(b.expiresIn);
+      if (!Array.isArray(b.paths) || b.paths.length > 1000 || !b.paths.every((p) => typeof p === "string")) {
+        throw STORAGE_ERRORS.invalidParameter("paths", "paths is a list of at most 1000 object names");
+      }
+      if (isBuiltIn(bucket)) throw STORAGE_ERRORS.notSupported(`createSignedUrls in ${bucket}`);
+      await asCaller(who, (tx) => findBucket(tx, who.tenant.id, bucket));
+      const out = [];
+      for (const path of b.paths as string[]) {
+        try {
+          out.push({ error: null, path, signedURL: await signedPath(who, bucket, path, seconds) });
+        } catch (error) {
+          if (!(error instanceof StorageError)) throw error;
+          out.push({
+            error: "Either the object does not exist or you do not have access to it",
+            path,
+            signedURL: null,
+          });
+        }
+      }
+      return reply.send(out);
+    }),
+  );
+
+  const sign = (request: FastifyRequest, reply: FastifyReply) =>
+    handle(async (req, rep, who) => {
+      const { bucket, name } = objectPath(req);
+      const seconds = expiresIn(body(req).expiresIn);
+      if (body(req).transform) throw STORAGE_ERRORS.notSupported("image transformation");
+      await asCaller(who, (tx) => findBucket(tx, who.tenant.id, bucket));
+      return rep.send({ signedURL: await signedPath(who, bucket, name, seconds) });
+    })(request, reply);
+
+  /** The token is the permission: one object of one tenant's bucket, read as the server. */
+  const signedDownload = async (request: FastifyRequest, reply: FastifyReply) => {
+    try {
+      const { bucket, name } = objectPath(request);
+      const query = request.query as Record<string, unknown>;
+      if (typeof query.token !== "string") throw STORAGE_ERRORS.invalidRequest("The URL has no token");
+      const grant = signer.verify(query.token);
+      if (grant.use !== "object-read" || grant.bucket !== bucket || grant.name !== name) {
+        throw new TokenError("token_invalid", "This token is not for downloading this object.");
+      }
+      const row = await db.asService((tx) => findObject(tx, grant.tenant, bucket, name));
+      return await sendObject(reply, row, query.download, false);
+    } catch (error) {
+      return deps.sendError(request, reply, error);
+    }
+  };
+
+  json.get("/object/public/:bucket/*", async (request, reply) => {
+    const who = await deps.caller(request, reply);
+    if (!who) return reply;
+    try {
+      const { bucket, name } = objectPath(request);
+      const row = await db.asService(async (tx) => {
+        const b = await findBucket(tx, who.tenant.id, bucket);
+        if (!b.public) throw STORAGE_ERRORS.noSuchBucket();
+        return findObject(tx, who.tenant.id, bucket, name);
+      });
+      return await sendObject(reply, row, (request.query as Record<string, unknown>).download, false);
+    } catch (error) {
+      return deps.sendError(request, reply, error);
+    }
+  });
+
+  const signUpload = (request: FastifyRequest, reply: FastifyReply) =>
+    handle(async (req, rep, who) => {
+      const { bucket, name } = objectPath(req);
+      checkKey(name);
+      const upsert = String(req.headers["x-upsert"]).toLowerCase() === "true";
+      const allowed = await asCaller<boolean>(who, async (tx) => {
+        await findBucket(tx, who.tenant.id, bucket);
+        return mayWrite(tx, who.tenant.id, bucket, name);
+      });
+      if (!allowed) throw STORAGE_ERRORS.accessDenied("new row violates row-level security policy");
+      const grant: ObjectGrant = {
+        use: "object-upload",
+        key: `${bucket}/${name}`,
+        tenant: who.tenant.id,
+        bucket,
+        name,
+        ...(owner(who) ? { owner: owner(who) } : {}),
+        upsert,
+        exp: Math.floor(Date.now() / 1000) + 7200,
+      };
+      const token = signer.sign(grant);
+      return rep.send({ url: `/object/upload/sign/${encodePath(bucket, name)}?token=${token}`, token });
+    })(request, reply);
+
+  /** The token is the permission (checked against the policies when it was signed). */
+  const signedUpload = async (request: FastifyRequest, reply: FastifyReply) => {
+    try {
+      const { bucket, name } = objectPath(request);
+      const token = (request.query as Record<string, unknown>).token;
+      if (typeof token !== "string") throw STORAGE_ERRORS.invalidRequest("The URL has no token");
+      const grant = signer.verify(token);
+      if (grant.use !== "object-upload" || grant.bucket !== bucket || grant.name !== name) {
+        throw new TokenError("token_invalid", "This token is not for uploading to this object.");
+      }
+      const row = await store_(
+        request,
+        undefined,
+        grant.tenant,
+        undefined,
+        bucket,
+        name,
+        grant.upsert === true,
+        grant.owner,
+      );
+      return reply.send({ Id: row.id, Key: `${bucket}/${name}` });
+    } catch (error) {
+      return deps.sendError(request, reply, error);
+    }
+  };
+
+  return { download: downloadOf, info, sign, signedDownload, signUpload, signedUpload, upload };
+}
+
+function encodePath(bucket: string, name: string): string {
+  return [bucket, ...name.split("/")].map(encodeURIComponent).join("/");
+}
+
+/** The file of a multipart/form-data body (storage-js sends `cacheControl` before it). */
+function multipartFile(
+  request: FastifyRequest,
+): Promise<{ stream: Readable; type: string; cacheControl: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: request.headers, limits: { files: 1, fields: 10, fieldSize: 64 * 1024 } });
+    } catch {
+      reject(STORAGE_ERRORS.invalidRequest("The multipart body has no boundary"));
+      return;
+    }
+    const fields: Record<string, string> = {};
+    let found = false;
+    parser.on("field", (field, value) => {
+      fields[field] = value;
+    });
+    parser.on("file", (_name, file, info) => {
+      found = true;
+      resolve({ stream: file, type: info.mimeType, cacheControl: fields.cacheControl });
+    });
+    parser.on("error", (error) => {
+      if (!found) reject(STORAGE_ERRORS.invalidRequest(`The multipart body is malformed: ${String(error)}`));
+    });
+    parser.on("close", () => {
+      if (!found) reject(STORAGE_ERRORS.invalidRequest("No content provided"));
+    });
+    request.raw.pipe(parser);
+  });
+}

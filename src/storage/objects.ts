@@ -1,0 +1,255 @@
+import { randomUUID } from "node:crypto";
+import type { Tx } from "../db/types.ts";
+import { STORAGE_ERRORS, validKey } from "./errors.ts";
+
+/**
+ * Objects of a tenant's own buckets (storage.objects, migration 0046; docs/uploads.md, "Objects"),
+ * read and written as the caller under the installation's fixed policies, which read the bucket's
+ * rules. The bytes are in the storage driver at `objects/<tenant>/<id>` (`newObjectKey`): a name
+ * is never a path, so a move renames a row and no name can reach another object's bytes.
+ */
+
+export interface ObjectRow {
+  id: string;
+  bucket_id: string;
+  name: string;
+  owner: string | null;
+  object_key: string;
+  metadata: ObjectMetadata;
+  created_at: Date | string;
+  updated_at: Date | string;
+  last_accessed_at: Date | string;
+}
+
+export interface ObjectMetadata {
+  eTag: string;
+  size: number;
+  mimetype: string;
+  cacheControl: string;
+  lastModified: string;
+  contentLength: number;
+  httpStatusCode: number;
+}
+
+const COLUMNS = "id, bucket_id, name, owner, object_key, metadata, created_at, updated_at, last_accessed_at";
+
+export const newObjectKey = (tenantId: string) => `objects/${tenantId}/${randomUUID()}`;
+
+export function checkKey(name: string): string {
+  if (!validKey(name)) throw STORAGE_ERRORS.invalidKey(name);
+  return name;
+}
+
+/** The object as the caller sees it, or NoSuchKey (missing and forbidden look the same). */
+export async function findObject(tx: Tx, tenantId: string, bucket: string, name: string): Promise<ObjectRow> {
+  const row = (
+    await tx.query<ObjectRow>(
+      `select ${COLUMNS} from storage.objects where tenant_id = $1 and bucket_id = $2 and name = $3`,
+      [tenantId, bucket, name],
+    )
+  ).rows[0];
+  if (!row) throw STORAGE_ERRORS.noSuchKey();
+  return row;
+}
+
+/** Whether the caller may write this name in this bucket (asked before any byte is stored). */
+export async function mayWrite(tx: Tx, tenantId: string, bucket: string, name: string): Promise<boolean> {
+  const r = await tx.query<{ ok: boolean }>(
+    `select coalesce(auth.role() = 'tenant_service' or auth.has_staff_role($1, 'admin'), false)
+       or internal.storage_object_allowed($1, $2, $3, true) as ok`,
+    [tenantId, bucket, name],
+  );
+  return r.rows[0]?.ok === true;
+}
+
+/**
+ * Records stored bytes under `name`: a new row, or with `upsert` the existing one's bytes replaced.
+ * Returns the row and the key of the bytes it replaced (to remove once committed).
+ */
+export async function saveObject(
+  tx: Tx,
+  input: {
+    tenantId: string;
+    bucket: string;
+    name: string;
+    owner: string | undefined;
+    objectKey: string;
+    metadata: ObjectMetadata;
+    upsert: boolean;
+  },
+): Promise<{ row: ObjectRow; replacedKey: string | undefined }> {
+  const existing = (
+    await tx.query<{ id: string; object_key: string }>(
+      "select id, object_key from storage.objects where tenant_id = $1 and bucket_id = $2 and name = $3 for update",
+      [input.tenantId, input.bucket, input.name],
+    )
+  ).rows[0];
+  if (existing && !input.upsert) throw STORAGE_ERRORS.keyExists();
+  if (existing) {
+    const row = (
+      await tx.query<ObjectRow>(
+        `update storage.objects set object_key = $2, metadata = $3, owner = coalesce($4, owner), updated_at = now(),
+           last_accessed_at = now()
+         where id = $1 returning ${COLUMNS}`,
+        [existing.id, input.objectKey, JSON.stringify(input.metadata), input.owner ?? null],
+      )
+    ).rows[0];
+    // A row the caller may see but not write stays as it was (the policy's USING hides it from the update).
+    if (!row) throw STORAGE_ERRORS.accessDenied("new row violates row-level security policy");
+    return { row, replacedKey: existing.object_key };
+  }
+  const row = (
+    await tx.query<ObjectRow>(
+      `insert into storage.objects (tenant_id, bucket_id, name, owner, object_key, metadata)
+       values ($1, $2, $3, $4, $5, $6) returning ${COLUMNS}`,
+      [
+        input.tenantId,
+        input.bucket,
+        input.name,
+        input.owner ?? null,
+        input.objectKey,
+        JSON.stringify(input.metadata),
+      ],
+    )
+  ).rows[0] as ObjectRow;
+  return { row, replacedKey: undefined };
+}
+
+export interface ListOptions {
+  prefix: string;
+  limit: number;
+  offset: number;
+  search: string;
+  column: "name" | "created_at" | "updated_at" | "last_accessed_at";
+  order: "asc" | "desc";
+}
+
+export function listOptions(body: Record<string, unknown>): ListOptions {
+  const prefix = body.prefix ?? "";
+  if (typeof prefix !== "string" || prefix.length > 1024) throw STORAGE_ERRORS.invalidParameter("prefix");
+  const whole = (v: unknown, name: string, fallback: number, max: number) => {
+    if (v === undefined || v === null) return fallback;
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < 0 || n > max) throw STORAGE_ERRORS.invalidParameter(name);
+    return n;
+  };
+  const sortBy = (body.sortBy ?? {}) as Record<string, unknown>;
+  const column = sortBy.column ?? "name";
+  if (!["name", "created_at", "updated_at", "last_accessed_at"].includes(String(column))) {
+    throw STORAGE_ERRORS.invalidParameter("sortBy.column");
+  }
+  const order = String(sortBy.order ?? "asc").toLowerCase();
+  if (order !== "asc" && order !== "desc") throw STORAGE_ERRORS.invalidParameter("sortBy.order");
+  const search = body.search ?? "";
+  if (typeof search !== "string") throw STORAGE_ERRORS.invalidParameter("search");
+  return {
+    // "folder" and "folder/" name the same folder; "" the bucket's top.
+    prefix: prefix === "" || prefix.endsWith("/") ? prefix : `${prefix}/`,
+    limit: whole(body.limit, "limit", 100, 1000),
+    offset: whole(body.offset, "offset", 0, 1_000_000),
+    search,
+    column: column as ListOptions["column"],
+    order,
+  };
+}
+
+/**
+ * Storage's list (v1): one level under the prefix, folders (id null) and files, the objects the
+ * caller may read only (the query runs under the policies).
+ */
+export async function listObjects(
+  tx: Tx,
+  tenantId: string,
+  bucket: string,
+  o: ListOptions,
+): Promise<Record<string, unknown>[]> {
+  const r = await tx.query<Record<string, unknown>>(
+    `with under as (
+       select id, created_at, updated_at, last_accessed_at, metadata, substr(name, length($3) + 1) as rest
+       from storage.objects
+       where tenant_id = $1 and bucket_id = $2 and left(name, length($3)) = $3
+     ), items as (
+       select distinct split_part(rest, '/', 1) as name, null::uuid as id, null::timestamptz as created_at,
+         null::timestamptz as updated_at, null::timestamptz as last_accessed_at, null::jsonb as metadata
+       from under where strpos(rest, '/') > 0
+       union all
+       select rest, id, created_at, updated_at, last_accessed_at, metadata from under where strpos(rest, '/') = 0
+     )
+     select * from items where $4 = '' or lower(name) like lower($4) || '%'
+     order by ${o.column} ${o.order} nulls first, name ${o.order}
+     limit $5 offset $6`,
+    [tenantId, bucket, o.prefix, o.search.replace(/[%_]/g, ""), o.limit, o.offset],
+  );
+  return r.rows.map((row) => ({
+    name: row.name,
+    id: row.id,
+    updated_at: iso(row.updated_at),
+    created_at: iso(row.created_at),
+    last_accessed_at: iso(row.last_accessed_at),
+    metadata: row.metadata,
+  }));
+}
+
+const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string).toISOString());
+
+/** Storage's object info (`/object/info/...`). */
+export function infoJson(row: ObjectRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    name: row.name,
+    version: row.id,
+    bucket_id: row.bucket_id,
+    size: row.metadata.size,
+    content_type: row.metadata.mimetype,
+    cache_control: row.metadata.cacheControl,
+    etag: row.metadata.eTag,
+    metadata: {},
+    last_modified: iso(row.updated_at),
+    created_at: iso(row.created_at),
+  };
+}
+
+/** A row as Storage's remove answers it. */
+export function removedJson(row: ObjectRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    name: row.name,
+    bucket_id: row.bucket_id,
+    owner: row.owner,
+    metadata: row.metadata,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    last_accessed_at: iso(row.last_accessed_at),
+  };
+}
+
+export async function removeObjects(
+  tx: Tx,
+  tenantId: string,
+  bucket: string,
+  names: string[],
+): Promise<ObjectRow[]> {
+  return (
+    await tx.query<ObjectRow>(
+      `delete from storage.objects where tenant_id = $1 and bucket_id = $2 and name = any ($3::text[])
+       returning ${COLUMNS}`,
+      [tenantId, bucket, names],
+    )
+  ).rows;
+}
+
+/** Renames (and maybe re-buckets) an object; the bytes stay where they are. */
+export async function moveObject(
+  tx: Tx,
+  tenantId: string,
+  from: { bucket: string; name: string },
+  to: { bucket: string; name: string },
+): Promise<void> {
+  await findObject(tx, tenantId, from.bucket, from.name);
+  const r = await tx.query(
+    `update storage.objects set bucket_id = $4, name = $5, updated_at = now()
+     where tenant_id = $1 and bucket_id = $2 and name = $3`,
+    [tenantId, from.bucket, from.name, to.bucket, to.name],
+  );
+  if (r.rowCount === 0) throw STORAGE_ERRORS.accessDenied("new row violates row-level security policy");
+}
