@@ -50,6 +50,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Jobs: "The background jobs working for the tenant: dead ones with their last error, and their retry.",
   "Royalty imports": "Store reports imported into royalties: upload, progress, report, void.",
   Transfers: "Catalogue transfers: a label's back catalogue imported, identifiers kept (docs/catalogue.md).",
+  People: "A person's own data: find them by address, export it, erase it (docs/privacy.md).",
   Accounts: "The tenant's accounts, their members, invitations and API keys (never their secrets).",
   Stores: "The installation's stores and their delivery adapters.",
   Settings: "The tenant's settings: lead days, auto-review, media requirement and branding.",

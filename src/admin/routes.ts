@@ -5,6 +5,7 @@ import { HttpError } from "../http/problem.ts";
 import { sendReferencePage } from "../http/reference-page.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { moneySpecs } from "../money/admin.ts";
+import { peopleSpecs } from "../people/admin.ts";
 import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
 import { LOGO_MAX_BYTES, LOGO_TYPES, saveLogo } from "../tenancy/brand-assets.ts";
@@ -63,6 +64,7 @@ export function adminRouteSpecs(
       mail: options.mailer ? { mailer: options.mailer, publicUrl: options.publicUrl } : undefined,
     }),
     ...transferSpecs({ db: options.db }),
+    ...peopleSpecs({ db: options.db }),
     auditSpec(options.db),
   ];
 }

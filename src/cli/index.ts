@@ -13,6 +13,7 @@ import * as mail from "./mail.ts";
 import * as media from "./media.ts";
 import * as money from "./money.ts";
 import * as oac from "./oac.ts";
+import * as people from "./people.ts";
 import * as releases from "./releases.ts";
 import * as royalties from "./royalties.ts";
 import * as secrets from "./secrets.ts";
@@ -38,6 +39,7 @@ const GROUPS: ((program: Command, cli: Cli) => void)[] = [
   tenants.register, // tenants
   accounts.register, // accounts
   staff.register, // staff
+  people.register, // people
   auth.register, // auth mfa
   stores.register, // stores
   jobs.registerWorker, // worker

@@ -108,6 +108,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   "API keys": "The account's API keys and their lifecycle.",
   Webhooks:
     "Endpoints that receive the account's events, signed per Standard Webhooks, with their delivery log.",
+  Me: "The signed-in person's own data: everything Backline holds about them (docs/privacy.md).",
 };
 
 /** An event sent to webhook endpoints: the document's `webhooks` section (OpenAPI 3.1). */

@@ -20,6 +20,7 @@ import { claimIdempotencyKey, requestHash, type StoredResponse } from "./idempot
 import { openApiDocument } from "./openapi.ts";
 import { keyRoutes } from "./resources/api-keys.ts";
 import { artistRoutes } from "./resources/artists.ts";
+import { meRoutes } from "./resources/me.ts";
 import { moneyRoutes } from "./resources/money.ts";
 import { releaseRoutes } from "./resources/releases.ts";
 import { royaltyRoutes } from "./resources/royalties.ts";
@@ -61,6 +62,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...royaltyRoutes,
   ...moneyRoutes,
   ...transferRoutes,
+  ...meRoutes,
 ];
 
 /** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */
