@@ -1858,3 +1858,140 @@ describeEachEngine("RLS matrix: money (migration 0036)", (t) => {
     }
   });
 });
+
+/**
+ * storage.buckets and storage.objects (migration 0046; /storage/v1): one bucket per tenant with
+ * one folder per account, writers owner/admin/member. Each caller's view and writes, as a matrix:
+ * a member reads and writes its account's folder only, a viewer reads it, the tenant's service
+ * key (and nobody else) manages buckets and reaches every object of its tenant, anon and the
+ * other tenant reach nothing. Writes are rolled back.
+ */
+describeEachEngine("RLS matrix: storage buckets and objects", (t) => {
+  type StorageCaller =
+    | "anon"
+    | "memberA"
+    | "viewerA"
+    | "memberB"
+    | "keyA"
+    | "tenantService"
+    | "tenant2User"
+    | "tenant2Service";
+  const claims = new Map<StorageCaller, Claims>();
+  let tenant1: Tenant;
+  let accountA: Account;
+  before(async () => {
+    const db = t().db;
+    tenant1 = await seedTenant(db);
+    const tenant2 = await seedTenant(db);
+    accountA = await seedAccount(db, tenant1, "A");
+    const accountB = await seedAccount(db, tenant1, "B");
+    const accountC = await seedAccount(db, tenant2, "C");
+    claims.set("anon", anonClaims(tenant1));
+    claims.set("memberA", userClaims(await seedUser(db, tenant1, [{ account: accountA, role: "member" }])));
+    claims.set("viewerA", userClaims(await seedUser(db, tenant1, [{ account: accountA, role: "viewer" }])));
+    claims.set("memberB", userClaims(await seedUser(db, tenant1, [{ account: accountB, role: "member" }])));
+    claims.set("keyA", keyClaims(accountA, "member"));
+    claims.set("tenantService", tenantServiceClaims(tenant1));
+    claims.set(
+      "tenant2User",
+      userClaims(await seedUser(db, tenant2, [{ account: accountC, role: "owner" }])),
+    );
+    claims.set("tenant2Service", tenantServiceClaims(tenant2));
+    await db.asService(async (tx) => {
+      for (const [tenant, account] of [
+        [tenant1, accountA],
+        [tenant1, accountB],
+        [tenant2, accountC],
+      ] as const) {
+        await tx.query(
+          "insert into storage.buckets (tenant_id, id, folder_per_account) values ($1, 'press', true) on conflict do nothing",
+          [tenant.id],
+        );
+        await tx.query(
+          `insert into storage.objects (tenant_id, bucket_id, name, object_key)
+           values ($1::uuid, 'press', $2 || '/photo.jpg', 'objects/' || $1::text || '/' || gen_random_uuid())`,
+          [tenant.id, account.id],
+        );
+      }
+    });
+  });
+
+  const visible: Record<StorageCaller, { objects: number; buckets: number }> = {
+    anon: { objects: -1, buckets: -1 }, // no privilege at all
+    memberA: { objects: 1, buckets: 1 },
+    viewerA: { objects: 1, buckets: 1 },
+    memberB: { objects: 1, buckets: 1 },
+    keyA: { objects: 1, buckets: 1 },
+    tenantService: { objects: 2, buckets: 1 },
+    tenant2User: { objects: 1, buckets: 1 },
+    tenant2Service: { objects: 1, buckets: 1 },
+  };
+
+  async function attempt(caller: StorageCaller, sql: string, params: unknown[]): Promise<string | number> {
+    try {
+      return await t().db.withRequestContext(claims.get(caller) as Claims, async (tx) => {
+        const r = await tx.query(sql, params);
+        // Roll the write back: the matrix only observes.
+        throw Object.assign(new Error("rollback"), { rows: r.rowCount ?? r.rows.length });
+      });
+    } catch (error) {
+      const rows = (error as { rows?: number }).rows;
+      if (rows !== undefined) return rows;
+      return asDbError(error)?.sqlstate ?? String(error);
+    }
+  }
+
+  for (const caller of Object.keys(visible) as StorageCaller[]) {
+    test(`${caller}: sees ${visible[caller].objects} objects and ${visible[caller].buckets} buckets`, async () => {
+      const objects = await attempt(caller, "select name from storage.objects where tenant_id = $1 or true", [
+        tenant1.id,
+      ]);
+      const buckets = await attempt(caller, "select id from storage.buckets", []);
+      const want = visible[caller];
+      assert.equal(objects, want.objects === -1 ? "42501" : want.objects);
+      assert.equal(buckets, want.buckets === -1 ? "42501" : want.buckets);
+    });
+
+    // Writes into account A's folder of tenant 1's bucket.
+    const writesA = ["memberA", "keyA", "tenantService"].includes(caller);
+    test(`${caller}: ${writesA ? "may" : "may not"} write into account A's folder`, async () => {
+      const insert = await attempt(
+        caller,
+        `insert into storage.objects (tenant_id, bucket_id, name, object_key)
+         values ($1::uuid, 'press', $2 || '/new.jpg', 'objects/' || $1::text || '/' || gen_random_uuid())`,
+        [tenant1.id, accountA.id],
+      );
+      if (writesA) assert.equal(insert, 1);
+      else assert.ok(["42501"].includes(String(insert)), `insert: ${insert}`);
+      const update = await attempt(
+        caller,
+        "update storage.objects set name = name || '.old' where tenant_id = $1 and name = $2 || '/photo.jpg'",
+        [tenant1.id, accountA.id],
+      );
+      const del = await attempt(
+        caller,
+        "delete from storage.objects where tenant_id = $1 and name = $2 || '/photo.jpg'",
+        [tenant1.id, accountA.id],
+      );
+      if (caller === "anon") {
+        assert.equal(update, "42501");
+        assert.equal(del, "42501");
+      } else {
+        assert.equal(update, writesA ? 1 : 0);
+        assert.equal(del, writesA ? 1 : 0);
+      }
+    });
+
+    const manages = caller === "tenantService";
+    test(`${caller}: ${manages ? "manages" : "does not manage"} tenant 1's buckets`, async () => {
+      const made = await attempt(caller, "insert into storage.buckets (tenant_id, id) values ($1, 'new')", [
+        tenant1.id,
+      ]);
+      assert.equal(made, manages ? 1 : "42501");
+      const changed = await attempt(caller, "update storage.buckets set public = true where tenant_id = $1", [
+        tenant1.id,
+      ]);
+      assert.equal(changed, manages ? 1 : caller === "anon" ? "42501" : 0);
+    });
+  }
+});
