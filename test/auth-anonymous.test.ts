@@ -5,6 +5,7 @@ import { type AuthError, createClient, type SupabaseClient } from "@supabase/sup
 import { decodeJwt } from "jose";
 import { listMail } from "../src/mail/mailer.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { runCliOn } from "./support/cli-in-process.ts";
 import { describeEachEngine } from "./support/db.ts";
 
 /**
@@ -137,6 +138,67 @@ describeEachEngine("auth: anonymous sign-ins", (t) => {
     // Nor a password without an address.
     const password = await client.auth.updateUser({ password: "Anon-Horse-77" });
     assertAuthError(password.error, { status: 422, code: "validation_failed" }, "password without address");
+  });
+
+  test("backline auth anonymous on|off turns them on per tenant, checked against the settings' schema", async () => {
+    const env = await tenant({ password_min_length: 10 });
+    const on = await runCliOn(t(), [
+      "--json",
+      "auth",
+      "anonymous",
+      "on",
+      "--tenant",
+      env.tenant.slug,
+      "--per-hour",
+      "1",
+    ]);
+    assert.equal(on.code, 0, on.stderr);
+    assert.deepEqual(JSON.parse(on.stdout), {
+      tenant_id: env.tenant.id,
+      anonymous_users: true,
+      anonymous_per_ip: { max: 1, windowSeconds: 3600 },
+    });
+    const [row] = await rows<{ auth: Record<string, unknown> }>(
+      "select settings -> 'auth' as auth from internal.tenants where id = $1",
+      [env.tenant.id],
+    );
+    assert.equal(row?.auth.password_min_length, 10, "the other settings are kept");
+    // The app reads a tenant's settings from a cache of a few seconds: wait for the change.
+    const ip = newIp();
+    const deadline = Date.now() + 15_000;
+    let first = await env.client(ip).auth.signInAnonymously();
+    while (first.error?.code === "anonymous_provider_disabled" && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 250));
+      first = await env.client(ip).auth.signInAnonymously();
+    }
+    assert.equal(first.error, null);
+    const second = await env.client(ip).auth.signInAnonymously();
+    assertAuthError(second.error, { status: 429, code: "over_request_rate_limit" }, "over --per-hour");
+
+    const bad = await runCliOn(t(), [
+      "auth",
+      "anonymous",
+      "on",
+      "--tenant",
+      env.tenant.slug,
+      "--per-hour",
+      "0",
+    ]);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /expected 1 to 100000/);
+    const nobody = await runCliOn(t(), ["auth", "anonymous", "off", "--tenant", "no-such-tenant"]);
+    assert.notEqual(nobody.code, 0);
+    assert.match(nobody.stderr, /no tenant no-such-tenant/);
+    const off = await runCliOn(t(), ["--json", "auth", "anonymous", "off", "--tenant", env.tenant.slug]);
+    assert.equal(JSON.parse(off.stdout).anonymous_users, false);
+    const audit = await rows<{ actor: string }>(
+      "select actor from internal.audit_log where object_table = 'internal.tenants' and object_id = $1",
+      [env.tenant.id],
+    );
+    assert.deepEqual(
+      audit.map((a) => a.actor),
+      ["cli:auth anonymous", "cli:auth anonymous"],
+    );
   });
 
   test("limited per client address (anonymous_per_ip): 429 over_request_rate_limit, other addresses unaffected", async () => {

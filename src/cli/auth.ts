@@ -1,21 +1,41 @@
 import type { Command } from "commander";
-import { type Cli, choice, refusal } from "./context.ts";
+import { type Cli, choice, integer, refusal } from "./context.ts";
 
 /** `backline auth mfa`: multi-factor sign-in, the operator's side (docs/operator.md, "Multi-factor sign-in"). */
 
 /** The services behind these commands, loaded when one of them runs (not for --help or another group). */
 const services = async () => ({
   ...(await import("../auth/mfa-operator.ts")),
+  ...(await import("../auth/settings-operator.ts")),
 });
 
 const ON_OFF = ["on", "off"] as const;
 
 export function register(program: Command, cli: Cli): void {
-  const mfa = program
-    .command("auth")
-    .description("sign-in for people (/auth/v1)")
-    .command("mfa")
-    .description("multi-factor sign-in: recovery and where it is required");
+  const auth = program.command("auth").description("sign-in for people (/auth/v1)");
+  auth
+    .command("anonymous")
+    .description(
+      "anonymous sign-ins (supabase-js signInAnonymously) for a tenant: off by default; an anonymous user " +
+        "belongs to no account until it proves an e-mail address (docs/auth.md)",
+    )
+    .requiredOption("--tenant <slug|id>", "the tenant")
+    .option("--per-hour <n>", "sign-ins per client address and hour (default 30)", integer(1, 100000))
+    .argument("<on|off>", "on or off", choice(ON_OFF))
+    .action(async (state: "on" | "off", opts: { tenant: string; perHour?: number }) => {
+      const s = await services();
+      await cli.withDb(async (db) => {
+        const r = await s
+          .setAnonymousSignIns(db, { tenant: opts.tenant, enabled: state === "on", perHour: opts.perHour })
+          .catch(refusal(s.AuthSettingsError));
+        cli.output(
+          `Tenant ${opts.tenant}: anonymous sign-ins ${r.anonymous_users ? "on" : "off"} ` +
+            `(${r.anonymous_per_ip.max} per client address and hour).`,
+          r,
+        );
+      });
+    });
+  const mfa = auth.command("mfa").description("multi-factor sign-in: recovery and where it is required");
   mfa
     .command("reset")
     .description(
