@@ -7,6 +7,8 @@ import type { Db } from "../src/db/db.ts";
 import { choreographyErrors, readChoreographyAck } from "../src/pipeline/ddex/choreography.ts";
 import { deliveriesOf } from "../src/pipeline/delivery.ts";
 import { acknowledgementsOf, pollStore } from "../src/pipeline/store-inbox.ts";
+import { startApp } from "./support/app.ts";
+import { runCliOn } from "./support/cli-in-process.ts";
 import { describeEachEngine } from "./support/db.ts";
 import {
   configureDdexStore,
@@ -197,7 +199,7 @@ describeEachEngine("DDEX SFTP choreography 1.8: manifest written, acknowledgemen
       `<MessageId>${d.id}</MessageId>`,
       `<URL>${r.upc}/${r.upc}.xml</URL>`,
       `<ICPN>${r.upc}</ICPN>`,
-      `<ProprietaryId Namespace="DPID:${SENDER.dpid}">${r.id}</ProprietaryId>`,
+      `<ProprietaryId Namespace="${SENDER.dpid}">${r.id}</ProprietaryId>`,
       "<DeliveryType>NewReleaseDelivery</DeliveryType>",
       `<HashSumValue>${createHash("sha256").update(message).digest("hex")}</HashSumValue>`,
       "<IsTestFlag>false</IsTestFlag>",
@@ -275,6 +277,51 @@ describeEachEngine("DDEX SFTP choreography 1.8: manifest written, acknowledgemen
     );
     assert.match(shown[0]?.errors[0] ?? "", /AllGood/);
     assert.equal((await deliveriesOf(db(), invalid.id))[0]?.status, "delivered");
+    // `backline deliveries list`: the table's acknowledgement column and --json.
+    const listed = await runCliOn(t(), ["deliveries", "list", "--release", invalid.id]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(
+      listed.stdout,
+      new RegExp(`invalid: ACK_${invalidD.batch_id}\\.xml \\(not valid against DDEX`),
+    );
+    const json = await runCliOn(t(), ["--json", "deliveries", "list", "--release", invalid.id]);
+    const [record] = JSON.parse(json.stdout) as {
+      id: string;
+      acknowledgements: { outcome: string; errors: string[] }[];
+    }[];
+    assert.deepEqual(
+      [record?.id, record?.acknowledgements.map((a) => a.outcome)],
+      [invalidD.id, ["invalid"]],
+    );
+    // GET /admin/v1/deliveries/{id}, which the console's delivery page reads.
+    const app = await startApp(t());
+    try {
+      const res = await fetch(`${app.url}/admin/v1/deliveries/${invalidD.id}`, {
+        headers: { apikey: fixture.keys.service_role_key },
+      });
+      assert.equal(res.status, 200);
+      const body = (await res.json()) as {
+        status: string;
+        acknowledgements: { file: string; outcome: string; error: string; errors: string[]; tries: number }[];
+      };
+      assert.equal(body.status, "delivered");
+      assert.deepEqual(
+        body.acknowledgements.map((a) => [a.file, a.outcome, a.tries]),
+        [[`ACK_${invalidD.batch_id}.xml`, "invalid", 1]],
+      );
+      assert.match(body.acknowledgements[0]?.errors[0] ?? "", /^line \d+: .*AllGood/);
+      const okBody = (await (
+        await fetch(`${app.url}/admin/v1/deliveries/${okD.id}`, {
+          headers: { apikey: fixture.keys.service_role_key },
+        })
+      ).json()) as { status: string; acknowledgements: { outcome: string; error: string | null }[] };
+      assert.deepEqual(
+        [okBody.status, okBody.acknowledgements.map((a) => [a.outcome, a.error])],
+        ["live", [["applied", null]]],
+      );
+    } finally {
+      await app.close();
+    }
     // Read again, it is not applied, nor reported twice.
     const again = await pollStore(db(), STORE, { schemaDir: SCHEMA_DIR });
     assert.deepEqual(again.files, []);

@@ -265,7 +265,7 @@ describeEachEngine("lifecycle: /rest/v1, /admin/v1 and a DDEX file drop", (t) =>
       "takedown sent",
       () =>
         rows(
-          "select id, status, store_reference from internal.release_deliveries where release_id = $1 and action = 'takedown'",
+          "select id, status from internal.release_deliveries where release_id = $1 and action = 'takedown'",
           [releaseId],
         ),
       (ds) => ds[0]?.status === "takedown_sent",
@@ -307,7 +307,7 @@ describeEachEngine("lifecycle: /rest/v1, /admin/v1 and a DDEX file drop", (t) =>
     assert.deepEqual([store?.store, store?.status, store?.confirmed_by], [STORE, "taken_down", "operator"]);
     assert.ok(Date.parse(String(store?.taken_down_at)) >= Date.parse(String(store?.sent_at)));
     const [removal] = await rows(
-      "select id, status from internal.release_deliveries where release_id = $1 and action = 'takedown'",
+      "select id, status, store_reference from internal.release_deliveries where release_id = $1 and action = 'takedown'",
       [releaseId],
     );
     assert.equal(removal?.status, "taken_down");

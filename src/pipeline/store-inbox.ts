@@ -39,6 +39,7 @@ export interface AckEntry {
   /** The choreography's BatchId (YYYYMMDDhhmmssnnn), or a UPC/EAN (ICPN): when no delivery id is given. */
   batchId?: string | undefined;
   icpn?: string | undefined;
+  releaseId?: string | undefined;
   status: AckStatus;
   message?: string | undefined;
   /** The store's own status words (a choreography ReleaseStatus), kept in the file's record. */
@@ -84,10 +85,12 @@ export async function readAcknowledgement(
   const ack = readChoreographyAck(xml);
   const entries: AckEntry[] = [];
   for (const r of ack.releases) {
+    // The release as the message named it: its UPC (ICPN), or the release id Backline writes as
+    // its ProprietaryId, when the store echoes it.
+    const releaseId = r.proprietaryIds.map((p) => UUID.exec(p)).find((u) => u);
     const ids = {
       icpn: r.icpn,
-      // The release id Backline writes as the manifest's ProprietaryId stands for nothing here:
-      // a release status without its message is matched by ICPN.
+      releaseId: releaseId ? dashed(releaseId.slice(1).join("").toLowerCase()) : undefined,
     };
     const per = r.messages.length > 0 ? r.messages : [undefined];
     for (const m of per) {
@@ -239,13 +242,20 @@ async function deliveryFor(db: Db, store: string, e: AckEntry): Promise<Found | 
         const found = await one(`${cols} where batch_id = $1 and store = $2`, e.batchId);
         if (found || !e.icpn) return found;
       }
-      if (e.icpn)
-        return one(
+      if (e.icpn) {
+        const found = await one(
           `${cols} d where store = $2 and release_id = (select r.id from public.releases r where r.upc = $1
              and exists (select 1 from internal.release_deliveries o where o.release_id = r.id and o.store = $2)
              order by r.created_at desc limit 1)
            order by d.created_at desc, d.id desc limit 1`,
           e.icpn,
+        );
+        if (found || !e.releaseId) return found;
+      }
+      if (e.releaseId)
+        return one(
+          `${cols} d where release_id = $1 and store = $2 order by d.created_at desc, d.id desc limit 1`,
+          e.releaseId,
         );
       return undefined;
     },
@@ -270,7 +280,13 @@ export async function applyAcknowledgement(
     const found = await deliveryFor(db, store, e);
     const words = e.store_status ? { store_status: e.store_status } : {};
     if (!found || NOT_SENT.has(found.status)) {
-      const named = e.ref ? `delivery ${dashed(e.ref)}` : e.batchId ? `batch ${e.batchId}` : `UPC ${e.icpn}`;
+      const named = e.ref
+        ? `delivery ${dashed(e.ref)}`
+        : e.batchId
+          ? `batch ${e.batchId}`
+          : e.icpn
+            ? `UPC ${e.icpn}`
+            : `release ${e.releaseId}`;
       out.push({
         delivery_id: found?.id ?? (e.ref ? dashed(e.ref) : null),
         result: "waiting",

@@ -8,6 +8,7 @@ import { Worker } from "../../src/jobs/worker.ts";
 import { fingerprintOf } from "../../src/pipeline/ddex/sftp.ts";
 import { pipelineHandlers } from "../../src/pipeline/handlers.ts";
 import { LocalMedia } from "../../src/storage/media.ts";
+import type { TenantKeys } from "../../src/tenancy/keys.ts";
 import { type Account, createAccount, createTenant, type Tenant } from "../../src/tenancy/tenants.ts";
 import { tempDir } from "./process.ts";
 
@@ -288,6 +289,8 @@ export interface SftpStoreFixture {
   server: TestSftpServer;
   media: LocalMedia;
   tenant: Tenant;
+  /** The tenant's API keys (its service-role key reaches the admin API). */
+  keys: TenantKeys;
   account: Account;
   /** Starts the pipeline worker (call it after configuring the stores). */
   startWorker(): void;
@@ -303,7 +306,7 @@ export async function startSftpStoreFixture(
 ): Promise<SftpStoreFixture> {
   const server = await startSftpServer(tempDir(`backline-${names.prefix}-sftp-`));
   const media = new LocalMedia(tempDir(`backline-${names.prefix}-media-`));
-  const { tenant } = await createTenant(db, {
+  const { tenant, keys } = await createTenant(db, {
     name: names.tenant,
     slug: `${names.prefix}-${randomUUID().slice(0, 8)}`,
     settings: { auto_review: true, require_media: false, gs1_company_prefix: "2000000" },
@@ -314,6 +317,7 @@ export async function startSftpStoreFixture(
     server,
     media,
     tenant,
+    keys,
     account,
     startWorker() {
       worker = new Worker({ db, handlers: pipelineHandlers(db, { media }), pollMs: 20 });

@@ -146,6 +146,19 @@ export interface DeliveryDetail extends Delivery {
   history?: Delivery[];
   /** The jobs that sent or confirmed it. */
   jobs?: Job[];
+  /** The store's acknowledgement files about it, newest first; set-aside ones with their error. */
+  acknowledgements?: DeliveryAcknowledgement[];
+}
+
+export interface DeliveryAcknowledgement {
+  file: string;
+  /** applied, waiting, expired, invalid or unreadable. */
+  outcome: string;
+  error: string | null;
+  errors: string[];
+  tries: number;
+  received_at: string;
+  last_tried_at: string;
 }
 
 export interface TakedownRequest {

@@ -54,7 +54,7 @@ export default function DeliveryPage({ id }: { id: string }) {
               <h2 id="d-h">
                 {d.release?.title ?? "Release"} → {d.store} <Status value={d.status} />
               </h2>
-              <Fields record={d} omit={["history", "jobs", "release"]} />
+              <Fields record={d} omit={["history", "jobs", "release", "acknowledgements"]} />
               {d.release ? (
                 <p>
                   Release:{" "}
@@ -130,6 +130,55 @@ export default function DeliveryPage({ id }: { id: string }) {
               </form>
             </section>
           </div>
+          {d.acknowledgements && d.acknowledgements.length > 0 ? (
+            <section className="card" aria-labelledby="a-h" data-testid="delivery-acknowledgements">
+              <h2 id="a-h">The store's acknowledgements</h2>
+              <TableWrap label="Acknowledgement files">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Last read</th>
+                      <th scope="col">File</th>
+                      <th scope="col">Outcome</th>
+                      <th scope="col">Reads</th>
+                      <th scope="col">Why it was set aside</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {d.acknowledgements.map((a) => (
+                      <tr key={`${a.file}-${a.received_at}`} data-testid="delivery-acknowledgement-row">
+                        <td>
+                          <When at={a.last_tried_at} />
+                        </td>
+                        <td>
+                          <code>{a.file}</code>
+                        </td>
+                        <td>
+                          <Status value={a.outcome} />
+                        </td>
+                        <td>{a.tries}</td>
+                        <td>
+                          {a.errors.length > 0 ? (
+                            <ul>
+                              {a.errors.map((e) => (
+                                <li key={e}>
+                                  <code className="error-text">{e}</code>
+                                </li>
+                              ))}
+                            </ul>
+                          ) : a.error ? (
+                            <code className="error-text">{a.error}</code>
+                          ) : (
+                            ""
+                          )}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableWrap>
+            </section>
+          ) : null}
           <section className="card" aria-labelledby="h-h" data-testid="delivery-history">
             <h2 id="h-h">History at {d.store}</h2>
             {d.history && d.history.length > 0 ? (

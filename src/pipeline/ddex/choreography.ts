@@ -74,7 +74,7 @@ export function buildManifestMessage(input: {
           x(
             "IncludedReleaseId",
             m.icpn ? x("ICPN", m.icpn) : undefined,
-            x("ProprietaryId", { Namespace: `DPID:${input.sender.dpid}` }, m.releaseId),
+            x("ProprietaryId", { Namespace: input.sender.dpid }, m.releaseId),
           ),
           x("DeliveryType", DELIVERY_TYPE[m.action]),
           x("ProductType", "AudioProduct"),
