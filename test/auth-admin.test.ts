@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, test } from "node:test";
 import { type AuthError, createClient, type SupabaseClient } from "@supabase/supabase-js";
+import { totpCode, totpStep } from "../src/auth/totp.ts";
 import { listMail } from "../src/mail/mailer.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
@@ -446,6 +447,44 @@ describeEachEngine("auth: the admin API (auth.admin)", (t) => {
 
     const mail = await listMail(t().db, { tenantId: env.tenant.id });
     assert.deepEqual(mail, [], "generateLink sends no mail");
+  });
+
+  test("admin.mfa: listFactors and deleteFactor remove a lost factor; the user's sessions are aal1 again", async () => {
+    const env = await tenant();
+    const email = newEmail();
+    const created = await env
+      .admin()
+      .auth.admin.createUser({ email, password: PASSWORD, email_confirm: true });
+    const id = created.data.user?.id ?? "";
+    const client = env.client();
+    assert.equal((await client.auth.signInWithPassword({ email, password: PASSWORD })).error, null);
+    const enrolled = await client.auth.mfa.enroll({ factorType: "totp" });
+    assert.equal(enrolled.error, null);
+    const factorId = enrolled.data?.id ?? "";
+    const verified = await client.auth.mfa.challengeAndVerify({
+      factorId,
+      code: totpCode(enrolled.data?.type === "totp" ? enrolled.data.totp.secret : "", totpStep()),
+    });
+    assert.equal(verified.error, null);
+
+    const listed = await env.admin().auth.admin.mfa.listFactors({ userId: id });
+    assert.equal(listed.error, null);
+    assert.deepEqual(
+      listed.data?.factors.map((f) => [f.id, f.status]),
+      [[factorId, "verified"]],
+    );
+    const deleted = await env.admin().auth.admin.mfa.deleteFactor({ userId: id, id: factorId });
+    assert.equal(deleted.error, null);
+    // auth-js hands the answer back wrapped once more ({ data: { data: factor, error } }).
+    assert.equal((deleted.data as unknown as { data: { id: string } }).data.id, factorId);
+    assert.deepEqual(await rows("select aal from internal.sessions where user_id = $1", [id]), [
+      { aal: "aal1" },
+    ]);
+    const again = await env.admin().auth.admin.mfa.deleteFactor({ userId: id, id: factorId });
+    assertAuthError(again.error, { status: 404, code: "mfa_factor_not_found" }, "deleted twice");
+    const other = await tenant();
+    const foreign = await other.admin().auth.admin.mfa.listFactors({ userId: id });
+    assertAuthError(foreign.error, { status: 404, code: "user_not_found" }, "another tenant's key");
   });
 
   test("only the tenant's service-role key: the anon key and a user's token get GoTrue's not_admin, no bearer no_authorization", async () => {

@@ -95,8 +95,31 @@ describeEachEngine("auth: GoTrue's answers under /auth/v1", (t) => {
       { status: 404, code: "saml_provider_disabled", message: "SAML 2.0 is disabled" },
       "SSO",
     );
-    const ssoAdmin = await admin().auth.admin.mfa.listFactors({ userId: randomUUID() });
-    assertAuthError(ssoAdmin.error, { status: 404, code: "not_found" }, "an admin route not offered");
+    const asService = { authorization: `Bearer ${serviceKey}` };
+    assert.deepEqual((await raw("GET", "/admin/sso/providers", undefined, asService)).body, {
+      code: 404,
+      error_code: "saml_provider_disabled",
+      msg: "SAML 2.0 is disabled",
+    });
+    assert.equal(
+      (
+        (await raw("GET", "/admin/sso/providers", undefined, { authorization: `Bearer ${anonKey}` }))
+          .body as {
+          error_code: string;
+        }
+      ).error_code,
+      "not_admin",
+    );
+    assert.deepEqual((await raw("GET", "/admin/custom-providers", undefined, asService)).body, {
+      code: 404,
+      error_code: "feature_disabled",
+      msg: "Custom OAuth providers are disabled",
+    });
+    assert.deepEqual((await raw("GET", "/admin/audit", undefined, asService)).body, {
+      code: 404,
+      error_code: "not_found",
+      msg: "No API route for GET /auth/v1/admin/audit",
+    });
 
     const idToken = await client().auth.signInWithIdToken({ provider: "google", token: "x.y.z" });
     assertAuthError(

@@ -80,6 +80,14 @@ export async function adminRoutes(app: FastifyInstance, auth: AuthService): Prom
     return admin.deleteUser(req, userId(request), soft === true);
   });
 
+  app.get("/admin/users/:id/factors", async (request) =>
+    admin.listFactors(tenantOf(request), userId(request)),
+  );
+
+  app.delete("/admin/users/:id/factors/:factorId", async (request) =>
+    admin.deleteFactor(tenantOf(request), userId(request), (request.params as { factorId: string }).factorId),
+  );
+
   // auth-js sends the redirect as `?redirect_to=`; GoTrue also reads `redirect_to` in the body.
   app.post("/admin/generate_link", async (request) => {
     const req = tenantOf(request);

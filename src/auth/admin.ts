@@ -6,6 +6,7 @@ import { displayNameOf, provisionAccounts } from "../tenancy/memberships.ts";
 import { validateEmail } from "./email-address.ts";
 import { type EmailTokenKind, issueEmailToken, type MailContext } from "./email-tokens.ts";
 import { AuthError, validationFailed } from "./errors.ts";
+import { downgradeWithoutFactors, factorsJson } from "./mfa.ts";
 import { checkPassword, hashPassword } from "./passwords.ts";
 import { authSettings, redirectAllowed } from "./settings.ts";
 import {
@@ -347,6 +348,37 @@ export class AuthAdmin {
       });
     });
     return {};
+  }
+
+  /** GET /admin/users/{id}/factors (auth.admin.mfa.listFactors). */
+  async listFactors(req: AdminRequest, id: string) {
+    return this.db.asService(
+      async (tx) => factorsJson(tx, req.tenant.id, (await this.load(tx, req, id)).id),
+      { readOnly: true },
+    );
+  }
+
+  /**
+   * DELETE /admin/users/{id}/factors/{factorId} (auth.admin.mfa.deleteFactor): a lost factor
+   * removed; with no verified factor left the user's sessions are aal1 again.
+   */
+  async deleteFactor(req: AdminRequest, id: string, factorId: string) {
+    if (!UUID.test(factorId)) throw new AuthError(404, "validation_failed", "factor_id must be an UUID");
+    return this.db.asService(async (tx) => {
+      const user = await this.load(tx, req, id, true);
+      const factor = (await factorsJson(tx, req.tenant.id, user.id)).find(
+        (f) => (f as { id: string }).id === factorId.toLowerCase(),
+      );
+      if (!factor) throw new AuthError(404, "mfa_factor_not_found", "Factor not found");
+      await tx.query("delete from internal.mfa_factors where tenant_id = $1 and user_id = $2 and id = $3", [
+        req.tenant.id,
+        user.id,
+        factorId.toLowerCase(),
+      ]);
+      await downgradeWithoutFactors(tx, req.tenant.id, user.id);
+      await this.audit(tx, req, "auth.factor_deleted", user.id, { factor_id: factorId.toLowerCase() });
+      return factor;
+    });
   }
 
   /** Where a generated link leads: an allowed redirect_to, else the tenant's site_url, else its portal. */

@@ -108,5 +108,11 @@ export async function unsupportedRoutes(app: FastifyInstance): Promise<void> {
   // Backline as an OAuth 2.1 server (auth.oauth, auth.admin.oauth).
   app.all("/oauth/*", refuse(oauthServerDisabled));
   app.all("/admin/oauth/*", adminRefuse(oauthServerDisabled));
+  app.all("/user/oauth/*", refuse(oauthServerDisabled));
+
+  // Custom OAuth and OIDC providers' admin API.
+  const customDisabled = () => new AuthError(404, "feature_disabled", "Custom OAuth providers are disabled");
+  app.all("/admin/custom-providers", adminRefuse(customDisabled));
+  app.all("/admin/custom-providers/*", adminRefuse(customDisabled));
   app.get("/.well-known/oauth-authorization-server", refuse(oauthServerDisabled));
 }
