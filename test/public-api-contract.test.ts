@@ -884,6 +884,8 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     }
     await call("getStatement", 404, { key: payoutsKey, params: { id: missing } });
     await call("listMyBalances", 200, { key: payeeToken });
+    const mine = await call("exportMyData", 200, { key: payeeToken });
+    assert.equal(mine.body.format, "backline.person-export");
     await call("listMyStatements", 200, { key: payeeToken });
     for (const id of ["getMyStatement", "getMyStatementCsv", "getMyStatementPdf"]) {
       await call(id, 200, { key: payeeToken, params: { id: statementId } });
