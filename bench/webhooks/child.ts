@@ -45,12 +45,14 @@ if (task.kind === "dispatcher") {
       );
     };
   const logger = { info: () => {}, warn: complain("warn"), error: complain("error") };
+  const secrets = new SecretBox(Buffer.from(task.key, "base64"));
   const db = new Db(
     new PostgresEngine({ url: task.url, poolSize: task.poolSize, applicationName: "bench-dispatcher" }),
+    { secrets },
   );
   const dispatcher = new WebhookDispatcher({
     db,
-    secrets: new SecretBox(Buffer.from(task.key, "base64")),
+    secrets,
     allowPrivate: true,
     concurrency: task.concurrency,
     logger,

@@ -80,7 +80,9 @@ async function run(s: Scenario, n: number) {
     endpoints.push(r.rows[0]?.id as string);
   }
   const dispatcher = new WebhookDispatcher({
-    db: new Db(new PostgresEngine({ url, poolSize: 10, applicationName: "bench-dispatcher" })),
+    db: new Db(new PostgresEngine({ url, poolSize: 10, applicationName: "bench-dispatcher" }), {
+      secrets: box,
+    }),
     secrets: box,
     allowPrivate: true,
     concurrency: CONCURRENCY,

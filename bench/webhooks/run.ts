@@ -540,9 +540,13 @@ async function onPostgres(receiver: BenchReceiver): Promise<PostgresResults> {
   }
   const appUrl = withDatabase(ADMIN_URL, dbName, "authenticator");
   // The writer: a state change's transaction is its own, on the app's login role.
-  const db = new Db(new PostgresEngine({ url: appUrl, poolSize: 4, applicationName: "bench-writer" }));
-  defer("writer pool", () => db.close());
+  // The server's master key: tenants are made with a sealed signing secret, and the dispatcher
+  // (child.ts) opens the endpoints' secrets with the same key.
   const key = randomBytes(32);
+  const db = new Db(new PostgresEngine({ url: appUrl, poolSize: 4, applicationName: "bench-writer" }), {
+    secrets: new SecretBox(key),
+  });
+  defer("writer pool", () => db.close());
   const startDispatcher = async (): Promise<Running> => {
     const child = forkChild({
       kind: "dispatcher",
@@ -560,9 +564,7 @@ async function onPostgres(receiver: BenchReceiver): Promise<PostgresResults> {
       },
     };
   };
-  const s = await prepare(db, new SecretBox(key), receiver, "pg", startDispatcher, () =>
-    postgresCpuMs(dbName),
-  );
+  const s = await prepare(db, db.secrets, receiver, "pg", startDispatcher, () => postgresCpuMs(dbName));
 
   const rounds: Throughput[][] = [];
   for (let round = 0; round < ROUNDS; round++) {
@@ -595,8 +597,8 @@ async function onPglite(receiver: BenchReceiver): Promise<PgliteResults> {
   const engine = await PgliteEngine.open();
   defer("PGlite", () => engine.close());
   await migrate(engine);
-  const db = new Db(engine);
   const box = new SecretBox(randomBytes(32));
+  const db = new Db(engine, { secrets: box });
   let warnings = 0;
   const complain = (...args: unknown[]) => {
     warnings++;
