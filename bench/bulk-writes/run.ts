@@ -92,10 +92,16 @@ const emptyFigures = (): Figures => ({
   read: [],
 });
 
-/** The migrations without this change: what "before" is migrated with first. */
+/**
+ * The migrations before this change: what "before" is migrated with first, to read the functions
+ * as they were. Only those before it: later ones build on it (0033 replaces a function 0032
+ * creates), so the list without it alone no longer applies.
+ */
 function migrationsBefore() {
   const all = loadMigrations();
-  return all.filter((m) => m.name !== MIGRATION);
+  const version = all.find((m) => m.name === MIGRATION)?.version;
+  if (version === undefined) throw new Error(`no migration named ${MIGRATION}`);
+  return all.filter((m) => m.version < version);
 }
 
 /**

@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createReadStream, readFileSync } from "node:fs";
 import fs from "node:fs/promises";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -36,7 +37,10 @@ import {
 } from "./generate.ts";
 
 // Tenants are made with a signing secret, sealed: a throwaway key for the bench's database.
-const benchSecrets = () => new SecretBox(randomBytes(32));
+// One key for the whole run: the database is reopened after the import (the GET step), and a
+// fresh key there could not open what the first one sealed (SecretKeyError, answered 500).
+const BENCH_KEY = randomBytes(32);
+const benchSecrets = () => new SecretBox(BENCH_KEY);
 
 // BENCH_FORMAT=ddex-dsr: the same catalog and line count as a DDEX DSR flat file.
 const writeReport = process.env.BENCH_FORMAT === "ddex-dsr" ? writeDsrReport : writeBacklineReport;
@@ -147,10 +151,11 @@ function runChild(target: string, tenantId: string, file: string): Promise<Recor
 }
 
 async function measureGet(db: Db, accountId: string): Promise<Record<string, number>> {
-  const port = 30000 + Math.floor(Math.random() * 20000);
-  const config = loadConfig({ PORT: String(port), LOG_LEVEL: "silent", DATA_DIR: dir });
+  const config = loadConfig({ LOG_LEVEL: "silent", DATA_DIR: dir });
   const app = buildApp({ config, db, logger: pino({ level: "silent" }) });
-  await app.listen({ port, host: "127.0.0.1" });
+  // Port 0: the system picks a free one (a random pick could meet another process's).
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const port = (app.server.address() as AddressInfo).port;
   try {
     const { secret } = await issueKey(db, { accountId, mode: "live" });
     const url = `http://127.0.0.1:${port}/api/public/v1/royalties?group_by=store`;
