@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import type { Db } from "../src/db/db.ts";
 import { Worker } from "../src/jobs/worker.ts";
 import { ddexSettingsOf } from "../src/pipeline/ddex/adapter.ts";
+import { choreographyErrors } from "../src/pipeline/ddex/choreography.ts";
 import { buildNewReleaseMessage, type ErnMessageInput, type ErnTrack } from "../src/pipeline/ddex/ern.ts";
 import { ERN_WRITERS } from "../src/pipeline/ddex/ern-writers.ts";
 import { buildNewReleaseMessage382, ERN_382_NAMESPACE } from "../src/pipeline/ddex/ern382.ts";
@@ -40,6 +41,8 @@ import { said43, said382, texts } from "./support/ern-said.ts";
 import { ern382SchemaErrors, ern382SchemaSkip, schema382MissingFails } from "./support/ern-schema.ts";
 import { tempDir } from "./support/process.ts";
 import { FUTURE_DATE } from "./support/public-api.ts";
+import { type SftpStoreFixture, startSftpStoreFixture } from "./support/sftp-server.ts";
+import { SHARED_REQUIRED, sharedPath } from "./support/shared.ts";
 
 /**
  * ERN 3.8.2 for the stores that take it (issue 41, docs/ddex.md "ERN versions"): the same
@@ -47,8 +50,10 @@ import { FUTURE_DATE } from "./support/public-api.ts";
  * display artists, contributors and their roles, ISRCs, ICPN, catalogue and proprietary ids, P
  * and C lines, genres, parental warnings, files, deals and territories — must say the same; the
  * store setting that chooses the version; and real deliveries on each engine to a store set to
- * 3.8.2 (new release, update, takedown) whose dropped messages are valid against DDEX's 3.8.2
- * schema. Every kind of message against the schema, without a database: test/ddex-schema.test.ts.
+ * 3.8.2 — into a folder (new release, update, takedown) and over SFTP with the choreography's
+ * ManifestMessage — whose messages are valid against DDEX's 3.8.2 schema (and the manifest
+ * against the choreography's). Every kind of message against the schema, without a database:
+ * test/ddex-schema.test.ts.
  */
 
 const RELEASE_ID = "6b1f6f0e-1d1c-4c57-9a0e-0d3c6c1f5a01";
@@ -599,5 +604,104 @@ describeEachEngine("delivery to a store that takes ERN 3.8.2", (t) => {
       const from = Date.parse(textAt(d, "ValidityPeriod/StartDateTime"));
       assert.ok(from >= before - 1000 && from <= Date.now() + 1000, "the takedown starts now");
     }
+  });
+});
+
+// The store's whole channel over SFTP: the 3.8.2 message and the choreography's ManifestMessage
+// beside it, each valid against its own DDEX schema.
+const ERNC_DIR = process.env.DDEX_ERNC_SCHEMA_DIR
+  ? path.resolve(process.env.DDEX_ERNC_SCHEMA_DIR)
+  : sharedPath("ddex", "ernc-sftp18");
+const erncSkip =
+  fs.existsSync(path.join(ERNC_DIR, "ern-choreography-sftp.xsd")) || SHARED_REQUIRED
+    ? undefined
+    : `DDEX's ERN choreography 1.8 schema is not at ${ERNC_DIR}`;
+
+describeEachEngine("ERN 3.8.2 over SFTP, with the choreography's manifest", (t) => {
+  const db = () => t().db;
+  const STORE = `sftp382_${randomUUID().slice(0, 6)}`;
+  let fixture: SftpStoreFixture;
+
+  before(async () => {
+    fixture = await startSftpStoreFixture(db(), {
+      prefix: "ern382",
+      tenant: "ERN 3 SFTP Label",
+      account: "Owl",
+    });
+    await configureDdexStore(db(), STORE, {
+      sender: SENDER,
+      recipient: RECIPIENT,
+      destination: fixture.server.settings(),
+      ern_version: "3.8.2",
+    });
+    fixture.startWorker();
+  });
+  after(async () => {
+    await fixture?.close();
+  });
+
+  test("a store set to 3.8.2 receives a schema-valid 3.8.2 message and a schema-valid ManifestMessage", {
+    skip: erncSkip ?? (schema382MissingFails ? undefined : ern382SchemaSkip),
+  }, async () => {
+    const upc = gtin13("400638300002");
+    const release = await seedRelease(
+      db(),
+      fixture.account.id,
+      {
+        title: "Night Drive",
+        release_type: "single",
+        artist_name: "Luna Vale",
+        primary_genre: "electronic",
+        release_date: FUTURE_DATE,
+        label_name: "Night Owl Records",
+        licensed_territories_include: "WW",
+        services: [STORE],
+        language: "en",
+        upc,
+      },
+      [{ title: "Night Drive", isrc: "QZDDX2638203", duration: 200, track_number: 1 }],
+    );
+    const audio = wavBytes(11);
+    placeMedia(fixture.media, fixture.account.id, release.id, {
+      cover: jpegBytes(6),
+      audio: [{ trackId: release.tracks[0]?.id as string, ext: "wav", data: audio }],
+    });
+    await rowsOf(db(), "update public.releases set status = 'submitted' where id = $1", [release.id]);
+    fixture.wake();
+    const [d] = await poll(
+      "the delivery",
+      () =>
+        rowsOf<{ id: string; status: string; message: string | null; batch_id: string | null }>(
+          db(),
+          "select id::text as id, status, message, batch_id from internal.release_deliveries where release_id = $1",
+          [release.id],
+        ),
+      (ds) => ds[0]?.status === "delivered" || ds[0]?.status === "error",
+      30_000,
+    );
+    assert.equal(d?.status, "delivered", d?.message ?? "");
+    const dir = path.join(fixture.server.root, "incoming", d?.batch_id ?? "");
+    const files = listFiles(dir);
+    assert.ok(files.includes(`${upc}/${upc}.xml`), files.join(", "));
+    const xml = fs.readFileSync(path.join(dir, upc, `${upc}.xml`), "utf8");
+    assert.deepEqual(await ern382SchemaErrors(xml), [], xml);
+    const root = parseXml(xml);
+    assert.equal(root.attrs["xmlns:ern"], ERN_382_NAMESPACE);
+    assert.equal(textAt(root, "MessageHeader/MessageId"), d?.id);
+    const file = at(
+      root,
+      "ResourceList/SoundRecording/SoundRecordingDetailsByTerritory/TechnicalSoundRecordingDetails/File",
+    );
+    assert.deepEqual(
+      fs.readFileSync(path.join(dir, upc, textAt(file, "FilePath"), textAt(file, "FileName"))),
+      audio,
+      "the audio as uploaded, where the message says",
+    );
+    assert.equal(textAt(file, "HashSum/HashSum"), hashesOf(audio).md5);
+
+    const manifest = fs.readFileSync(path.join(dir, `BatchComplete_${d?.batch_id}.xml`), "utf8");
+    assert.deepEqual(await choreographyErrors(manifest, ERNC_DIR), []);
+    assert.ok(manifest.includes(`<URL>${upc}/${upc}.xml</URL>`), manifest);
+    assert.ok(manifest.includes(`<MessageId>${d?.id}</MessageId>`), manifest);
   });
 });
