@@ -11,6 +11,9 @@ import type { UploadLimits } from "./storage/uploads.ts";
  * and the README's configuration table is this list. Modules receive the parsed `Config`;
  * nothing below `src/start` reads `process.env` itself.
  */
+/** Schemas of Backline's own that /rest/v1 must never serve, whatever REST_SCHEMAS says. */
+const RESERVED_SCHEMAS = ["internal", "auth", "storage", "information_schema"];
+
 const bool = z
   .enum(["true", "false", "1", "0", "yes", "no"], { message: "must be true or false" })
   .transform((v) => v === "true" || v === "1" || v === "yes");
@@ -134,6 +137,17 @@ const schema = z.object({
   STATEMENT_TIMEOUT_SERVICE_MS: millis().default(60_000),
   REST_MAX_ROWS: z.coerce.number({ message: "must be a number" }).int().min(1).max(100_000).default(1000),
   REST_PLAN_ENABLED: bool.default(false),
+  REST_SCHEMAS: z
+    .string()
+    .default("public")
+    .transform((v) => v.split(",").map((x) => x.trim()))
+    .refine((list) => list.every((x) => /^[a-z_][a-z0-9_]*$/.test(x)), {
+      message: "must be schema names (lower case letters, digits, _), comma-separated",
+    })
+    .refine((list) => list.every((x) => !RESERVED_SCHEMAS.includes(x) && !x.startsWith("pg_")), {
+      message: `must not name Backline's own schemas (${RESERVED_SCHEMAS.join(", ")}) or pg_ ones`,
+    })
+    .refine((list) => new Set(list).size === list.length, { message: "names a schema twice" }),
   WORKER: z.enum(["on", "off"], { message: "must be on or off" }).default("on"),
   WORKER_CONCURRENCY: z.coerce.number({ message: "must be a number" }).int().min(1).max(100).default(4),
   ENCRYPTION_KEY: z
@@ -280,6 +294,8 @@ export interface Config {
   restMaxRows: number;
   /** `Accept: application/vnd.pgrst.plan` answers a statement's plan to a service-role key (PostgREST's db-plan-enabled). */
   restPlanEnabled: boolean;
+  /** The schemas /rest/v1 serves (Accept-Profile/Content-Profile), the first being the default. */
+  restSchemas: string[];
   /** Each request statement's time limit per role on PostgreSQL (ms, 0: none); not for workers or the CLI. */
   statementTimeouts: StatementTimeouts;
   /** The operator backend's worker: inside `npm start` unless off (then run `backline worker`). */
@@ -421,6 +437,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: e.TRUST_PROXY,
     restMaxRows: e.REST_MAX_ROWS,
     restPlanEnabled: e.REST_PLAN_ENABLED,
+    restSchemas: e.REST_SCHEMAS,
     statementTimeouts: {
       anon: e.STATEMENT_TIMEOUT_ANON_MS,
       authenticated: e.STATEMENT_TIMEOUT_AUTHENTICATED_MS,

@@ -19,7 +19,12 @@ export function register(program: Command, cli: Cli): void {
       `the request role whose view of the tables to type (${ROLES.join(", ")})`,
       "authenticated",
     )
-    .action(async (language: string, opts: { role: string }) => {
+    .option(
+      "--schema <names>",
+      "the exposed schemas to type, comma-separated, the first being the default (REST_SCHEMAS)",
+      process.env.REST_SCHEMAS ?? "public",
+    )
+    .action(async (language: string, opts: { role: string; schema: string }) => {
       if (language !== "typescript") throw new UsageError(`no types for ${language}: only typescript`);
       if (!(ROLES as readonly string[]).includes(opts.role))
         throw new UsageError(`--role must be one of ${ROLES.join(", ")}`);
@@ -27,8 +32,11 @@ export function register(program: Command, cli: Cli): void {
         const { loadSchemaCache } = await import("../rest/schema-cache.ts");
         const { typescriptTypes } = await import("../rest/typescript-types.ts");
         const { describedRole } = await import("../rest/openapi.ts");
-        const cache = await loadSchemaCache(db);
-        cli.io.stdout(typescriptTypes(cache, describedRole(opts.role)));
+        const names = opts.schema.split(",").map((x) => x.trim());
+        if (names.some((n) => !/^[a-z_][a-z0-9_]*$/.test(n)))
+          throw new UsageError("--schema must be schema names, comma-separated");
+        const caches = await Promise.all(names.map((n) => loadSchemaCache(db, n)));
+        cli.io.stdout(typescriptTypes(caches, describedRole(opts.role)));
       });
     });
 }

@@ -182,28 +182,34 @@ export function buildApp(given: AppDeps): FastifyInstance {
   app.register(healthRoutes, { db: deps.db });
   app.register(authRoutes, { prefix: "/auth/v1", auth, directory });
 
-  // The schema cache is read on first use, once the database is migrated; a failed read is retried.
-  let schemaCache: Promise<SchemaCache> | undefined;
-  const cache = () => {
-    schemaCache ??= loadSchemaCache(deps.db).catch((error: unknown) => {
-      schemaCache = undefined;
-      throw error;
-    });
-    return schemaCache;
+  // Each exposed schema's cache is read on first use, once the database is migrated; a failed
+  // read is retried.
+  const schemaCaches = new Map<string, Promise<SchemaCache>>();
+  const cache = (schema: string) => {
+    let loaded = schemaCaches.get(schema);
+    if (!loaded) {
+      loaded = loadSchemaCache(deps.db, schema).catch((error: unknown) => {
+        schemaCaches.delete(schema);
+        throw error;
+      });
+      schemaCaches.set(schema, loaded);
+    }
+    return loaded;
   };
   // Read again on `NOTIFY pgrst, 'reload schema'` (PostgREST's way; the migration runner sends it
   // after each migration), in every process: requests keep the old cache until the new one is read.
   const reloadSchema = () => {
-    if (schemaCache === undefined) return;
-    const next = loadSchemaCache(deps.db);
-    next.then(
-      () => {
-        schemaCache = next;
-        logger.info("rest: schema cache reloaded");
-      },
-      (error: unknown) =>
-        logger.warn({ err: error }, "rest: reloading the schema cache failed; keeping the old one"),
-    );
+    for (const schema of [...schemaCaches.keys()]) {
+      const next = loadSchemaCache(deps.db, schema);
+      next.then(
+        () => {
+          schemaCaches.set(schema, next);
+          logger.info({ schema }, "rest: schema cache reloaded");
+        },
+        (error: unknown) =>
+          logger.warn({ err: error, schema }, "rest: reloading the schema cache failed; keeping the old one"),
+      );
+    }
   };
   let unlistenSchema: (() => Promise<void>) | undefined;
   app.addHook("onReady", async () => {
@@ -221,6 +227,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
     db: deps.db,
     directory,
     schemaCache: cache,
+    schemas: deps.config.restSchemas,
     maxRows: deps.config.restMaxRows,
     planEnabled: deps.config.restPlanEnabled,
     publicUrl: deps.config.publicUrl,

@@ -78,9 +78,28 @@ const PARAMETERS: Obj = {
     "`return=minimal|representation`, `count=exact`, `tx=commit|rollback`, `handling=strict|lenient`, `max-affected=n`; comma-separated. The ones honoured come back in `Preference-Applied`.",
     { example: "return=representation" },
   ),
-  acceptProfile: header("Accept-Profile", "The schema to read: only `public`.", { enum: ["public"] }),
-  contentProfile: header("Content-Profile", "The schema to write: only `public`.", { enum: ["public"] }),
 };
+
+/**
+ * `Accept-Profile`/`Content-Profile`: the schema a request reads or writes, one of those exposed.
+ * Each schema has its own description (ask for it with `Accept-Profile`); the first is the default.
+ */
+function profileParameters(schema: string, exposed: readonly string[]): Obj {
+  const others = exposed.length > 1 ? ` Exposed: ${exposed.map((s) => `\`${s}\``).join(", ")}.` : "";
+  const options = { enum: [...exposed], default: exposed[0] ?? schema };
+  return {
+    acceptProfile: header(
+      "Accept-Profile",
+      `The schema to read: this description's is \`${schema}\`.${others}`,
+      options,
+    ),
+    contentProfile: header(
+      "Content-Profile",
+      `The schema to write: this description's is \`${schema}\`.${others}`,
+      options,
+    ),
+  };
+}
 
 const CONTENT_RANGE = {
   description: "The rows answered and the total when counted: `0-24/100`, `0-24/*`, `*/0`.",
@@ -283,7 +302,13 @@ function pruneUnused(paths: Obj, components: Record<string, Obj>): void {
 }
 
 /** The description of the tables `role` (a database role: describedRole()) may read, and what it may do with them. */
-export function openApiDocument(cache: SchemaCache, publicUrl: string, role = "authenticated"): Obj {
+export function openApiDocument(
+  cache: SchemaCache,
+  publicUrl: string,
+  role = "authenticated",
+  /** The schemas the installation exposes (REST_SCHEMAS); this document describes `cache.schema`. */
+  exposed: readonly string[] = [cache.schema],
+): Obj {
   const views = [...cache.tables.values()]
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((t) => tableView(t, role))
@@ -308,7 +333,7 @@ export function openApiDocument(cache: SchemaCache, publicUrl: string, role = "a
     },
   };
   const schemas: Obj = { ...ERROR_SCHEMAS };
-  const parameters: Obj = { ...PARAMETERS, ...RPC_PARAMETERS };
+  const parameters: Obj = { ...PARAMETERS, ...RPC_PARAMETERS, ...profileParameters(cache.schema, exposed) };
   const responses: Obj = { ...RESPONSES, ...RPC_RESPONSES };
   for (const view of views) {
     const name = view.table.name;

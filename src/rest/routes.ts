@@ -24,7 +24,10 @@ import { RestError } from "./sql-common.ts";
 export interface RestOptions {
   db: Db;
   directory: TenantDirectory;
-  schemaCache: () => Promise<SchemaCache>;
+  /** The schema cache of one exposed schema (read once, again on `NOTIFY pgrst`). */
+  schemaCache: (schema: string) => Promise<SchemaCache>;
+  /** The schemas requests may name with Accept-Profile/Content-Profile (REST_SCHEMAS); the first is the default. */
+  schemas?: readonly string[];
   /** The most rows one response returns (PostgREST's db-max-rows). */
   maxRows: number;
   /** Whether the service role may ask for a statement's plan (PostgREST's db-plan-enabled). */
@@ -33,8 +36,6 @@ export interface RestOptions {
   /** The app's rate limiter (shared with the other processes on PostgreSQL); its own when unset. */
   limiter?: MemoryRateLimiter;
 }
-
-const EXPOSED_SCHEMAS = ["public"];
 
 /**
  * Request limits per plan (seed 000: "rate limits ... may depend on plan and usage profile"): for
@@ -287,7 +288,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
   // forgotten with the cache when the schema is read again.
   const descriptions = new WeakMap<SchemaCache, Map<string, string>>();
   app.get("/", async (request, reply) => {
-    const cache = await opts.schemaCache();
+    const cache = await opts.schemaCache(profileOf(request, "GET"));
     const role = describedRole(String(request.caller?.claims.role ?? "anon"));
     let byRole = descriptions.get(cache);
     if (!byRole) {
@@ -296,22 +297,22 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     }
     let text = byRole.get(role);
     if (text === undefined) {
-      text = JSON.stringify(openApiDocument(cache, opts.publicUrl, role));
+      text = JSON.stringify(openApiDocument(cache, opts.publicUrl, role, exposed));
       byRole.set(role, text);
     }
     return reply.type("application/openapi+json; charset=utf-8").send(text);
   });
 
-  const checkProfile = (request: FastifyRequest, method: Method) => {
+  const exposed = opts.schemas?.length ? opts.schemas : ["public"];
+  /** The schema a request names (Accept-Profile to read, Content-Profile to write), or the first exposed. */
+  const profileOf = (request: FastifyRequest, method: Method): string => {
     const profileHeader = method === "GET" || method === "HEAD" ? "accept-profile" : "content-profile";
     const profile = request.headers[profileHeader];
-    if (typeof profile === "string" && !EXPOSED_SCHEMAS.includes(profile)) {
-      throw new RestError(
-        406,
-        "PGRST106",
-        `The schema must be one of the following: ${EXPOSED_SCHEMAS.join(", ")}`,
-      );
+    if (typeof profile !== "string") return exposed[0] as string;
+    if (!exposed.includes(profile)) {
+      throw new RestError(406, "PGRST106", `The schema must be one of the following: ${exposed.join(", ")}`);
     }
+    return profile;
   };
   // A plan is for a service key, and only where the installation turned plans on. A tenant's plan
   // leaves out the planner's estimates (costs off): they come from statistics that count every
@@ -341,8 +342,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     const caller = request.caller;
     if (!caller) throw new Error("rest route without a caller");
     const method = request.method as Method;
-    checkProfile(request, method);
-    const cache = await opts.schemaCache();
+    const cache = await opts.schemaCache(profileOf(request, method));
     const name = pathName(request);
     const table = cache.tables.get(name);
     if (!table) {
@@ -398,8 +398,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
     if (method !== "GET" && method !== "HEAD" && method !== "POST") {
       throw new RestError(405, "PGRST101", `Cannot use the ${method} method on RPC`);
     }
-    checkProfile(request, method);
-    const cache = await opts.schemaCache();
+    const cache = await opts.schemaCache(profileOf(request, method));
     const name = pathName(request);
     const rawQuery = request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "";
     checkQueryLength(rawQuery);

@@ -110,8 +110,47 @@ ${indent}}`;
   return overloads.map(one).join(" | ");
 }
 
-/** The TypeScript module: `Json`, `Database`, and the helpers supabase's generator prints beside them. */
-export function typescriptTypes(cache: SchemaCache, role = "authenticated"): string {
+/**
+ * The TypeScript module: `Json`, `Database` with one entry per schema (the first is the helpers'
+ * default, as supabase-js's is `public`), and the helpers supabase's generator prints beside them.
+ */
+export function typescriptTypes(schemas: SchemaCache | SchemaCache[], role = "authenticated"): string {
+  const caches = Array.isArray(schemas) ? schemas : [schemas];
+  const first = caches[0];
+  if (!first) throw new Error("typescriptTypes needs at least one schema");
+  const names = caches.map((c) => c.schema).join(", ");
+  return `// The ${names} schema${caches.length > 1 ? "s" : ""} as /rest/v1 answers the ${role} role, written by
+// \`backline gen types typescript\` (docs/rest.md, "Types for supabase-js"). Regenerate after a migration.
+
+export type Json = ${JSON_TYPE};
+
+export type Database = {
+${caches.map((c) => schemaType(c, role)).join("\n")}
+};
+
+type DefaultSchema = Database[${JSON.stringify(first.schema)}];
+
+export type Tables<T extends keyof (DefaultSchema["Tables"] & DefaultSchema["Views"])> = (DefaultSchema["Tables"] &
+  DefaultSchema["Views"])[T] extends { Row: infer R }
+  ? R
+  : never;
+
+export type TablesInsert<T extends keyof DefaultSchema["Tables"]> = DefaultSchema["Tables"][T] extends {
+  Insert: infer I;
+}
+  ? I
+  : never;
+
+export type TablesUpdate<T extends keyof DefaultSchema["Tables"]> = DefaultSchema["Tables"][T] extends {
+  Update: infer U;
+}
+  ? U
+  : never;
+`;
+}
+
+/** One schema's entry of `Database`: its tables, views and functions as `role` sees them. */
+function schemaType(cache: SchemaCache, role: string): string {
   const tables: string[] = [];
   const views: string[] = [];
   const sorted = [...cache.tables.values()].sort((a, b) => a.name.localeCompare(b.name));
@@ -142,14 +181,7 @@ export function typescriptTypes(cache: SchemaCache, role = "authenticated"): str
     const overloads = (cache.routines.get(name) ?? []).filter((r) => r.executableBy.has(role));
     if (overloads.length) functions.push(`${key(name)}: ${functionType(cache, overloads, role, "      ")};`);
   }
-  const schema = JSON.stringify(cache.schema);
-  return `// The ${cache.schema} schema as /rest/v1 answers the ${role} role, written by
-// \`backline gen types typescript\` (docs/rest.md, "Types for supabase-js"). Regenerate after a migration.
-
-export type Json = ${JSON_TYPE};
-
-export type Database = {
-  ${key(cache.schema)}: {
+  return `  ${key(cache.schema)}: {
     Tables: ${group(tables)};
     Views: ${group(views)};
     Functions: ${group(functions)};
@@ -159,26 +191,5 @@ export type Database = {
     CompositeTypes: {
       [_ in never]: never;
     };
-  };
-};
-
-type DefaultSchema = Database[${schema}];
-
-export type Tables<T extends keyof (DefaultSchema["Tables"] & DefaultSchema["Views"])> = (DefaultSchema["Tables"] &
-  DefaultSchema["Views"])[T] extends { Row: infer R }
-  ? R
-  : never;
-
-export type TablesInsert<T extends keyof DefaultSchema["Tables"]> = DefaultSchema["Tables"][T] extends {
-  Insert: infer I;
-}
-  ? I
-  : never;
-
-export type TablesUpdate<T extends keyof DefaultSchema["Tables"]> = DefaultSchema["Tables"][T] extends {
-  Update: infer U;
-}
-  ? U
-  : never;
-`;
+  };`;
 }
