@@ -1,3 +1,5 @@
+import { opt, type XmlChild, x } from "./xml.ts";
+
 /**
  * What an ERN NewReleaseMessage says, whichever version writes it (docs/ddex.md): the input model
  * both writers take — ern.ts (ERN 4.3) and ern382.ts (ERN 3.8.2) — and the decisions they share,
@@ -190,9 +192,14 @@ export function dealPeriod(input: ErnMessageInput): { start: string; end: string
   return { start: isoDateTime(startAt), end };
 }
 
-/** A P or C line's text, marked (P) or (C) unless it already carries a mark. */
-export function copyrightText(kind: "P" | "C", text: string): string {
-  return /^(\(|℗|©)/.test(text) ? text : `(${kind}) ${text}`;
+/**
+ * A PLine or CLine (the same element in both versions): its year and its text, marked (P) or (C)
+ * unless it already carries a mark; nothing without a text.
+ */
+export function copyrightLine(kind: "P" | "C", text: string | null, year: number | null): XmlChild {
+  if (!text) return undefined;
+  const marked = /^(\(|℗|©)/.test(text) ? text : `(${kind}) ${text}`;
+  return x(`${kind}Line`, opt("Year", year), x(`${kind}LineText`, marked));
 }
 
 /** The title a store shows: `Title (Version)`. */

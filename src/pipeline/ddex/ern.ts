@@ -1,6 +1,6 @@
 import {
   CONTRIBUTOR_ROLE,
-  copyrightText,
+  copyrightLine,
   dealPeriod,
   dealTerritories,
   displayTitleText,
@@ -45,11 +45,6 @@ export type {
   MessageParty,
 } from "./ern-input.ts";
 export { CONTRIBUTOR_ROLE, dealTerritories, genreText, isoDuration, RELEASE_TYPE } from "./ern-input.ts";
-
-function line(kind: "P" | "C", text: string | null, year: number | null): XmlChild {
-  if (!text) return undefined;
-  return x(`${kind}Line`, opt("Year", year), x(`${kind}LineText`, copyrightText(kind, text)));
-}
 
 function displayTitle(title: string, version: string | null): XmlChild[] {
   return [
@@ -108,7 +103,7 @@ export function buildNewReleaseMessage(input: ErnMessageInput): string {
       x(
         "SoundRecordingEdition",
         x("ResourceId", opt("ISRC", t.isrc)),
-        line("P", release.phonographic_copyright, release.phonographic_year),
+        copyrightLine("P", release.phonographic_copyright, release.phonographic_year),
         file &&
           x(
             "TechnicalDetails",
@@ -205,8 +200,8 @@ export function buildNewReleaseMessage(input: ErnMessageInput): string {
       x("DisplayArtistRole", "MainArtist"),
     ),
     x("ReleaseLabelReference", labelRef),
-    line("P", release.phonographic_copyright, release.phonographic_year),
-    line("C", release.copyright, release.copyright_year),
+    copyrightLine("P", release.phonographic_copyright, release.phonographic_year),
+    copyrightLine("C", release.copyright, release.copyright_year),
     totalSeconds > 0 ? x("Duration", isoDuration(totalSeconds)) : undefined,
     genre,
     opt("ReleaseDate", release.release_date),

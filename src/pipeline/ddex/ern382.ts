@@ -1,5 +1,5 @@
 import {
-  copyrightText,
+  copyrightLine,
   dealPeriod,
   dealTerritories,
   type ErnMessageInput,
@@ -69,11 +69,6 @@ const WORLDWIDE = x("TerritoryCode", "Worldwide");
 function performanceLanguage(tag: string | null): string | undefined {
   const primary = tag?.split("-")[0]?.toLowerCase();
   return primary && /^[a-z]{2}$/.test(primary) ? primary : undefined;
-}
-
-function line(kind: "P" | "C", text: string | null, year: number | null): XmlChild {
-  if (!text) return undefined;
-  return x(`${kind}Line`, opt("Year", year), x(`${kind}LineText`, copyrightText(kind, text)));
 }
 
 function titles(title: string, version: string | null): XmlChild[] {
@@ -165,7 +160,7 @@ export function buildNewReleaseMessage382(input: ErnMessageInput): string {
         contributors(t, "IndirectResourceContributor"),
         x("DisplayArtistName", artistOf(t)),
         opt("LabelName", release.label_name),
-        line("P", release.phonographic_copyright, release.phonographic_year),
+        copyrightLine("P", release.phonographic_copyright, release.phonographic_year),
         genre,
         parental(t.explicit),
         audio &&
@@ -267,8 +262,8 @@ export function buildNewReleaseMessage382(input: ErnMessageInput): string {
       opt("OriginalReleaseDate", release.original_release_date ?? release.release_date),
     ),
     totalSeconds > 0 ? x("Duration", isoDuration(totalSeconds)) : undefined,
-    line("P", release.phonographic_copyright, release.phonographic_year),
-    line("C", release.copyright, release.copyright_year),
+    copyrightLine("P", release.phonographic_copyright, release.phonographic_year),
+    copyrightLine("C", release.copyright, release.copyright_year),
   );
 
   const trackReleases = tracks.map((t, i) =>
@@ -295,7 +290,7 @@ export function buildNewReleaseMessage382(input: ErnMessageInput): string {
         genre,
       ),
       t.duration ? x("Duration", isoDuration(t.duration)) : undefined,
-      line("P", release.phonographic_copyright, release.phonographic_year),
+      copyrightLine("P", release.phonographic_copyright, release.phonographic_year),
     ),
   );
 
