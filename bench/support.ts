@@ -2,6 +2,7 @@
 // bench/rest/servers.ts in their own processes, and autocannon measurements.
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -16,6 +17,10 @@ export const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 /** Each pair is measured this many times, the order alternating. */
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+/** Seconds of warm-up before each measurement. */
+export const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
+/** BENCH_SMOKE=1: the smallest data that still runs every step (bench/smoke.ts), for benchmarks with no size of their own. */
+export const SMOKE = process.env.BENCH_SMOKE === "1";
 
 /** package.json's start script, e.g. `A=1 node --flag src/start/server.ts`: its variables and node's arguments. */
 export function npmStart(): { env: Record<string, string>; args: string[] } {
@@ -48,15 +53,30 @@ export function withDatabase(url: string, db: string, user?: string): string {
   return u.toString();
 }
 
+/** A port free right now (the system's pick): a random one could meet another process's. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 export interface Server {
   child: ChildProcess;
   url: string;
 }
 
 /** `node bench/rest/servers.ts <kind>` on a random port; resolves once it says it is ready. */
-export function startServer(kind: "backline" | "baseline", env: Record<string, string>): Promise<Server> {
+export async function startServer(
+  kind: "backline" | "baseline",
+  env: Record<string, string>,
+): Promise<Server> {
+  const port = String(await freePort());
   return new Promise((resolve, reject) => {
-    const port = String(20000 + Math.floor(Math.random() * 20000));
     const child = spawn(process.execPath, [path.join(ROOT, "bench/rest/servers.ts"), kind], {
       cwd: ROOT,
       env: { ...process.env, ...env, PORT: port, LOG_LEVEL: "warn" },
@@ -121,7 +141,7 @@ function postgresCpuBetween(before: Map<number, number>, after: Map<number, numb
 }
 
 /**
- * Warms the pool and the plans for 2 s, then measures for DURATION seconds. With `cpu`, also the
+ * Warms the pool and the plans for WARMUP seconds (2), then measures for DURATION seconds. With `cpu`, also the
  * CPU time per request of the server's process and of the database's backends over the
  * measurement: a figure other work on the machine disturbs far less than requests per second.
  */
@@ -130,7 +150,7 @@ export async function load(
   headers: Record<string, string>,
   cpu?: { server: Server; database?: string },
 ): Promise<Measure> {
-  await autocannon({ url, connections: CONNECTIONS, duration: 2, headers });
+  await autocannon({ url, connections: CONNECTIONS, duration: WARMUP, headers });
   const pid = cpu?.server.child.pid;
   const before = pid
     ? {

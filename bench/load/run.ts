@@ -12,7 +12,8 @@
 //   npm run bench:load                                  # 100 connections, 15 s each
 //   BENCH_DURATION=5 BENCH_TARGETS=embedded,postgres npm run bench:load -- --check   # what CI runs
 //
-// --check exits 1 if any answer was a reset, a timeout or a 5xx other than 503.
+// --check exits 1 if any answer was a reset, a timeout or a 5xx other than 503. BENCH_USERS (20):
+// the signed-in users the connections act as (each signs up first: a password hash apiece).
 // The workload: 4 of 5 requests read a page of releases (GET /rest/v1/releases), 1 in 5 inserts
 // a release (POST /rest/v1/releases, return=minimal), each connection as one of 20 signed-in
 // users with their own accounts. Rate limits are raised out of the way for the tenant (the bench
@@ -30,7 +31,7 @@ import { ADMIN_URL, npmStartEnv, ROOT, withDatabase } from "../support.ts";
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 100);
-const USERS = 20;
+const USERS = Number(process.env.BENCH_USERS ?? 20);
 const TARGETS = (process.env.BENCH_TARGETS ?? "baseline,embedded,postgres").split(",");
 const CHECK = process.argv.includes("--check");
 

@@ -13,7 +13,17 @@ import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import { Metrics } from "../../src/observability/metrics.ts";
-import { average, CONNECTIONS, DURATION, type Measure, ROOT, ROUNDS } from "../support.ts";
+import {
+  average,
+  CONNECTIONS,
+  DURATION,
+  freePort,
+  type Measure,
+  ROOT,
+  ROUNDS,
+  SMOKE,
+  WARMUP,
+} from "../support.ts";
 
 const TOKEN = "bench-metrics-token-0123456789abcdef";
 
@@ -25,7 +35,7 @@ function micro(): number {
   });
   const routes = ["/rest/v1/*", "/api/public/v1/releases/:id", "/health", "/auth/v1/token"];
   const statuses = [200, 200, 200, 404, 401];
-  const n = 2_000_000;
+  const n = SMOKE ? 100_000 : 2_000_000;
   const observe = (i: number) =>
     metrics.observe(
       "rest",
@@ -34,7 +44,7 @@ function micro(): number {
       statuses[i % 5] as number,
       0.004 + (i % 100) / 1000,
     );
-  for (let i = 0; i < 200_000; i++) observe(i);
+  for (let i = 0; i < n / 10; i++) observe(i);
   const before = process.cpuUsage();
   for (let i = 0; i < n; i++) observe(i);
   const used = process.cpuUsage(before);
@@ -46,9 +56,9 @@ interface Server {
   url: string;
 }
 
-function start(metricsOn: boolean): Promise<Server> {
+async function start(metricsOn: boolean): Promise<Server> {
+  const port = String(await freePort());
   return new Promise((resolve, reject) => {
-    const port = String(20000 + Math.floor(Math.random() * 20000));
     const child = spawn(process.execPath, [path.join(ROOT, "bench/metrics/server.ts")], {
       cwd: ROOT,
       env: { ...process.env, PORT: port, LOG_LEVEL: "warn", METRICS_TOKEN: metricsOn ? TOKEN : "" },
@@ -75,7 +85,7 @@ async function cpu(server: Server): Promise<number> {
 
 async function measure(server: Server, path: string, headers: Record<string, string>): Promise<Result> {
   const url = server.url + path;
-  await autocannon({ url, connections: CONNECTIONS, duration: 1, headers });
+  await autocannon({ url, connections: CONNECTIONS, duration: Math.min(1, WARMUP), headers });
   const before = await cpu(server);
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers });
   const cpuUs = (await cpu(server)) - before;

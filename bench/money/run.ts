@@ -52,7 +52,7 @@ import { buildApp } from "../../src/http/app.ts";
 import { statementFor } from "../../src/money/statements.ts";
 import { SecretBox } from "../../src/secrets/box.ts";
 import { userToken } from "../../test/support/seed.ts";
-import { ADMIN_URL, cpuSecondsOf, withDatabase } from "../support.ts";
+import { ADMIN_URL, cpuSecondsOf, freePort, withDatabase } from "../support.ts";
 import { type MoneySeed, seedMoney } from "./seed.ts";
 
 const ENGINE = (process.env.BENCH_ENGINE ?? "postgres") as "postgres" | "pglite";
@@ -391,7 +391,7 @@ async function statements(t: Target, s: MoneySeed) {
     );
     return u;
   });
-  const port = 30000 + Math.floor(Math.random() * 20000);
+  const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "backline-bench-money-app-"));
   cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
   const base = `http://127.0.0.1:${port}`;

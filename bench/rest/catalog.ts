@@ -2,6 +2,7 @@
 import { signAccessToken } from "../../src/auth/tokens.ts";
 import type { Engine } from "../../src/db/types.ts";
 import { newJwtSecret, tenantKeys } from "../../src/tenancy/keys.ts";
+import { SMOKE } from "../support.ts";
 
 export interface Seeded {
   tenantId: string;
@@ -36,7 +37,10 @@ export async function userHeaders(s: Seeded): Promise<Record<string, string>> {
   return { apikey: keys.anon_key, authorization: `Bearer ${token}` };
 }
 
-/** A catalog of 51 accounts x 3 artists x 40 releases x 12 tracks; the benchmark user owns one account. */
+/**
+ * A catalog of 51 accounts x 3 artists x 40 releases x 12 tracks; the benchmark user owns one
+ * account. BENCH_SMOKE=1 (bench/smoke.ts): 3 accounts, the same shape per artist.
+ */
 export async function seed(engine: Engine): Promise<Seeded> {
   return engine.transaction(
     async (tx) => {
@@ -55,7 +59,7 @@ export async function seed(engine: Engine): Promise<Seeded> {
         )
       ).rows[0] as { id: string };
       await tx.exec(`
-      insert into internal.accounts (tenant_id, name) select '${t.id}', 'Account ' || g from generate_series(0, 50) g;
+      insert into internal.accounts (tenant_id, name) select '${t.id}', 'Account ' || g from generate_series(0, ${SMOKE ? 2 : 50}) g;
       insert into internal.memberships (tenant_id, account_id, user_id, role)
         select '${t.id}', id, '${user.id}', 'owner' from internal.accounts where tenant_id = '${t.id}' and name = 'Account 0';
       insert into public.artist_profiles (account_id, name)

@@ -6,6 +6,7 @@
 //
 // Options (environment): BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS
 // (default 10), BENCH_ROUNDS (default 2: each pair measured this many times, order alternating).
+import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -22,6 +23,7 @@ import {
   type Measure,
   ROUNDS,
   startServer,
+  stopServer,
   withDatabase,
 } from "../support.ts";
 import { seed, userHeaders } from "./catalog.ts";
@@ -95,8 +97,8 @@ async function main() {
         ...table,
       );
     } finally {
-      backline.child.kill("SIGTERM");
-      baseline.child.kill("SIGTERM");
+      await stopServer(backline);
+      await stopServer(baseline);
     }
     results.push("", await pgliteFigures());
   } finally {
@@ -109,7 +111,15 @@ async function main() {
 
 /** The same queries on the embedded database (one connection: requests take turns). */
 async function pgliteFigures(): Promise<string> {
-  const dataDir = path.join(os.tmpdir(), `backline-bench-pglite-${process.pid}`);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "backline-bench-pglite-"));
+  try {
+    return await pgliteOn(dataDir);
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function pgliteOn(dataDir: string): Promise<string> {
   const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
   await migrate(engine);
   const s = await seed(engine);
@@ -129,7 +139,7 @@ async function pgliteFigures(): Promise<string> {
       );
     }
   } finally {
-    server.child.kill("SIGTERM");
+    await stopServer(server);
   }
   return lines.join("\n");
 }

@@ -18,7 +18,7 @@ import { buildApp } from "../../src/http/app.ts";
 import { issueKey } from "../../src/public-api/keys/service.ts";
 import { SecretBox } from "../../src/secrets/box.ts";
 import { createAccount, createTenant } from "../../src/tenancy/tenants.ts";
-import { ADMIN_URL, withDatabase } from "../support.ts";
+import { ADMIN_URL, freePort, withDatabase } from "../support.ts";
 
 const LINES = Number(process.env.BENCH_LINES ?? 10_000_000);
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 100);
@@ -100,7 +100,7 @@ try {
     ).rows[0]?.n,
   );
 
-  const port = 30000 + Math.floor(Math.random() * 20000);
+  const port = await freePort();
   const config = loadConfig({
     PORT: String(port),
     LOG_LEVEL: "silent",
