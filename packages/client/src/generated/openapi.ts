@@ -392,6 +392,13 @@ export interface paths {
     /** Get a catalogue transfer: its status, counts and problems */
     get: operations["getTransfer"];
   };
+  "/me/export": {
+    /**
+     * Everything Backline holds about you, as one JSON document
+     * @description Your /auth/v1 user, sessions, second factors (never their secrets), memberships, invitations, notifications, tickets, the API keys you created (never the keys), the payees you are with their statements and payouts, mail sent to you, and the audit log's entries about you. Your access token only, never an API key, and no Backline-Account. Saved as a file by a browser (Content-Disposition). The shape is versioned: docs/privacy.md.
+     */
+    get: operations["exportMyData"];
+  };
 }
 
 export interface webhooks {
@@ -2458,6 +2465,74 @@ export interface components {
       offset?: number;
       /** @description Whether more items follow this page (with ending_before: precede it). Ask for them with starting_after (the last item's id) or ending_before (the first item's id). */
       has_more: boolean;
+    };
+    /** @description Everything Backline holds about a person (docs/privacy.md). */
+    PersonExport: {
+      /** @constant */
+      format: "backline.person-export";
+      /**
+       * @description The shape's version: a field may be added within a version, never removed or changed.
+       * @constant
+       */
+      version: 1;
+      /** @description When the export was made (ISO 8601). */
+      exported_at: string;
+      /** @description The /auth/v1 user: e-mail, phone, confirmations, metadata, times. No password or hash. */
+      user: {
+        [key: string]: unknown;
+      };
+      identities: {
+          [key: string]: unknown;
+        }[];
+      /** @description Sign-in sessions: client address, user agent, assurance level, times. */
+      sessions: {
+          [key: string]: unknown;
+        }[];
+      /** @description Second factors: name, type, status. Never the secret. */
+      mfa_factors: {
+          [key: string]: unknown;
+        }[];
+      memberships: {
+          [key: string]: unknown;
+        }[];
+      staff_roles: {
+          [key: string]: unknown;
+        }[];
+      invitations_received: {
+          [key: string]: unknown;
+        }[];
+      invitations_sent: {
+          [key: string]: unknown;
+        }[];
+      notifications: {
+          [key: string]: unknown;
+        }[];
+      /** @description Support tickets opened or answered, with their public replies. */
+      tickets: {
+          [key: string]: unknown;
+        }[];
+      /** @description API keys this person created: metadata, never the key. */
+      api_keys_created: {
+          [key: string]: unknown;
+        }[];
+      /** @description The payees this person is (by user or e-mail), without the sealed tax id. */
+      payees: {
+          [key: string]: unknown;
+        }[];
+      statements: {
+          [key: string]: unknown;
+        }[];
+      payouts: {
+          [key: string]: unknown;
+        }[];
+      /** @description Mail sent to this person's address: subject, kind and times, no body. */
+      mail: {
+          [key: string]: unknown;
+        }[];
+      /** @description Audit log entries about this person: as actor, as subject, or naming their address. */
+      audit: {
+          [key: string]: unknown;
+        }[];
     };
     ReleaseSubmittedEvent: {
       /**
@@ -13551,6 +13626,96 @@ export interface operations {
       /** @description No such object in the key's account (another account's ids, and ids that are not ids, are not found either). */
       404: {
         headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Too many requests: wait for `Retry-After` seconds. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description An unexpected error; the request changed nothing it could not undo. */
+      500: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed. */
+      504: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /**
+   * Everything Backline holds about you, as one JSON document
+   * @description Your /auth/v1 user, sessions, second factors (never their secrets), memberships, invitations, notifications, tickets, the API keys you created (never the keys), the payees you are with their statements and payouts, mail sent to you, and the audit log's entries about you. Your access token only, never an API key, and no Backline-Account. Saved as a file by a browser (Content-Disposition). The shape is versioned: docs/privacy.md.
+   */
+  exportMyData: {
+    responses: {
+      /** @description Your data. */
+      200: {
+        headers: {
+          "Content-Disposition": components["headers"]["Content-Disposition"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/json": components["schemas"]["PersonExport"];
+        };
+      };
+      /** @description No API key, or a key that is malformed, unknown, frozen, revoked or expired. */
+      401: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The key lacks the scope this endpoint needs. */
+      403: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
           "X-Request-Id": components["headers"]["X-Request-Id"];
           RateLimit: components["headers"]["RateLimit"];
           "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
