@@ -204,11 +204,15 @@ export async function createBucket(
     throw STORAGE_ERRORS.notSupported(`bucket type ${String(body.type)}`);
   const settings = bucketSettings(body, maxObjectBytes);
   const columns = Object.keys(settings);
-  await tx.query(
-    `insert into storage.buckets (tenant_id, id, owner${columns.map((c) => `, ${c}`).join("")})
+  await tx
+    .query(
+      `insert into storage.buckets (tenant_id, id, owner${columns.map((c) => `, ${c}`).join("")})
      values ($1, $2, $3${columns.map((_, i) => `, $${i + 4}`).join("")})`,
-    [tenantId, id, owner ?? null, ...columns.map((c) => settings[c])],
-  );
+      [tenantId, id, owner ?? null, ...columns.map((c) => settings[c])],
+    )
+    .catch((error: unknown) => {
+      throw asDbError(error)?.sqlstate === "23505" ? STORAGE_ERRORS.bucketExists() : error;
+    });
   return id;
 }
 

@@ -230,7 +230,9 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
       if (error instanceof TooLargeError) throw STORAGE_ERRORS.tooLarge();
       throw error;
     }
-    const cacheControl = String(incoming.cacheControl ?? "max-age=3600");
+    // Served back as a header: only a plain directive list (or Storage's bare seconds) is kept.
+    const given = String(incoming.cacheControl ?? "").trim();
+    const cacheControl = /^[\w=, -]{1,200}$/.test(given) ? given : "max-age=3600";
     const now = new Date().toISOString();
     const metadata = {
       eTag: `"${stored.sha256.slice(0, 32)}"`,
