@@ -20,6 +20,7 @@ import {
   keyClaims,
   type SeedUser,
   seedAccount,
+  seedStaffUser,
   seedTenant,
   seedUser,
   serviceClaims,
@@ -1874,6 +1875,8 @@ describeEachEngine("RLS matrix: storage buckets and objects", (t) => {
     | "memberB"
     | "keyA"
     | "tenantService"
+    | "staffAdmin"
+    | "staffReviewer"
     | "tenant2User"
     | "tenant2Service";
   const claims = new Map<StorageCaller, Claims>();
@@ -1892,6 +1895,11 @@ describeEachEngine("RLS matrix: storage buckets and objects", (t) => {
     claims.set("memberB", userClaims(await seedUser(db, tenant1, [{ account: accountB, role: "member" }])));
     claims.set("keyA", keyClaims(accountA, "member"));
     claims.set("tenantService", tenantServiceClaims(tenant1));
+    claims.set("staffAdmin", userClaims(await seedStaffUser(db, tenant1, [{ of: tenant1, role: "admin" }])));
+    claims.set(
+      "staffReviewer",
+      userClaims(await seedStaffUser(db, tenant1, [{ of: tenant1, role: "reviewer" }])),
+    );
     claims.set(
       "tenant2User",
       userClaims(await seedUser(db, tenant2, [{ account: accountC, role: "owner" }])),
@@ -1923,6 +1931,8 @@ describeEachEngine("RLS matrix: storage buckets and objects", (t) => {
     memberB: { objects: 1, buckets: 1 },
     keyA: { objects: 1, buckets: 1 },
     tenantService: { objects: 2, buckets: 1 },
+    staffAdmin: { objects: 2, buckets: 1 },
+    staffReviewer: { objects: 0, buckets: 1 },
     tenant2User: { objects: 1, buckets: 1 },
     tenant2Service: { objects: 1, buckets: 1 },
   };
@@ -1953,7 +1963,7 @@ describeEachEngine("RLS matrix: storage buckets and objects", (t) => {
     });
 
     // Writes into account A's folder of tenant 1's bucket.
-    const writesA = ["memberA", "keyA", "tenantService"].includes(caller);
+    const writesA = ["memberA", "keyA", "tenantService", "staffAdmin"].includes(caller);
     test(`${caller}: ${writesA ? "may" : "may not"} write into account A's folder`, async () => {
       const insert = await attempt(
         caller,
@@ -1982,7 +1992,7 @@ describeEachEngine("RLS matrix: storage buckets and objects", (t) => {
       }
     });
 
-    const manages = caller === "tenantService";
+    const manages = caller === "tenantService" || caller === "staffAdmin";
     test(`${caller}: ${manages ? "manages" : "does not manage"} tenant 1's buckets`, async () => {
       const made = await attempt(caller, "insert into storage.buckets (tenant_id, id) values ($1, 'new')", [
         tenant1.id,
