@@ -152,10 +152,14 @@ describeEachEngine("DDEX SFTP choreography 1.8: manifest written, acknowledgemen
     return d as NonNullable<typeof d>;
   }
 
-  const ack = (
-    o: { upc: string; messageId?: string; batchId?: string; release: string; file?: string; error?: string },
-    wrap = (s: string) => s,
-  ) => `<?xml version="1.0" encoding="UTF-8"?>
+  const ack = (o: {
+    upc: string;
+    messageId?: string;
+    batchId?: string;
+    release: string;
+    file?: string;
+    error?: string;
+  }) => `<?xml version="1.0" encoding="UTF-8"?>
 <ernc:AcknowledgementMessage xmlns:ernc="http://ddex.net/xml/ern-c-sftp/18" AvsVersionId="9">
   <MessageHeader>
     <MessageId>ACK-${randomUUID()}</MessageId>
@@ -165,7 +169,7 @@ describeEachEngine("DDEX SFTP choreography 1.8: manifest written, acknowledgemen
   </MessageHeader>
   <ReleaseStatus>
     <ReleaseId><ICPN>${o.upc}</ICPN></ReleaseId>
-    ${wrap(`<ReleaseStatus>${o.release}</ReleaseStatus>`)}${o.error ? `\n    <ErrorText>${o.error}</ErrorText>` : ""}${
+    <ReleaseStatus>${o.release}</ReleaseStatus>${o.error ? `\n    <ErrorText>${o.error}</ErrorText>` : ""}${
       o.messageId
         ? `
     <Acknowledgement>
@@ -326,6 +330,28 @@ describeEachEngine("DDEX SFTP choreography 1.8: manifest written, acknowledgemen
     const again = await pollStore(db(), STORE, { schemaDir: SCHEMA_DIR });
     assert.deepEqual(again.files, []);
     assert.equal((await deliveryOf(invalid.id))?.status, "delivered");
+
+    // Valid against the schema, but sent by another party: kept aside too; the refused delivery
+    // does not go live on its word.
+    const stranger = ack({
+      upc: bad.upc,
+      messageId: badD.id,
+      release: "SuccessfullyIngestedByReleaseDistributor",
+    }).replace(`<MessageSender><PartyId>${RECIPIENT.dpid}`, "<MessageSender><PartyId>PADPIDA2099999999X");
+    assert.deepEqual(await choreographyErrors(stranger, SCHEMA_DIR), []);
+    fs.writeFileSync(path.join(acks, "ACK_stranger.xml"), stranger);
+    const third = await pollStore(db(), STORE, { schemaDir: SCHEMA_DIR });
+    assert.deepEqual(
+      third.files.map((f) => [f.name, f.outcome, f.detail.error]),
+      [
+        [
+          "ACK_stranger.xml",
+          "invalid",
+          `not from this store: sent by PADPIDA2099999999X, not by the store (${RECIPIENT.dpid})`,
+        ],
+      ],
+    );
+    assert.equal((await deliveryOf(bad.id))?.status, "error");
   });
 
   test("from a folder: an acknowledgement that comes before its delivery is read again until it matches; one that never does is given up", {

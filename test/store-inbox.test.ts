@@ -138,7 +138,7 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
     <MessageRecipient><PartyId>${SENDER.dpid}</PartyId></MessageRecipient>
     <MessageCreatedDateTime>2026-11-26T01:00:00Z</MessageCreatedDateTime>
   </MessageHeader>
-  <AcknowledgedFile><FileName>${batchId}/manifest.json</FileName></AcknowledgedFile>
+  <AcknowledgedFile><FileName>${batchId}/BatchComplete_${batchId}.xml</FileName></AcknowledgedFile>
   <FileStatus>${status}</FileStatus>${error ? `\n  <ErrorText>${error}</ErrorText>` : ""}
 </ernac:FtpAcknowledgementMessage>
 `;
@@ -215,9 +215,14 @@ describeEachEngine("store inbox: acknowledgements and reports on a schedule", (t
     );
   });
 
-  test("an error acknowledgement records the store's message on the delivery", async () => {
+  test("an error acknowledgement records the store's message on the delivery (its batch named by its time)", async () => {
     const { releaseId, deliveryId } = await delivered(STORE);
-    const batch = deliveryId.replace(/-/g, "");
+    // ERN-C 1.4 names the batch folder it answers: YYYYMMDDhhmmssnnn (read by element name).
+    const [{ batch_id: batch } = { batch_id: "" }] = await rows<{ batch_id: string }>(
+      "select batch_id from internal.release_deliveries where id = $1",
+      [deliveryId],
+    );
+    assert.match(batch, /^[0-9]{17}$/);
     fs.writeFileSync(
       path.join(server.root, "incoming", "acks", `ACK_${batch}.xml`),
       ftpAck(batch, "ResourceCorrupt", "Cover art below 3000&#215;3000".replace("&#215;", "x")),
@@ -431,6 +436,18 @@ test("parseAcknowledgement: the forms, and what is refused", () => {
     /an error needs a message/,
   );
   assert.throws(() => parseAcknowledgement("x.json", Buffer.from("{nope")), /not valid JSON/);
+  // ERN-C 1.4 (ERN 3's stores), read by element name: the batch by its time-stamped folder.
+  assert.deepEqual(
+    parseAcknowledgement(
+      "ACK.xml",
+      Buffer.from(
+        `<e:FtpAcknowledgementMessage xmlns:e="http://ddex.net/xml/ern-c/14"><MessageHeader><MessageId>7</MessageId></MessageHeader>` +
+          "<AcknowledgedFile><FileName>20261206101500123/BatchComplete_20261206101500123.xml</FileName></AcknowledgedFile>" +
+          "<FileStatus>ResourceCorrupt</FileStatus><ErrorText>bad flac</ErrorText></e:FtpAcknowledgementMessage>",
+      ),
+    ),
+    [{ ref: undefined, batchId: "20261206101500123", status: "error", message: "ResourceCorrupt: bad flac" }],
+  );
   assert.throws(
     () => parseAcknowledgement("x.xml", Buffer.from("<NewReleaseMessage/>")),
     /not a DDEX acknowledgement/,

@@ -54,10 +54,11 @@ export class AckInvalidError extends AckFormatError {
   readonly errors: string[];
   /** The schema itself could not be read: the file is read again once it can. */
   readonly schemaMissing: boolean;
-  constructor(errors: string[], schemaMissing = false) {
-    super(`not valid against DDEX's ERN choreography 1.8 schema: ${errors.slice(0, 3).join("; ")}`);
+  constructor(errors: string[], options: { schemaMissing?: boolean; what?: string } = {}) {
+    const what = options.what ?? "not valid against DDEX's ERN choreography 1.8 schema";
+    super(`${what}: ${errors.slice(0, 3).join("; ")}`);
     this.errors = errors;
-    this.schemaMissing = schemaMissing;
+    this.schemaMissing = options.schemaMissing ?? false;
   }
 }
 
@@ -70,6 +71,8 @@ export async function readAcknowledgement(
   name: string,
   data: Buffer,
   schemaDir: string | undefined,
+  /** The store's DDEX Party ID and ours: a message from another party, or for another, is not read. */
+  parties?: { store: string; us: string },
 ): Promise<{ form: "ern-c-sftp/18" | "legacy"; entries: AckEntry[] }> {
   const xml = data.toString("utf8").replace(/^\uFEFF/, "");
   if (!isChoreographyAck(xml)) return { form: "legacy", entries: parseAcknowledgement(name, data) };
@@ -78,11 +81,22 @@ export async function readAcknowledgement(
     if (!schemaDir) throw new ChoreographySchemaMissing("DDEX_ERNC_SCHEMA_DIR is not set");
     errors = await choreographyErrors(xml, schemaDir);
   } catch (error) {
-    if (error instanceof ChoreographySchemaMissing) throw new AckInvalidError([error.message], true);
+    if (error instanceof ChoreographySchemaMissing)
+      throw new AckInvalidError([error.message], { schemaMissing: true });
     throw error;
   }
   if (errors.length > 0) throw new AckInvalidError(errors);
   const ack = readChoreographyAck(xml);
+  if (parties && ack.sender !== parties.store) {
+    throw new AckInvalidError([`sent by ${ack.sender}, not by the store (${parties.store})`], {
+      what: "not from this store",
+    });
+  }
+  if (parties && !ack.recipients.includes(parties.us)) {
+    throw new AckInvalidError([`addressed to ${ack.recipients.join(", ")}, not to us (${parties.us})`], {
+      what: "not for us",
+    });
+  }
   const entries: AckEntry[] = [];
   for (const r of ack.releases) {
     // The release as the message named it: its UPC (ICPN), or the release id Backline writes as
@@ -153,14 +167,20 @@ export function parseAcknowledgement(name: string, data: Buffer): AckEntry[] {
     );
     const candidates = [...texts(body, "FileName"), ...texts(body, "MessageId"), ...texts(body, "BatchId")];
     const ref = candidates.map((c) => UUID.exec(c)).find((m) => m);
-    if (!ref) throw new AckFormatError("the acknowledgement names no Backline batch or message id");
+    // A batch is named by its time (YYYYMMDDhhmmssnnn) since choreography 1.8 batches; older
+    // ones by the delivery id without dashes.
+    const batch = ref
+      ? undefined
+      : candidates.map((c) => /(?<![0-9])[0-9]{17}(?![0-9])/.exec(c)).find((m) => m);
+    if (!ref && !batch) throw new AckFormatError("the acknowledgement names no Backline batch or message id");
     const statusText = texts(body, "FileStatus")[0] ?? texts(body, "MessageStatus")[0] ?? "";
     const status = OK_STATUSES.has(statusText.toLowerCase()) ? "ok" : "error";
     if (!statusText) throw new AckFormatError("the acknowledgement has no FileStatus");
     const errors = texts(body, "ErrorText");
     return [
       {
-        ref: ref.slice(1).join(""),
+        ref: ref ? ref.slice(1).join("").toLowerCase() : undefined,
+        batchId: batch?.[0],
         status,
         message: status === "error" ? [statusText, ...errors].join(": ") : undefined,
       },
@@ -489,7 +509,9 @@ export interface PollResult {
 export async function inboxOf(
   db: Db,
   code: string,
-): Promise<{ inbox: InboxSettings; source: Destination } | undefined> {
+): Promise<
+  { inbox: InboxSettings; source: Destination; parties: { store: string; us: string } } | undefined
+> {
   const row = await db.asService(
     async (tx) =>
       (
@@ -505,7 +527,12 @@ export async function inboxOf(
   if (settings.adapter !== "ddex") return undefined;
   const ddex = ddexSettingsOf({ code, settings });
   if (!ddex.inbox) return undefined;
-  return { inbox: ddex.inbox, source: (ddex.inbox.source ?? ddex.destination) as Destination };
+  return {
+    inbox: ddex.inbox,
+    source: (ddex.inbox.source ?? ddex.destination) as Destination,
+    // Who the store's messages come from (its Party ID) and are for (ours).
+    parties: { store: ddex.recipient.dpid, us: ddex.sender.dpid },
+  };
 }
 
 /**
@@ -590,7 +617,7 @@ export async function pollStore(
         if (kind === "acknowledgement") {
           let read: Awaited<ReturnType<typeof readAcknowledgement>>;
           try {
-            read = await readAcknowledgement(name, data, options.schemaDir);
+            read = await readAcknowledgement(name, data, options.schemaDir, found.parties);
           } catch (error) {
             if (!(error instanceof AckFormatError)) throw error;
             const named = await deliveriesNamedIn(db, code, name, data);

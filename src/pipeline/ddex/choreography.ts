@@ -168,6 +168,7 @@ export interface AckRelease {
 export interface ChoreographyAck {
   messageId: string;
   sender: string;
+  recipients: string[];
   releases: AckRelease[];
 }
 
@@ -215,6 +216,9 @@ export function readChoreographyAck(xml: string): ChoreographyAck {
   return {
     messageId: text(header.MessageId) ?? "",
     sender: text((header.MessageSender as Node | undefined)?.PartyId) ?? "",
+    recipients: list(header.MessageRecipient)
+      .map((r) => text(r.PartyId))
+      .filter((s): s is string => s !== undefined),
     releases: list(root.ReleaseStatus).map((r) => {
       const id = (r.ReleaseId ?? {}) as Node;
       return {
