@@ -644,6 +644,8 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     await call("listReleaseRoyalties", 404, { params: { id: missing } });
 
     const detail = await call("getRelease", 200, { key: reader, params: { id: releaseId } });
+    const catalogue = await call("exportCatalogue", 200, { key: reader });
+    assert.ok(catalogue.body.releases.some((r: { id: string }) => r.id === releaseId));
     assert.equal(detail.body.tracks.length, 1);
     assert.equal(detail.body.artwork.id, artworkUrl.body.asset_id);
     assert.equal(detail.body.artists[0].id, artistId);

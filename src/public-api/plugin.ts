@@ -20,6 +20,7 @@ import { claimIdempotencyKey, requestHash, type StoredResponse } from "./idempot
 import { openApiDocument } from "./openapi.ts";
 import { keyRoutes } from "./resources/api-keys.ts";
 import { artistRoutes } from "./resources/artists.ts";
+import { catalogueExportRoutes } from "./resources/catalogue-export.ts";
 import { meRoutes } from "./resources/me.ts";
 import { moneyRoutes } from "./resources/money.ts";
 import { releaseRoutes } from "./resources/releases.ts";
@@ -62,6 +63,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...royaltyRoutes,
   ...moneyRoutes,
   ...transferRoutes,
+  ...catalogueExportRoutes,
   ...meRoutes,
 ];
 

@@ -75,6 +75,33 @@ const RELEASE_DETAIL = prepared(`with t as (
   ${jsonRows(currentMediaSql("r.id"))} as "media__"
   from public.releases r where r.id = $1`);
 
+/**
+ * A release with its tracks (each with its current audio), artists and artwork, as GET
+ * /releases/{id} answers it (ReleaseDetail), and its version; undefined when the caller sees no
+ * such release. The catalogue export (catalogue-export.ts) answers the same shape.
+ */
+export async function releaseDetail(
+  tx: Tx,
+  id: string,
+): Promise<{ version: string; body: Record<string, unknown> } | undefined> {
+  const found = (await tx.query<Row & DetailLists>(RELEASE_DETAIL, [id])).rows[0];
+  if (!found) return undefined;
+  const { tracks__: tracks, artists__: artists, media__: assets, ...rest } = found;
+  const { version, row: release } = splitVersion(rest);
+  const media = mediaSlots(assets);
+  const body = {
+    ...releaseOut(release),
+    artwork: media.artwork ? assetOut(media.artwork) : null,
+    tracks: tracks.map((row) => {
+      const track = withDates(row, TIMESTAMPS);
+      const audio = media.audio.get(String(track.id));
+      return { ...trackOut(track), audio: audio ? assetOut(audio) : null };
+    }),
+    artists: artists.map((row) => artistOut(withDates(row, TIMESTAMPS))),
+  };
+  return { version, body };
+}
+
 const RELEASE_BY_ID = prepared(`select ${columns(RELEASE_COLUMNS)} from public.releases where id = $1`);
 const RELEASE_BY_ID_LOCKED = prepared(`${RELEASE_BY_ID.text} for update`);
 
@@ -132,7 +159,7 @@ const ListQuery = Pagination.extend({
     .meta({ description: "Only releases in this status (or any of a comma-separated list)." }),
 }).strict();
 
-const ReleaseDetail = Release.extend({
+export const ReleaseDetail = Release.extend({
   artwork: MediaAsset.nullable().meta({
     description: "The current cover artwork upload and its checks (null before any upload arrived).",
   }),
@@ -351,22 +378,9 @@ export const releaseRoutes = [
     errors: [404],
     handler: async ({ params, read, request }) => {
       const { version, body } = await read(async (tx) => {
-        const found = (await tx.query<Row & DetailLists>(RELEASE_DETAIL, [params.id])).rows[0];
+        const found = await releaseDetail(tx, params.id);
         if (!found) throw notFound("release", params.id);
-        const { tracks__: tracks, artists__: artists, media__: assets, ...rest } = found;
-        const { version, row: release } = splitVersion(rest);
-        const media = mediaSlots(assets);
-        const body = {
-          ...releaseOut(release),
-          artwork: media.artwork ? assetOut(media.artwork) : null,
-          tracks: tracks.map((row) => {
-            const track = withDates(row, TIMESTAMPS);
-            const audio = media.audio.get(String(track.id));
-            return { ...trackOut(track), audio: audio ? assetOut(audio) : null };
-          }),
-          artists: artists.map((row) => artistOut(withDates(row, TIMESTAMPS))),
-        };
-        return { version, body };
+        return found;
       });
       // The tag's digest covers the tracks, artists and media in the answer, so If-None-Match
       // sees a track's change too; If-Match on a write compares the release row's version.
