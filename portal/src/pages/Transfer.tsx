@@ -59,10 +59,13 @@ async function finished(accountId: string, id: string): Promise<Transfer> {
 }
 
 async function uploadFile(accountId: string, file: File): Promise<string> {
-  const xml = /\.xml$/i.test(file.name);
   const slot = await call<Slot>(accountId, "POST", "/transfer-uploads", {
     filename: file.name,
-    content_type: xml ? "application/xml" : "text/csv",
+    content_type: /\.zip$/i.test(file.name)
+      ? "application/zip"
+      : /\.xml$/i.test(file.name)
+        ? "application/xml"
+        : "text/csv",
     size: file.size,
   });
   let response: Response;
@@ -210,17 +213,19 @@ export function TransferPage({ account }: { account: Account }) {
   return (
     <Page title="Bring your catalogue" testid="page-transfer">
       <p>
-        Moving from another distributor? Upload your catalogue as the CSV template (one row per track) or one
-        DDEX ERN message. Releases keep their UPCs, ISRCs and original release dates, so stores match them to
-        what they already have. First you see what would happen; nothing is written until you start the
-        import. Releases arrive as drafts you submit when ready.
+        Moving from another distributor? Upload your catalogue as the CSV template (one row per track), one
+        DDEX ERN message, or a .zip of your previous distributor's ERN delivery with its audio and artwork (at
+        most 64 MB an archive: a larger catalogue goes in several). Releases keep their UPCs, ISRCs and
+        original release dates, so stores match them to what they already have. First you see what would
+        happen; nothing is written until you start the import. Releases arrive as drafts you submit when
+        ready.
       </p>
       <div className="field">
-        <label htmlFor={inputId}>Catalogue file (.csv or .xml)</label>
+        <label htmlFor={inputId}>Catalogue file (.csv, .xml or .zip)</label>
         <input
           id={inputId}
           type="file"
-          accept=".csv,.xml,text/csv,application/xml"
+          accept=".csv,.xml,.zip,text/csv,application/xml,application/zip"
           disabled={busy !== null}
           data-testid="transfer-input"
           onChange={(e) => {
