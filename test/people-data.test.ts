@@ -221,6 +221,15 @@ describeEachEngine("people's own data: export and erasure", (t) => {
       list("audit").some((a) => a.actor === anaId && a.object_table === "internal.api_keys"),
       "her own acts are in it",
     );
+    // Another's act about her names that actor by type and id only.
+    for (const a of list("audit").filter((a) => a.actor !== anaId)) {
+      assert.equal(a.ip, null);
+      assert.deepEqual(a.actor_detail, {});
+    }
+    assert.ok(
+      list("audit").some((a) => a.actor === anaId && typeof a.ip === "string"),
+      "her own acts keep theirs",
+    );
     const text = JSON.stringify(doc);
     for (const secret of [
       "encrypted_password",

@@ -6,7 +6,8 @@
 
 -- 1. The export: version 1 of the shape docs/privacy.md describes. Never a secret or its hash
 -- (passwords, token and code hashes, a factor's secret, a key's hash, the sealed tax id), and the
--- audit rows as the log keeps them (its hidden-column rule already applied).
+-- audit rows as the log keeps them (its hidden-column rule already applied), but for the address
+-- and details of another actor.
 create function internal.person_export(p_tenant uuid, p_user uuid) returns jsonb
 language plpgsql stable security definer set search_path = ''
 as $$
@@ -101,7 +102,10 @@ begin
         order by x.created_at)
       from internal.mail_outbox x where x.tenant_id = p_tenant and x.to_address = u.email), '[]'),
     'audit', coalesce((select jsonb_agg(jsonb_build_object('id', l.id, 'at', l.at, 'tenant_id', l.tenant_id,
-        'actor_type', l.actor_type, 'actor', l.actor, 'actor_detail', l.actor_detail, 'ip', l.ip,
+        'actor_type', l.actor_type, 'actor', l.actor,
+        -- Another's act about them names that actor by type and id only: not their e-mail or address.
+        'actor_detail', case when l.actor_type = 'user' and l.actor = u.id::text then l.actor_detail else '{}' end,
+        'ip', case when l.actor_type = 'user' and l.actor = u.id::text then l.ip end,
         'action', l.action, 'object_table', l.object_table, 'object_id', l.object_id,
         'before', l.before, 'after', l.after) order by l.id)
       from internal.person_audit_ids(p_tenant, p_user, u.email) a join internal.audit_log l on l.id = a.id), '[]')
