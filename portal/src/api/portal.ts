@@ -267,6 +267,9 @@ function plain(error: unknown, context: "sign-in" | "sign-up" | "code" | "passwo
     case "bad_jwt":
       return by("Your session has ended. Sign in again.");
     case "validation_failed":
+      // GoTrue's (and /auth/v1's) words for a malformed address.
+      if (typeof e.message === "string" && e.message.startsWith("Unable to validate email address"))
+        return by("Enter an e-mail address such as name@example.com.", "email");
       if (context === "code") return by("Enter the six-digit code from the e-mail.", "code");
       return by(
         "Fill in both fields: an e-mail address and a password.",
