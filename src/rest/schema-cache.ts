@@ -121,6 +121,12 @@ export interface Relationship {
   isSelf: boolean;
   targetIsView: boolean;
   junction: Junction | undefined;
+  /**
+   * A computed relationship (PostgREST 12+): the function, of this schema, that takes a row of
+   * `table` and returns the `target` rows it relates (to-one when it returns one row or is
+   * declared `rows 1`); embedded by its name, `channels?select=*,get_messages(*)`.
+   */
+  computed?: string;
 }
 
 export interface SchemaCache {
@@ -392,9 +398,29 @@ export async function loadSchemaCache(db: Db, schema = "public"): Promise<Schema
           [schema, [...REQUEST_ROLES]],
         )
       ).rows;
+      // Computed relationships: one-argument functions from a table's row to another's rows.
+      const computedRelationships = (
+        await tx.query<ComputedRelationshipRow>(
+          `select p.proname as name, c.relname as table_name, rc.relname as target_name,
+                  p.proretset as returns_set, p.prorows::float8 as est_rows
+           from pg_proc p
+           join pg_namespace n on n.oid = p.pronamespace
+           join pg_class c on c.reltype = p.proargtypes[0]
+           join pg_namespace cn on cn.oid = c.relnamespace
+           join pg_type rt on rt.oid = p.prorettype
+           join pg_class rc on rc.oid = rt.typrelid
+           join pg_namespace rn on rn.oid = rc.relnamespace
+           where n.nspname = $1 and cn.nspname = $1 and rn.nspname = $1 and p.pronargs = 1
+             and p.prokind = 'f' and c.relkind in ('r', 'v', 'm', 'p', 'f') and rc.relkind in ('r', 'v', 'm', 'p', 'f')
+             and not exists (select 1 from pg_depend d where d.objid = p.oid and d.deptype = 'e')
+           order by p.oid`,
+          [schema],
+        )
+      ).rows;
       const triggers = await insertTriggers(tx, schema);
       const cache = buildCache(schema, columns, constraints, functions, viewColumnSources(views, tableOids));
       cache.routines = buildRoutines(schema, routines, cache.tables);
+      addComputedRelationships(cache, computedRelationships);
       describeColumns(cache, checks, triggers);
       for (const p of privileges) {
         const table = cache.tables.get(p.table_name);
@@ -841,6 +867,41 @@ function buildRoutines(
 
 function sameSet(a: string[], b: string[]): boolean {
   return a.length === b.length && a.every((x) => b.includes(x));
+}
+
+interface ComputedRelationshipRow {
+  name: string;
+  table_name: string;
+  target_name: string;
+  returns_set: boolean;
+  est_rows: number;
+}
+
+/**
+ * Each function from one exposed table's row to another's rows is a relationship of the first,
+ * named as the function, as PostgREST reads them: to-many for `setof`, unless declared `rows 1`.
+ */
+function addComputedRelationships(cache: SchemaCache, rows: ComputedRelationshipRow[]): void {
+  for (const r of rows) {
+    const from = cache.tables.get(r.table_name);
+    const target = cache.tables.get(r.target_name);
+    if (!from || !target) continue;
+    const toOne = !r.returns_set || r.est_rows === 1;
+    const list = cache.relationships.get(from.name) ?? [];
+    list.push({
+      constraint: r.name,
+      table: from.name,
+      columns: [],
+      target: target.name,
+      targetColumns: [],
+      cardinality: toOne ? "many-to-one" : "one-to-many",
+      isSelf: false,
+      targetIsView: target.isView,
+      junction: undefined,
+      computed: r.name,
+    });
+    cache.relationships.set(from.name, list);
+  }
 }
 
 /** Whether a relationship embeds as one object (to-one) rather than an array. */

@@ -66,7 +66,11 @@ export function findRelationship(cache: SchemaCache, from: Table, embed: EmbedIt
   const fkCol = (r: Relationship, name: string) => !r.junction && single(r.columns) === name;
   const fkRefCol = (r: Relationship, name: string) => !r.junction && single(r.targetColumns) === name;
   const constraint = (r: Relationship, name: string) => !r.junction && r.constraint === name;
+  // A computed relationship is named by its function, and only so; it comes before the keys'.
+  const computed = all.filter((r) => r.computed === target && hint === undefined);
+  if (computed.length === 1) return computed[0] as Relationship;
   const candidates = all.filter((r) => {
+    if (r.computed) return false;
     if (r.isSelf) {
       if (hint === undefined) {
         return (
@@ -188,6 +192,7 @@ export function fuzzyMatches(items: string[], query: string): [number, string][]
 
 /** The join of an embedded level to its parent: extra FROM items (a junction) and the WHERE condition. */
 function joinTo(parent: Level, child: Level, rel: Relationship): { from: string; where: string } {
+  if (rel.computed) return { from: "", where: "true" };
   if (rel.junction) {
     const j = ident(`${rel.junction.table}_${child.depth}_j`);
     const on = rel.junction.targetColumns.map(
@@ -342,7 +347,11 @@ function embedded(shape: ReadShape, level: Level, items: SelectItem[], parent: L
   const list = selectList(shape, level, items);
   const join = joinTo(parent, level, rel);
   const where = [join.where, ...whereAt(shape, level), ...list.innerConditions];
-  const table = `${ident(level.table.schema)}.${ident(level.table.name)} as ${level.alias}${join.from}`;
+  // A computed relationship's rows are its function's, called with the parent's row.
+  const source = rel.computed
+    ? `${ident(level.table.schema)}.${ident(rel.computed)}(${parent.names.row ?? parent.alias})`
+    : `${ident(level.table.schema)}.${ident(level.table.name)}`;
+  const table = `${source} as ${level.alias}${join.from}`;
   return {
     rows: `select ${list.columns.join(", ")} from ${table} ${list.joins.join(" ")} where ${where.join(" and ")}${groupBySql(list)}${orderSql(shape, level)}${limitSql(shape, level.path)}`,
     exists: `select 1 from ${table} where ${where.join(" and ")}`,

@@ -45,6 +45,7 @@ function relationships(cache: SchemaCache, table: Table, indent: string): string
   const rels = (cache.relationships.get(table.name) ?? []).filter(
     (r) =>
       !r.junction &&
+      !r.computed &&
       (r.cardinality === "many-to-one" || r.cardinality === "one-to-one") &&
       cache.tables.has(r.target),
   );
