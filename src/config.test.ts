@@ -188,6 +188,14 @@ describe("loadConfig", () => {
     });
   });
 
+  test("DDEX_ERNC_SCHEMA_DIR: unset by default; a folder, resolved", () => {
+    assert.equal(loadConfig({}).ddexErncSchemaDir, undefined);
+    assert.equal(
+      loadConfig({ DDEX_ERNC_SCHEMA_DIR: "schemas/ernc" }).ddexErncSchemaDir,
+      path.resolve("schemas/ernc"),
+    );
+  });
+
   test("STORAGE_DRIVER=s3 needs S3_BUCKET", () => {
     assert.throws(
       () => loadConfig({ STORAGE_DRIVER: "s3" }),
