@@ -1,13 +1,16 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { after, before, test } from "node:test";
 import { Worker } from "../src/jobs/worker.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import { openStorage } from "../src/storage/open.ts";
 import { loadSecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { runCliOn } from "./support/cli-in-process.ts";
 import { describeEachEngine } from "./support/db.ts";
+import { tempDir } from "./support/process.ts";
 import { expectStatus, keyedAccount, publicApi } from "./support/public-api.ts";
 import {
   ALBUM,
@@ -26,7 +29,7 @@ import {
  * creates the releases and tracks and stores the audio and cover as media assets (the single's
  * audio with the MD5 the message gives), the same archive again changes nothing. A zip-slip entry,
  * a zip bomb, a corrupt archive and a checksum mismatch each end with their documented code and
- * write nothing.
+ * write nothing. `backline transfer import FILE.zip` takes the same archive.
  */
 
 type Obj = Record<string, unknown>;
@@ -244,5 +247,32 @@ describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) =
     });
     assert.equal(res.status, 415);
     assert.equal(((await res.json()) as Obj).code, "content_type_mismatch");
+  });
+
+  test("backline transfer import FILE.zip: dry run, import with the media, a zip-slip archive refused", async () => {
+    const { id } = await account();
+    const dir = tempDir("backline-transfer-zip-cli-");
+    writeFileSync(path.join(dir, "delivery.zip"), await ernDeliveryZip());
+    writeFileSync(path.join(dir, "escaping.zip"), zipSlipArchive());
+    const args = (file: string, ...more: string[]) => ["transfer", "import", file, "--account", id, ...more];
+    const dry = await runCliOn(t(), ["--json", ...args("delivery.zip", "--dry-run")], { cwd: dir });
+    assert.equal(dry.code, 0, dry.stderr);
+    const report = JSON.parse(dry.stdout) as { source: string; counts: { releases: Obj; tracks: Obj } };
+    assert.equal(report.source, "delivery.zip");
+    assert.equal(report.counts.releases.create, 2);
+    assert.equal(report.counts.tracks.create, 7);
+    assert.deepEqual(await catalogue(id), { releases: [], tracks: [], media: [] });
+
+    const real = await runCliOn(t(), args("delivery.zip"), { cwd: dir, config: app.config });
+    assert.equal(real.code, 0, real.stderr);
+    assert.match(real.stdout, /releases: 2 created, 0 already there, 0 with problems/);
+    const after = await catalogue(id);
+    assert.equal(after.tracks.length, 7);
+    assert.equal(after.media.filter((m) => m.kind === "audio").length, 7);
+
+    const bad = await runCliOn(t(), args("escaping.zip"), { cwd: dir });
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /would be written outside the archive's folder/);
+    assert.equal(existsSync("/tmp/backline-zip-slip.txt"), false);
   });
 });
