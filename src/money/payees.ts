@@ -194,20 +194,15 @@ export async function setPayoutMethod(db: Db, payeeId: string, method: PayoutMet
  * pseudonymous payee id, so every balance and statement still adds up.
  */
 export async function erasePayee(db: Db, tenantId: string, payeeId: string): Promise<boolean> {
-  return db.asService(async (tx) => {
-    const r = await tx.query(
-      `update internal.payees set name = null, email = null, user_id = null, tax_name = null, tax_id_sealed = null,
-         tax_id_last4 = null, payout_method = null, erased_at = now(), updated_at = now()
-       where id = $1 and tenant_id = $2 and erased_at is null`,
-      [payeeId, tenantId],
-    );
-    const erased = (r.rowCount ?? 0) > 0;
-    // That it happened and by whom; nothing of what was erased.
-    if (erased)
-      await tx.query("select internal.audit('money.payee_erased', 'internal.payees', $1, $2)", [
-        payeeId,
-        tenantId,
-      ]);
-    return erased;
-  });
+  // One place for this and a person's erasure: internal.payee_erase (migration 0043), which also
+  // records the act (money.payee_erased), with nothing of what was erased.
+  return db.asService(
+    async (tx) =>
+      (
+        await tx.query<{ erased: boolean }>("select internal.payee_erase($2, $1) as erased", [
+          payeeId,
+          tenantId,
+        ])
+      ).rows[0]?.erased === true,
+  );
 }

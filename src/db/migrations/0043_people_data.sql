@@ -152,6 +152,26 @@ begin
 end
 $$;
 
+-- A payee's erasure (docs/payouts.md): name, e-mail, user, tax identity and payout method cleared,
+-- erased_at set; the ledger keeps the pseudonymous payee id, so every balance and statement still
+-- adds up. The act is audited (money.payee_erased), with nothing of what was erased. One place for
+-- the admin API's POST /payees/{id}/erase (src/money/payees.ts) and a person's erasure below.
+-- Returns whether a payee was erased (false: none such in the tenant, or erased already).
+create function internal.payee_erase(p_tenant uuid, p_payee uuid) returns boolean
+language plpgsql security definer set search_path = ''
+as $$
+begin
+  update internal.payees set name = null, email = null, user_id = null, tax_name = null, tax_id_sealed = null,
+    tax_id_last4 = null, payout_method = null, erased_at = now(), updated_at = now()
+  where id = p_payee and tenant_id = p_tenant and erased_at is null;
+  if not found then
+    return false;
+  end if;
+  perform internal.audit('money.payee_erased', 'internal.payees', p_payee::text, p_tenant);
+  return true;
+end
+$$;
+
 -- 3. Erasure. In one transaction: the user row keeps its id (a pseudonym now: every table that
 -- names the person by id keeps a meaningless id) and loses its e-mail, phone, password and
 -- metadata; sign-in ends for good (sessions and their refresh tokens, identities, factors and
@@ -225,11 +245,9 @@ begin
     where p.tenant_id = p_tenant and p.erased_at is null
       and (p.user_id = u.id or (u.email is not null and p.email = u.email))
   loop
-    update internal.payees set name = null, email = null, user_id = null, tax_name = null, tax_id_sealed = null,
-      tax_id_last4 = null, payout_method = null, erased_at = now(), updated_at = now()
-    where id = payee;
-    perform internal.audit('money.payee_erased', 'internal.payees', payee::text, p_tenant);
-    erased_payees := erased_payees + 1;
+    if internal.payee_erase(p_tenant, payee) then
+      erased_payees := erased_payees + 1;
+    end if;
   end loop;
   done := done || jsonb_build_object('internal.payees', erased_payees);
 
@@ -322,8 +340,9 @@ begin
 end
 $$;
 
-revoke all on function internal.person_export(uuid, uuid), internal.person_audit_ids(uuid, uuid, text),
+revoke all on function internal.payee_erase(uuid, uuid), internal.person_export(uuid, uuid),
+  internal.person_audit_ids(uuid, uuid, text),
   internal.my_export(), internal.person_erase(uuid, uuid, text) from public;
-grant execute on function internal.person_export(uuid, uuid), internal.person_erase(uuid, uuid, text)
-  to service_role;
+grant execute on function internal.person_export(uuid, uuid), internal.person_erase(uuid, uuid, text),
+  internal.payee_erase(uuid, uuid) to service_role;
 grant execute on function internal.my_export() to authenticated;
