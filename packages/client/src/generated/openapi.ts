@@ -392,6 +392,13 @@ export interface paths {
     /** Get a catalogue transfer: its status, counts and problems */
     get: operations["getTransfer"];
   };
+  "/catalogue/export": {
+    /**
+     * The account's whole catalogue, as one JSON document
+     * @description Every artist; every release with its tracks, artists, artwork and audio (as GET /releases/{id}); and where each current media file is in /storage/v1 (bucket and path), to download with storage-js. Saved as a file by a browser (Content-Disposition).
+     */
+    get: operations["exportCatalogue"];
+  };
   "/me/export": {
     /**
      * Everything Backline holds about you, as one JSON document
@@ -2465,6 +2472,46 @@ export interface components {
       offset?: number;
       /** @description Whether more items follow this page (with ending_before: precede it). Ask for them with starting_after (the last item's id) or ending_before (the first item's id). */
       has_more: boolean;
+    };
+    /** @description An account's catalogue (docs/privacy.md). */
+    CatalogueExport: {
+      /** @constant */
+      format: "backline.catalogue-export";
+      /**
+       * @description The shape's version: a field may be added within a version, never removed or changed.
+       * @constant
+       */
+      version: 1;
+      /**
+       * Format: date-time
+       * @description RFC 3339 date-time in UTC with milliseconds.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      exported_at: string;
+      account_id: string;
+      artists: components["schemas"]["Artist"][];
+      releases: components["schemas"]["ReleaseDetail"][];
+      media_files: components["schemas"]["CatalogueMediaFile"][];
+    };
+    CatalogueMediaFile: {
+      asset_id: string;
+      /** @enum {string} */
+      kind: "artwork" | "audio";
+      release_id: string;
+      track_id: string | null;
+      /**
+       * @description The /storage/v1 bucket.
+       * @enum {string}
+       */
+      bucket: "artwork" | "audio";
+      /**
+       * @description The object's path in the bucket: `createSignedUrl(path)` or `download(path)` with storage-js.
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21/cover.jpg
+       */
+      path: string;
+      content_type: string;
+      bytes: number | null;
+      sha256: string | null;
     };
     /** @description Everything Backline holds about a person (docs/privacy.md). */
     PersonExport: {
@@ -13626,6 +13673,112 @@ export interface operations {
       /** @description No such object in the key's account (another account's ids, and ids that are not ids, are not found either). */
       404: {
         headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Too many requests: wait for `Retry-After` seconds. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description An unexpected error; the request changed nothing it could not undo. */
+      500: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed. */
+      504: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /**
+   * The account's whole catalogue, as one JSON document
+   * @description Every artist; every release with its tracks, artists, artwork and audio (as GET /releases/{id}); and where each current media file is in /storage/v1 (bucket and path), to download with storage-js. Saved as a file by a browser (Content-Disposition).
+   */
+  exportCatalogue: {
+    parameters: {
+      header?: {
+        "Backline-Account"?: components["parameters"]["BacklineAccount"];
+      };
+    };
+    responses: {
+      /** @description The catalogue. */
+      200: {
+        headers: {
+          "Content-Disposition": components["headers"]["Content-Disposition"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/json": components["schemas"]["CatalogueExport"];
+        };
+      };
+      /** @description Malformed request: bad JSON, a bad query parameter or a missing body. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No API key, or a key that is malformed, unknown, frozen, revoked or expired. */
+      401: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The key lacks the scope this endpoint needs. */
+      403: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
           "X-Request-Id": components["headers"]["X-Request-Id"];
           RateLimit: components["headers"]["RateLimit"];
           "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
