@@ -10,7 +10,7 @@ import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { runCliOn } from "./support/cli-in-process.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { issueTestKey, publicApi } from "./support/public-api.ts";
-import { seedAccount, seedUser } from "./support/seed.ts";
+import { seedAccount, seedStaffUser, seedUser } from "./support/seed.ts";
 
 /**
  * People's own data (docs/privacy.md): every table with a personal-looking column is reviewed
@@ -306,6 +306,12 @@ describeEachEngine("people's own data: export and erasure", (t) => {
       [owner.id],
     );
     assert.deepEqual(still.rows[0], { email: owner.email, n: 1 });
+
+    // Staff: their roles go first, by an act of its own.
+    const staff = await seedStaffUser(db, tenant, [{ of: tenant, role: "reviewer" }]);
+    const refused = await admin("POST", `/people/${staff.id}/erase`, { body: { reason: "ticket 5" } });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.code, "staff");
   });
 
   test("erasure through /admin/v1: no table keeps her address but the kept ones; sign-in ends; the audit log holds", async () => {
