@@ -1,6 +1,6 @@
 import type { Tx } from "../db/types.ts";
 import type { Mailer } from "../mail/mailer.ts";
-import { codesVoid, otpExpired, Refusal } from "./errors.ts";
+import { AuthError, codesVoid, otpExpired, Refusal } from "./errors.ts";
 import type { AuthSettings } from "./settings.ts";
 import { newOpaqueToken, newOtp, otpHash, sha256 } from "./tokens.ts";
 import { findUserByEmail, type UserRow } from "./users.ts";
@@ -11,7 +11,13 @@ import { findUserByEmail, type UserRow } from "./users.ts";
  * as hashes and work once, until they expire. A newer one of the same kind replaces older ones.
  */
 
-export type EmailTokenKind = "signup" | "recovery" | "email_change" | "invite" | "magiclink";
+export type EmailTokenKind =
+  | "signup"
+  | "recovery"
+  | "email_change"
+  | "invite"
+  | "magiclink"
+  | "reauthentication";
 
 const SUBJECTS: Record<EmailTokenKind, string> = {
   signup: "Confirm your sign-up",
@@ -19,6 +25,7 @@ const SUBJECTS: Record<EmailTokenKind, string> = {
   email_change: "Confirm your new e-mail address",
   invite: "You have been invited",
   magiclink: "Your sign-in link",
+  reauthentication: "Your confirmation code",
 };
 
 const INTROS: Record<EmailTokenKind, string> = {
@@ -27,6 +34,8 @@ const INTROS: Record<EmailTokenKind, string> = {
   email_change: "Confirm this address as the new e-mail address of your account.",
   invite: "You have been invited. Open the link to accept the invitation, then choose a password.",
   magiclink: "Someone asked to sign in to this account. If it was you, continue below.",
+  reauthentication:
+    "Someone signed in to this account asked to confirm it is you before changing its password.",
 };
 
 const SENT_AT: Record<EmailTokenKind, string> = {
@@ -37,6 +46,8 @@ const SENT_AT: Record<EmailTokenKind, string> = {
   invite: "invited_at = now(), confirmation_sent_at = now()",
   // GoTrue records a sign-in link as a recovery mail.
   magiclink: "recovery_sent_at = now()",
+  // Its own time is its token's created_at.
+  reauthentication: "",
 };
 
 /** What sending a link needs to know: the tenant, its auth settings, and where the server answers. */
@@ -80,7 +91,7 @@ export async function issueEmailToken(
      values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
     [ctx.tenant.id, user.id, kind, to, sha256(token), otpHash(user.id, otp), ctx.settings.otp_expiry],
   );
-  await tx.query(`update internal.users set ${SENT_AT[kind]} where id = $1`, [user.id]);
+  if (SENT_AT[kind]) await tx.query(`update internal.users set ${SENT_AT[kind]} where id = $1`, [user.id]);
 
   const link = new URL(`${ctx.publicUrl}/auth/v1/verify`);
   link.searchParams.set("token", token);
@@ -118,6 +129,77 @@ export async function sendEmailToken(
       `The link and the code work once, for ${minutes} minutes. If you did not ask for this, ignore this e-mail.`,
     ].join("\n"),
   });
+}
+
+/** A reauthentication code: a mail with the code only (it is typed into the app, never followed). */
+export async function sendReauthenticationCode(
+  tx: Tx,
+  mailer: Mailer,
+  ctx: MailContext,
+  user: UserRow,
+  to: string,
+): Promise<void> {
+  const { otp } = await issueEmailToken(tx, ctx, user, "reauthentication", to, undefined);
+  const minutes = Math.round(ctx.settings.otp_expiry / 60);
+  await mailer.enqueue(tx, {
+    tenantId: ctx.tenant.id,
+    to,
+    kind: "auth.reauthentication",
+    secretTtlSeconds: ctx.settings.otp_expiry,
+    subject: SUBJECTS.reauthentication,
+    text: [
+      INTROS.reauthentication,
+      "",
+      `Enter this code: ${otp}`,
+      "",
+      `The code works once, for ${minutes} minutes. If you did not ask for this, change your password.`,
+    ].join("\n"),
+  });
+}
+
+/**
+ * GoTrue's interval between two mails of a kind to a user (settings.auth.mail_interval_seconds):
+ * 429 over_email_send_rate_limit while the last one is younger.
+ */
+export async function checkMailInterval(
+  tx: Tx,
+  tenantId: string,
+  userId: string,
+  kind: EmailTokenKind,
+  intervalSeconds: number,
+): Promise<void> {
+  if (intervalSeconds <= 0) return;
+  const left = (
+    await tx.query<{ left: number }>(
+      `select ceil(extract(epoch from (max(created_at) + make_interval(secs => $4) - now())))::int as left
+       from internal.one_time_tokens where tenant_id = $1 and user_id = $2 and kind = $3`,
+      [tenantId, userId, kind, intervalSeconds],
+    )
+  ).rows[0]?.left;
+  if (left !== undefined && left !== null && left > 0) {
+    throw new AuthError(
+      429,
+      "over_email_send_rate_limit",
+      `For security purposes, you can only request this after ${left} seconds.`,
+      { retryAfter: left },
+    );
+  }
+}
+
+/**
+ * Uses up the user's reauthentication code (updateUser's `nonce`): true when it matched. One try:
+ * a wrong nonce voids the code, so a code cannot be guessed; the user asks for a new one.
+ */
+export async function useReauthenticationCode(tx: Tx, tenantId: string, userId: string, nonce: string) {
+  const row = (
+    await tx.query<{ id: string; otp_hash: string }>(
+      `update internal.one_time_tokens set used_at = now()
+       where tenant_id = $1 and user_id = $2 and kind = 'reauthentication' and used_at is null and expires_at > now()
+       returning id, otp_hash`,
+      [tenantId, userId],
+    )
+  ).rows[0];
+  return row !== undefined && row.otp_hash === otpHash(userId, nonce.trim());
 }
 
 /**

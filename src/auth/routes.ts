@@ -184,6 +184,12 @@ export async function authRoutes(
     auth.updateUser(info(request), tokenUser(request), body(request), query(request, "redirect_to")),
   );
 
+  app.post("/resend", async (request) =>
+    auth.resend(info(request), body(request), query(request, "redirect_to")),
+  );
+
+  app.get("/reauthenticate", async (request) => auth.reauthenticate(info(request), tokenUser(request)));
+
   app.post("/logout", async (request, reply) => {
     const scope = query(request, "scope") ?? "global";
     if (!(SCOPES as readonly string[]).includes(scope))

@@ -8,7 +8,15 @@ import type { TenantAuthInfo } from "../tenancy/directory.ts";
 import { displayNameOf, provisionAccounts } from "../tenancy/memberships.ts";
 import { AuthAdmin } from "./admin.ts";
 import { validateEmail } from "./email-address.ts";
-import { forgetCodeFailures, sendEmailToken, useEmailToken, type VerifyInput } from "./email-tokens.ts";
+import {
+  checkMailInterval,
+  forgetCodeFailures,
+  sendEmailToken,
+  sendReauthenticationCode,
+  useEmailToken,
+  useReauthenticationCode,
+  type VerifyInput,
+} from "./email-tokens.ts";
 import {
   AuthError,
   invalidCredentials,
@@ -369,10 +377,13 @@ export class AuthService {
   async updateUser(
     req: RequestInfo,
     who: TokenUser,
-    body: { email?: unknown; password?: unknown; data?: unknown },
+    body: { email?: unknown; password?: unknown; data?: unknown; nonce?: unknown },
     redirectTo: string | undefined,
   ) {
     const ctx = this.context(req);
+    if (body.nonce !== undefined && body.nonce !== null && typeof body.nonce !== "string")
+      throw validationFailed("nonce must be a string");
+    const nonce = typeof body.nonce === "string" ? body.nonce : "";
     const newEmail = body.email === undefined ? undefined : validateEmail(body.email);
     const password =
       body.password === undefined ? undefined : this.checkPassword(body.password, ctx.settings);
@@ -392,6 +403,16 @@ export class AuthService {
           "validation_failed",
           "Updating password of an anonymous user without an email or phone is not allowed",
         );
+      }
+      if (passwordHash && ctx.settings.secure_password_change && !(await this.recentSignIn(tx, who))) {
+        // GoTrue's secure password change: a session older than a day needs the code that
+        // reauthenticate mailed. A wrong code voids it, in a transaction that commits.
+        if (nonce === "")
+          throw new AuthError(400, "reauthentication_needed", "Password update requires reauthentication");
+        if (!(await useReauthenticationCode(tx, req.tenant.id, user.id, nonce)))
+          return new Refusal(
+            new AuthError(422, "reauthentication_not_valid", "Nonce has expired or is invalid"),
+          );
       }
       const changes: Record<string, unknown> = {};
       if (passwordHash) changes.encrypted_password = passwordHash;
@@ -430,7 +451,88 @@ export class AuthService {
       return userJson(tx, user);
     });
     void this.mailer.deliver();
-    return result;
+    return refusedAfterCommit(result);
+  }
+
+  /** Whether the token's session signed in (or reauthenticated) within the last 24 hours. */
+  private async recentSignIn(tx: Parameters<Parameters<Db["asService"]>[0]>[0], who: TokenUser) {
+    const r = await tx.query(
+      "select 1 from internal.sessions where id = $1 and created_at > now() - interval '24 hours'",
+      [who.sessionId],
+    );
+    return r.rowCount > 0;
+  }
+
+  /**
+   * POST /resend (supabase-js resend): the sign-up confirmation, or the e-mail change's, mailed
+   * again — at most once per `mail_interval_seconds` — to an address with something to confirm;
+   * `{}` whether or not it has (no account enumeration).
+   */
+  async resend(
+    req: RequestInfo,
+    body: { type?: unknown; email?: unknown; phone?: unknown },
+    redirectTo: string | undefined,
+  ) {
+    const ctx = this.context(req);
+    const type = body.type;
+    if (type === "sms" || type === "phone_change")
+      throw new AuthError(400, "phone_provider_disabled", "Phone logins are disabled");
+    if (type !== "signup" && type !== "email_change")
+      throw validationFailed("Missing one of these types: signup, email_change, sms, phone_change");
+    if (!absent(body.phone)) {
+      if (!absent(body.email))
+        throw validationFailed("Only an email address or phone number should be provided.");
+      throw new AuthError(400, "phone_provider_disabled", "Phone logins are disabled");
+    }
+    if (absent(body.email))
+      throw validationFailed(
+        type === "signup"
+          ? "Type provided requires an email address"
+          : "Missing email address or phone number",
+      );
+    const email = validateEmail(body.email);
+    await this.limit(req, "email_sent_per_address", email);
+    await this.db.asService(async (tx) => {
+      const user = await findUserByEmail(tx, req.tenant.id, email);
+      if (!user) return;
+      const interval = ctx.settings.mail_interval_seconds;
+      if (type === "signup") {
+        if (user.email_confirmed_at) return;
+        await checkMailInterval(tx, req.tenant.id, user.id, "signup", interval);
+        await sendEmailToken(tx, this.mailer, ctx, user, "signup", email, redirectTo);
+      } else {
+        if (!user.email_change) return;
+        await checkMailInterval(tx, req.tenant.id, user.id, "email_change", interval);
+        await sendEmailToken(tx, this.mailer, ctx, user, "email_change", user.email_change, redirectTo);
+      }
+    });
+    void this.mailer.deliver();
+    return {};
+  }
+
+  /**
+   * GET /reauthenticate (supabase-js reauthenticate): a six-digit code mailed to the signed-in
+   * user's confirmed address, for updateUser({ password, nonce }).
+   */
+  async reauthenticate(req: RequestInfo, who: TokenUser) {
+    const ctx = this.context(req);
+    await this.db.asService(async (tx) => {
+      const user = await this.currentUser(tx, req, who, true);
+      if (!user.email)
+        throw validationFailed("Reauthentication requires the user to have an email or a phone number");
+      if (!user.email_confirmed_at)
+        throw new AuthError(422, "email_not_confirmed", "Please verify your email first.");
+      await checkMailInterval(
+        tx,
+        req.tenant.id,
+        user.id,
+        "reauthentication",
+        ctx.settings.mail_interval_seconds,
+      );
+      await sendReauthenticationCode(tx, this.mailer, ctx, user, user.email);
+    });
+    void this.mailer.deliver();
+    return {};
   }
 
   async logout(req: RequestInfo, who: TokenUser, scope: LogoutScope) {

@@ -39,6 +39,17 @@ const schema = z.object({
    * belongs to no account until it adds and proves an e-mail address (docs/auth.md).
    */
   anonymous_users: z.boolean().default(false),
+  /**
+   * Seconds between two mails of a kind that a user asks for again (resend, reauthenticate):
+   * GoTrue's per-address interval, 60 s by default.
+   */
+  mail_interval_seconds: z.number().int().min(0).max(3600).default(60),
+  /**
+   * A password change from a session signed in more than 24 hours ago needs a reauthentication
+   * code (supabase-js reauthenticate, then updateUser({ password, nonce })), as GoTrue's
+   * "secure password change".
+   */
+  secure_password_change: z.boolean().default(false),
   rate_limits: z
     .object({
       /** Password sign-ins from one client address, whatever the e-mail address. */
