@@ -193,13 +193,16 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     ownerId: string | undefined,
   ) {
     checkKey(name);
+    // One transaction asks for the bucket and whether the caller may write there, before any byte.
     const bucket = claims
-      ? await db.withRequestContext(claims, (tx) => findBucket(tx, tenantId, bucketId))
+      ? await db.withRequestContext(claims, async (tx) => {
+          const found = await findBucket(tx, tenantId, bucketId);
+          if (!(await mayWrite(tx, tenantId, bucketId, name))) {
+            throw STORAGE_ERRORS.accessDenied("new row violates row-level security policy");
+          }
+          return found;
+        })
       : await db.asService((tx) => findBucket(tx, tenantId, bucketId));
-    if (claims) {
-      const ok = await db.withRequestContext(claims, (tx) => mayWrite(tx, tenantId, bucketId, name));
-      if (!ok) throw STORAGE_ERRORS.accessDenied("new row violates row-level security policy");
-    }
     const limit = Math.min(
       bucket.file_size_limit === null ? maxObject : Number(bucket.file_size_limit),
       maxObject,

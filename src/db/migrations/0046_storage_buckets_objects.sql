@@ -104,9 +104,29 @@ begin
 end
 $$;
 
-revoke all on function internal.storage_account_ids(text[]), internal.storage_object_allowed(uuid, text, text, boolean)
-  from public;
-grant execute on function internal.storage_account_ids(text[]), internal.storage_object_allowed(uuid, text, text, boolean)
+-- What the caller reaches in each bucket of its tenant, for the policies below: one row per bucket,
+-- computed once per statement (a function scan without row arguments is not run again per row),
+-- so a list of a thousand objects does not ask a thousand times.
+create function internal.storage_reach(p_write boolean)
+returns table (bucket_id text, per_account boolean, accounts text[])
+language plpgsql stable security definer set search_path = ''
+as $$
+begin
+  if auth.role() is distinct from 'authenticated' then
+    return;
+  end if;
+  return query
+    select b.id, b.folder_per_account,
+      internal.storage_account_ids(case when p_write then b.write_roles else b.read_roles end)::text[]
+    from storage.buckets b
+    where b.tenant_id = auth.tenant_id();
+end
+$$;
+
+revoke all on function internal.storage_account_ids(text[]),
+  internal.storage_object_allowed(uuid, text, text, boolean), internal.storage_reach(boolean) from public;
+grant execute on function internal.storage_account_ids(text[]),
+  internal.storage_object_allowed(uuid, text, text, boolean), internal.storage_reach(boolean)
   to authenticated, tenant_service, service_role;
 
 alter table storage.buckets enable row level security;
@@ -127,29 +147,60 @@ create policy buckets_update on storage.buckets for update to authenticated, ten
 create policy buckets_delete on storage.buckets for delete to authenticated, tenant_service
   using (tenant_id = auth.tenant_id() and auth.has_staff_role(tenant_id, 'admin'));
 
--- Objects: the bucket's rules for users and keys; every object of the tenant for its service-role
--- key and admin staff.
+-- Objects: the bucket's rules for users and keys (internal.storage_reach: with one folder per
+-- account, the name's first segment is one of the accounts); every object of the tenant for its
+-- service-role key and admin staff. internal.storage_object_allowed is the same rule for one name.
 create policy objects_select on storage.objects for select to authenticated, tenant_service
   using (
-    (tenant_id = auth.tenant_id() and auth.has_staff_role(tenant_id, 'admin'))
-    or internal.storage_object_allowed(tenant_id, bucket_id, name, false)
+    tenant_id = auth.tenant_id() and (
+      (select auth.has_staff_role(auth.tenant_id(), 'admin'))
+      or exists (
+        select 1 from internal.storage_reach(false) r
+        where r.bucket_id = objects.bucket_id and cardinality(r.accounts) > 0
+          and (not r.per_account or (strpos(objects.name, '/') > 0 and split_part(objects.name, '/', 1) = any (r.accounts)))
+      )
+    )
   );
 create policy objects_insert on storage.objects for insert to authenticated, tenant_service
   with check (
-    (tenant_id = auth.tenant_id() and auth.has_staff_role(tenant_id, 'admin'))
-    or internal.storage_object_allowed(tenant_id, bucket_id, name, true)
+    tenant_id = auth.tenant_id() and (
+      (select auth.has_staff_role(auth.tenant_id(), 'admin'))
+      or exists (
+        select 1 from internal.storage_reach(true) r
+        where r.bucket_id = objects.bucket_id and cardinality(r.accounts) > 0
+          and (not r.per_account or (strpos(objects.name, '/') > 0 and split_part(objects.name, '/', 1) = any (r.accounts)))
+      )
+    )
   );
 create policy objects_update on storage.objects for update to authenticated, tenant_service
   using (
-    (tenant_id = auth.tenant_id() and auth.has_staff_role(tenant_id, 'admin'))
-    or internal.storage_object_allowed(tenant_id, bucket_id, name, true)
+    tenant_id = auth.tenant_id() and (
+      (select auth.has_staff_role(auth.tenant_id(), 'admin'))
+      or exists (
+        select 1 from internal.storage_reach(true) r
+        where r.bucket_id = objects.bucket_id and cardinality(r.accounts) > 0
+          and (not r.per_account or (strpos(objects.name, '/') > 0 and split_part(objects.name, '/', 1) = any (r.accounts)))
+      )
+    )
   )
   with check (
-    (tenant_id = auth.tenant_id() and auth.has_staff_role(tenant_id, 'admin'))
-    or internal.storage_object_allowed(tenant_id, bucket_id, name, true)
+    tenant_id = auth.tenant_id() and (
+      (select auth.has_staff_role(auth.tenant_id(), 'admin'))
+      or exists (
+        select 1 from internal.storage_reach(true) r
+        where r.bucket_id = objects.bucket_id and cardinality(r.accounts) > 0
+          and (not r.per_account or (strpos(objects.name, '/') > 0 and split_part(objects.name, '/', 1) = any (r.accounts)))
+      )
+    )
   );
 create policy objects_delete on storage.objects for delete to authenticated, tenant_service
   using (
-    (tenant_id = auth.tenant_id() and auth.has_staff_role(tenant_id, 'admin'))
-    or internal.storage_object_allowed(tenant_id, bucket_id, name, true)
+    tenant_id = auth.tenant_id() and (
+      (select auth.has_staff_role(auth.tenant_id(), 'admin'))
+      or exists (
+        select 1 from internal.storage_reach(true) r
+        where r.bucket_id = objects.bucket_id and cardinality(r.accounts) > 0
+          and (not r.per_account or (strpos(objects.name, '/') > 0 and split_part(objects.name, '/', 1) = any (r.accounts)))
+      )
+    )
   );
