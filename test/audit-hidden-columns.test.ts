@@ -138,6 +138,8 @@ const REVIEWED_SAFE: Record<string, string[]> = {
     "status",
     "message",
     "store_reference",
+    // The DDEX batch's name: the time it was made (YYYYMMDDhhmmssnnn).
+    "batch_id",
     "attempts",
     "correction_version",
     "delivered_at",
