@@ -368,12 +368,25 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
       await page.locator(tid("nav-royalties")).click();
       await page.locator(tid("page-royalty-imports")).waitFor();
       await record("royalty-imports", "page-royalty-imports");
+      // Every format the server reads is offered, and the stores are a list to choose from.
+      const formats = await page
+        .locator(`${tid("import-format")} option`)
+        .evaluateAll((els) => els.map((el) => (el as unknown as { value: string }).value));
+      assert.ok(formats.includes("ddex-dsr"), formats.join(", "));
+      const stores = await page.locator(`${tid("import-store")} option`).count();
+      assert.ok(stores > 1, "the tenant's stores are listed beside 'From the file'");
       await page.locator(tid("import-format")).selectOption("backline");
       await page.locator(tid("import-file")).setInputFiles(SAMPLE);
       await page.locator(tid("import-submit")).click();
       const result = page.locator(tid("import-result"));
       await result.waitFor({ timeout: 60_000 });
       assert.equal(await result.getAttribute("data-status"), "completed", await result.innerText());
+      // The list says which months the import covered (its lines' sale periods), not "—".
+      await page
+        .locator(tid("import-row-period"))
+        .filter({ hasText: /^\d{4}-\d{2}/ })
+        .first()
+        .waitFor({ timeout: 10_000 });
       await result.locator(tid("import-result-open")).click();
       await page.locator(tid("page-royalty-import")).waitFor();
       await page.locator(tid("import-counts")).waitFor();

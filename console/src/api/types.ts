@@ -225,6 +225,9 @@ export interface RoyaltyImport {
   format: string;
   file_name?: string | null;
   reporting_period?: string | null;
+  /** The first and last sale period of its lines (YYYY-MM-DD). */
+  period_from?: string | null;
+  period_to?: string | null;
   store?: string | null;
   /** running (see progress), completed, rejected, voided; duplicate / failed while polled. */
   status: string;

@@ -1,4 +1,4 @@
-import { useQueryClient } from "@tanstack/react-query";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { type DragEvent, type FormEvent, useEffect, useId, useRef, useState } from "react";
 import { api, type UploadProgress, uploadRoyaltyReport } from "../api/admin.ts";
 import { describeError } from "../api/errors.ts";
@@ -7,8 +7,7 @@ import { Link, navigate } from "../router.tsx";
 import { Page, Status, When } from "../ui/common.tsx";
 import { PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
-
-const FORMATS = ["backline", "streaming-monthly", "video-ugc"];
+import { IMPORT_FORMATS, importPeriod } from "../ui/royalty-imports.ts";
 
 /** A v4 UUID; crypto.randomUUID exists only on https and localhost pages. */
 function uuid(): string {
@@ -47,7 +46,7 @@ export default function RoyaltyImports() {
                 </Link>
               </td>
               <td>{i.format}</td>
-              <td>{i.reporting_period ?? "—"}</td>
+              <td data-testid="import-row-period">{importPeriod(i)}</td>
               <td>
                 <Status value={i.status} />
               </td>
@@ -73,6 +72,7 @@ function Upload() {
   const [format, setFormat] = useState("backline");
   const [period, setPeriod] = useState("");
   const [store, setStore] = useState("");
+  const stores = useQuery({ queryKey: ["stores"], queryFn: api.stores });
   const [over, setOver] = useState(false);
   const [progress, setProgress] = useState<UploadProgress | null>(null);
   const [lines, setLines] = useState<number | null>(null);
@@ -184,9 +184,9 @@ function Upload() {
             onChange={(e) => setFormat(e.target.value)}
             data-testid="import-format"
           >
-            {FORMATS.map((f) => (
-              <option key={f} value={f}>
-                {f}
+            {IMPORT_FORMATS.map((f) => (
+              <option key={f.name} value={f.name}>
+                {f.label}
               </option>
             ))}
           </select>
@@ -202,13 +202,20 @@ function Upload() {
           />
         </div>
         <div>
-          <label htmlFor={`${ids}-store`}>Store (optional)</label>
-          <input
+          <label htmlFor={`${ids}-store`}>Store</label>
+          <select
             id={`${ids}-store`}
             value={store}
             onChange={(e) => setStore(e.target.value)}
             data-testid="import-store"
-          />
+          >
+            <option value="">From the file (each line's store, or a DSR's sender)</option>
+            {(stores.data?.data ?? []).map((s) => (
+              <option key={s.code} value={s.code}>
+                {s.name ? `${s.name} (${s.code})` : s.code}
+              </option>
+            ))}
+          </select>
         </div>
       </div>
       <button
