@@ -43,6 +43,22 @@ export async function errorFrom(response: Response): Promise<ApiError> {
   );
 }
 
+/** A status's meaning in plain words, as the title of an error a person reads. */
+const TITLES: Record<number, string> = {
+  400: "Check what you entered",
+  403: "Not allowed",
+  404: "Not found",
+  409: "This changed or already exists",
+  413: "Too large",
+  415: "This kind of file or data is not accepted",
+  422: "Check what you entered",
+  429: "Too many requests: wait a moment",
+};
+
+/**
+ * An error as a person reads it: a plain title and what to do. No status numbers or machine codes
+ * (they stay in the ApiError for the page's tests and for support).
+ */
 export function describeError(error: unknown): { title: string; detail: string } {
   if (error instanceof ApiError) {
     if (error.status === 404 && error.code === "not_found")
@@ -52,17 +68,27 @@ export function describeError(error: unknown): { title: string; detail: string }
       };
     if (error.status === 401)
       return { title: "Signed out", detail: "Your session has ended: sign in again." };
+    if (error.code === "invalid_credentials" || /invalid login credentials/i.test(error.message))
+      return {
+        title: "Wrong e-mail or password",
+        detail: "Check the e-mail address and the password, or sign in with a code instead.",
+      };
     if (error.code === "not_staff")
-      return { title: "Not staff here", detail: "You are not staff of this tenant." };
+      return {
+        title: "Not staff here",
+        detail: "You are not staff of this tenant: ask one of its admins to add you.",
+      };
     if (error.code === "insufficient_role") return { title: "Your role is too low", detail: error.message };
     const fields = error.errors
       .filter((e) => e.message && !error.message.includes(e.message))
       .map((e) => (e.param ? `${e.param}: ${e.message}` : e.message))
       .join("; ");
-    return {
-      title: `Error ${error.status} (${error.code})`,
-      detail: fields ? `${error.message} ${fields}` : error.message,
-    };
+    let detail = fields ? `${error.message} ${fields}` : error.message;
+    if (error.status === 415 && /^unsupported media type/i.test(detail))
+      detail = "The server does not take this type here: choose a file of one of the types the form names.";
+    const title =
+      TITLES[error.status] ?? (error.status >= 500 ? "The server could not do this" : "That did not work");
+    return { title, detail };
   }
   if (error instanceof TypeError)
     return { title: "Network error", detail: "The server could not be reached." };
