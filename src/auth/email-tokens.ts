@@ -190,7 +190,7 @@ export async function checkMailInterval(
  * Uses up the user's reauthentication code (updateUser's `nonce`): true when it matched. One try:
  * a wrong nonce voids the code, so a code cannot be guessed; the user asks for a new one.
  */
-export async function useReauthenticationCode(tx: Tx, tenantId: string, userId: string, nonce: string) {
+export async function spendReauthenticationCode(tx: Tx, tenantId: string, userId: string, nonce: string) {
   const row = (
     await tx.query<{ id: string; otp_hash: string }>(
       `update internal.one_time_tokens set used_at = now()

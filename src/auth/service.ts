@@ -13,8 +13,8 @@ import {
   forgetCodeFailures,
   sendEmailToken,
   sendReauthenticationCode,
+  spendReauthenticationCode,
   useEmailToken,
-  useReauthenticationCode,
   type VerifyInput,
 } from "./email-tokens.ts";
 import {
@@ -409,7 +409,7 @@ export class AuthService {
         // reauthenticate mailed. A wrong code voids it, in a transaction that commits.
         if (nonce === "")
           throw new AuthError(400, "reauthentication_needed", "Password update requires reauthentication");
-        if (!(await useReauthenticationCode(tx, req.tenant.id, user.id, nonce)))
+        if (!(await spendReauthenticationCode(tx, req.tenant.id, user.id, nonce)))
           return new Refusal(
             new AuthError(422, "reauthentication_not_valid", "Nonce has expired or is invalid"),
           );
