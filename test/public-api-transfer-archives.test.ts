@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { Worker } from "../src/jobs/worker.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
+import type { LocalStore } from "../src/storage/local.ts";
 import { openStorage } from "../src/storage/open.ts";
 import { loadSecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
@@ -38,10 +39,11 @@ type Api = ReturnType<typeof publicApi>;
 describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) => {
   let app: RunningApp;
   let worker: Worker;
+  let store: LocalStore;
 
   before(async () => {
     app = await startApp(t());
-    const { store } = openStorage(app.config, loadSecretBox(app.config));
+    store = openStorage(app.config, loadSecretBox(app.config)).store as LocalStore;
     worker = new Worker({
       db: t().db,
       handlers: pipelineHandlers(t().db, { store, uploadLimits: app.config.uploads }),
@@ -68,15 +70,31 @@ describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) =
       201,
     ) as Obj & { upload_id: string; upload_url: string; headers: Record<string, string>; max_bytes: number };
     assert.deepEqual(slot.headers, { "content-type": "application/zip" });
-    assert.equal(slot.max_bytes, 64 * 1024 * 1024);
+    assert.equal(slot.max_bytes, 2 * 1024 * 1024 * 1024);
     assert.equal((slot.upload as Obj).source_format, "ern");
     const res = await fetch(slot.upload_url, { method: "PUT", headers: slot.headers, body: bytes });
     assert.equal(res.status, 200, await res.clone().text());
     const got = expectStatus(await api("GET", `/transfer-uploads/${slot.upload_id}`), 200);
     assert.equal(got.content_type, "application/zip");
     assert.equal(got.sha256, createHash("sha256").update(bytes).digest("hex"));
+    // The archive is in media storage, not in the database.
+    const kept = await keptOf(slot.upload_id);
+    assert.equal(kept.in_database, false);
+    assert.match(kept.object_key ?? "", /^objects\/[0-9a-f-]{36}\/[0-9a-f-]{36}$/);
+    assert.deepEqual(readFileSync(store.file(kept.object_key as string)), bytes);
     return slot.upload_id;
   }
+
+  const keptOf = (uploadId: string) =>
+    t().db.asService(
+      async (tx) =>
+        (
+          await tx.query<{ in_database: boolean; object_key: string | null }>(
+            "select content is not null as in_database, object_key from internal.transfer_uploads where id = $1",
+            [uploadId],
+          )
+        ).rows[0] as { in_database: boolean; object_key: string | null },
+    );
 
   async function run(api: Api, uploadId: string, dryRun: boolean): Promise<Obj> {
     const job = expectStatus(await api("POST", "/transfers", { upload_id: uploadId, dry_run: dryRun }), 202);
@@ -134,8 +152,15 @@ describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) =
       "a dry run writes nothing",
     );
 
+    const key = (await keptOf(uploadId)).object_key as string;
     const real = await run(api, uploadId, false);
     assert.equal(real.status, "completed", JSON.stringify(real));
+    // A real run has used the archive: its object is gone, and the slot says so.
+    assert.deepEqual(await keptOf(uploadId), { in_database: false, object_key: null });
+    assert.equal(existsSync(store.file(key)), false);
+    const used = await api("POST", "/transfers", { upload_id: uploadId });
+    assert.equal(used.status, 409);
+    assert.equal((used.body as Obj).code, "upload_used");
     const rc = real.counts as Record<string, number>;
     assert.equal(rc.releases_created, 2);
     assert.equal(rc.tracks_created, 7);
@@ -231,9 +256,12 @@ describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) =
     assert.deepEqual(await catalogue(id), { releases: [], tracks: [], media: [] });
   });
 
-  test("a slot refuses an archive over 64 MiB at once, and a PUT of another type", async () => {
+  test("a slot refuses an archive over 2 GiB at once, and a PUT of another type", async () => {
     const { api } = await account();
-    const big = await api("POST", "/transfer-uploads", { filename: "big.zip", size: 64 * 1024 * 1024 + 1 });
+    const big = await api("POST", "/transfer-uploads", {
+      filename: "big.zip",
+      size: 2 * 1024 * 1024 * 1024 + 1,
+    });
     assert.equal(big.status, 413);
     assert.equal((big.body as Obj).code, "file_too_large");
     const slot = expectStatus(
@@ -247,6 +275,22 @@ describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) =
     });
     assert.equal(res.status, 415);
     assert.equal(((await res.json()) as Obj).code, "content_type_mismatch");
+
+    // Bytes other than the declared SHA-256: refused, and nothing is left in storage.
+    const zip = await ernDeliveryZip({ singleOnly: true });
+    const declared = expectStatus(
+      await api("POST", "/transfer-uploads", { filename: "d.zip", sha256: "0".repeat(64) }),
+      201,
+    ) as Obj & { upload_id: string; upload_url: string; headers: Record<string, string> };
+    const sent = await fetch(declared.upload_url, { method: "PUT", headers: declared.headers, body: zip });
+    assert.equal(sent.status, 400);
+    assert.equal(((await sent.json()) as Obj).code, "checksum_mismatch");
+    const kept = await keptOf(declared.upload_id);
+    assert.equal(existsSync(store.file(kept.object_key as string)), false);
+    assert.equal(
+      expectStatus(await api("GET", `/transfer-uploads/${declared.upload_id}`), 200).status,
+      "pending",
+    );
   });
 
   test("backline transfer import FILE.zip: dry run, import with the media, a zip-slip archive refused", async () => {

@@ -134,7 +134,7 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
   });
 
   // A transfer file's upload URL (resources/transfers.ts): the token is the permission, the body raw.
-  app.register(transferUploadReceiver, { db });
+  app.register(transferUploadReceiver, { db, store: options.storage });
 
   app.get("/openapi.json", async (_request, reply) => reply.type("application/json").send(document()));
   // The interactive reference over that document (src/http/reference-page.ts).

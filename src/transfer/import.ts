@@ -110,6 +110,8 @@ export interface TransferOptions {
    * media are checked only.
    */
   media?: MediaTarget | undefined;
+  /** The source's name in the report and the transfer record (default: the input's file name). */
+  sourceName?: string | undefined;
   /** An archive's limits (default ARCHIVE_LIMITS, docs/catalogue.md). */
   archiveLimits?: ArchiveLimits | undefined;
   /** Releases per write transaction (default 250; 50 on the embedded database). */
@@ -672,7 +674,11 @@ export async function runTransfer(db: Db, options: TransferOptions): Promise<Tra
       }
       throw error;
     });
-    return await runTransferOf(db, { ...options, input: dir }, path.basename(options.input));
+    return await runTransferOf(
+      db,
+      { ...options, input: dir },
+      options.sourceName ?? path.basename(options.input),
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -692,7 +698,7 @@ async function runTransferOf(db: Db, options: TransferOptions, sourceName?: stri
   if (!account) throw new TransferError(`no account ${options.accountId}`, "not_found");
   const lists = await catalogueLists(db);
   const catalogue = await readTransferSource(options.input, lists, options.onProgress);
-  const source = sourceName ?? path.basename(path.resolve(options.input));
+  const source = sourceName ?? options.sourceName ?? path.basename(path.resolve(options.input));
   const today = new Date().toISOString().slice(0, 10);
   for (const r of catalogue.releases) reviewRelease(r, lists.territoryCodes, today);
 

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -23,15 +25,15 @@ export const TRANSFER_JOB_KIND = "transfer.run";
 export const JOB_PROBLEMS = 100;
 
 /**
- * The largest transfer file a slot takes: a 10,000-track CSV is about 3 MB. An archive's bytes are
- * kept beside its slot in the database like the others' (migration 0042), which bounds it: a larger
- * delivery goes in several archives (each imports on its own, and again changes nothing) or through
- * the CLI, which reads an archive of any size from disk.
+ * The largest transfer file a slot takes: a 10,000-track CSV is about 3 MB, kept in the database
+ * beside its slot. An archive (a delivery with its audio: hundreds of MB) goes to media storage
+ * (migration 0042); 2 GiB is an album or two of WAV, and what an archive entry may be at most
+ * (src/transfer/archive.ts). A larger delivery goes in several archives, or through the CLI.
  */
 export const TRANSFER_UPLOAD_MAX_BYTES = {
   csv: 32 * 1024 * 1024,
   ern: 16 * 1024 * 1024,
-  zip: 64 * 1024 * 1024,
+  zip: 2 * 1024 * 1024 * 1024,
 };
 
 export const TransferJobProblem = z
@@ -186,6 +188,12 @@ async function finish(
   );
 }
 
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
 /**
  * The `transfer.run` job. A job already ended is left alone (a job runs at least once); a file that
  * cannot be read as a transfer at all ends the job as failed, with why.
@@ -218,15 +226,25 @@ export async function runTransferJob(
     ).rows[0];
     if (!j) return undefined;
     const u = (
-      await tx.query<{ content: Buffer | Uint8Array | null; content_type: string | null }>(
-        "select content, content_type from internal.transfer_uploads where id = $1",
-        [j.upload_id],
-      )
+      await tx.query<{
+        content: Buffer | Uint8Array | null;
+        content_type: string | null;
+        object_key: string | null;
+        sha256: string | null;
+      }>("select content, content_type, object_key, sha256 from internal.transfer_uploads where id = $1", [
+        j.upload_id,
+      ])
     ).rows[0];
-    return { ...j, content: u?.content ?? null, archive: u?.content_type === "application/zip" };
+    return {
+      ...j,
+      content: u?.content ?? null,
+      objectKey: u?.object_key ?? null,
+      sha256: u?.sha256 ?? null,
+      archive: u?.content_type === "application/zip",
+    };
   });
   if (!job) return;
-  if (!job.content) {
+  if (!job.content && !job.objectKey) {
     await db.asService((tx) =>
       finish(
         tx,
@@ -251,14 +269,29 @@ export async function runTransferJob(
   const base = (job.filename ?? "transfer")
     .replace(/[^A-Za-z0-9._-]+/g, "_")
     .replace(/\.(csv|xml|txt|zip)$/i, "");
-  const file = path.join(dir, `${base || "transfer"}${ext}`);
+  let file = path.join(dir, `${base || "transfer"}${ext}`);
+  let archive: { path: string; release(): Promise<void> } | undefined;
   try {
     await mkdir(dir, { recursive: true });
-    await writeFile(file, Buffer.from(job.content));
+    if (job.objectKey) {
+      // An archive in media storage: read where it is (local disk) or from a private copy (S3).
+      const store = options.media?.store;
+      if (!store) throw new Error("a transfer archive is in media storage, and this worker has no store");
+      archive = await store.localCopy(job.objectKey);
+      file = archive.path;
+    } else await writeFile(file, Buffer.from(job.content as Buffer | Uint8Array));
     let report: TransferReport;
     try {
+      // Two PUTs racing on one slot could leave other bytes than the slot's SHA-256 says.
+      if (job.objectKey && (await sha256Of(file)) !== job.sha256) {
+        throw new TransferError(
+          "the stored archive is not the file that was uploaded (its SHA-256 differs): upload it again",
+          "upload_changed",
+        );
+      }
       report = await runTransfer(db, {
         accountId: job.account_id,
+        sourceName: `${base || "transfer"}${ext}`,
         input: file,
         dryRun: job.dry_run,
         via: "admin",
@@ -299,7 +332,7 @@ export async function runTransferJob(
           [
             {
               severity: "error",
-              where: error.where ?? path.basename(file),
+              where: error.where ?? `${base || "transfer"}${ext}`,
               code: error.code,
               message: error.message,
             },
@@ -316,10 +349,15 @@ export async function runTransferJob(
       await finish(tx, job, "completed", countsOf(report), problemsOf(report), report.transfer_id);
       // A real run has used the file: its bytes are not kept longer than needed.
       if (!job.dry_run) {
-        await tx.query("update internal.transfer_uploads set content = null where id = $1", [job.upload_id]);
+        await tx.query(
+          "update internal.transfer_uploads set content = null, object_key = null where id = $1",
+          [job.upload_id],
+        );
       }
     });
+    if (!job.dry_run && job.objectKey) await options.media?.store.remove(job.objectKey);
   } finally {
+    await archive?.release();
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -1,10 +1,12 @@
-import { createHash, randomBytes } from "node:crypto";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Db } from "../../db/db.ts";
 import type { Tx } from "../../db/types.ts";
 import { Count, Timestamp, timestamp } from "../../http/formats.ts";
 import { enqueue } from "../../jobs/queue.ts";
+import type { ObjectStore } from "../../storage/driver.ts";
+import { TooLargeError } from "../../storage/local.ts";
 import {
   JOB_COLUMNS,
   TRANSFER_JOB_KIND,
@@ -25,8 +27,12 @@ import { Id, listOf, Pagination, route } from "../route.ts";
  * transfer.completed event.
  *
  * The slot's URL carries a secret token (its SHA-256 kept, as an API key's): whoever holds it may
- * send one file of at most max_bytes until it expires. The bytes go to the database beside the slot
- * (migration 0038), not to media storage: they belong to the account, not to a release.
+ * send one file of at most max_bytes until it expires. A CSV's or a message's bytes go to the
+ * database beside the slot (migration 0038): they are small and belong to the account, not to a
+ * release. An archive's (a zip of an ERN delivery with its media, up to 2 GiB) go to the
+ * installation's media storage through the driver's put (local disk or S3; migration 0042), under
+ * a key of the tenant's own made like a bucket object's, `objects/<tenant>/<upload id>`, and are
+ * removed once a real run has used them.
  */
 
 const TAG = "Transfers";
@@ -92,7 +98,7 @@ const TransferUploadRequest = z
         description:
           "text/csv (the CSV template, at most 32 MiB), application/xml (one ERN 4.3 or 3.8.2 message, at most " +
           "16 MiB) or application/zip (a previous distributor's ERN delivery: messages with their audio and " +
-          "artwork in the folders the messages name, at most 64 MiB; docs/catalogue.md). Default: from the " +
+          "artwork in the folders the messages name, at most 2 GiB; docs/catalogue.md). Default: from the " +
           "filename's extension, else text/csv.",
       }),
     size: z
@@ -199,8 +205,8 @@ export const transferRoutes = [
     description:
       "A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB), one ERN " +
       "4.3 / 3.8.2 message (application/xml, at most 16 MiB), or a zip of a previous distributor's ERN delivery " +
-      "with its audio and artwork (application/zip, at most 64 MiB; larger deliveries in several archives or " +
-      "through the CLI). Send the file with the method and headers given, then POST /transfers with the " +
+      "with its audio and artwork (application/zip, at most 2 GiB; its limits and problem codes in " +
+      "docs/catalogue.md). Send the file with the method and headers given, then POST /transfers with the " +
       "upload's id.",
     tag: TAG,
     scope: "catalog:write",
@@ -224,6 +230,9 @@ export const transferRoutes = [
         );
       }
       const account = await write((tx) => writableAccount(tx, caller));
+      const id = randomUUID();
+      // An archive goes to media storage at a key of the tenant's own; the others beside the slot.
+      const objectKey = contentType === "application/zip" ? `objects/${caller.tenantId}/${id}` : null;
       const token = randomBytes(32).toString("base64url");
       const expiresAt = new Date(Date.now() + UPLOAD_TTL_SECONDS * 1000);
       const row = await services.db.asService(
@@ -231,8 +240,8 @@ export const transferRoutes = [
           (
             await tx.query<UploadRow>(
               `insert into internal.transfer_uploads (tenant_id, account_id, filename, content_type, token_hash,
-                 declared_bytes, declared_sha256, max_bytes, upload_expires_at)
-               values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning ${UPLOAD_COLUMNS}`,
+                 declared_bytes, declared_sha256, max_bytes, upload_expires_at, id, object_key)
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) returning ${UPLOAD_COLUMNS}`,
               [
                 caller.tenantId,
                 account,
@@ -243,6 +252,8 @@ export const transferRoutes = [
                 b.sha256 ?? null,
                 maxBytes,
                 expiresAt,
+                id,
+                objectKey,
               ],
             )
           ).rows[0] as UploadRow,
@@ -316,7 +327,8 @@ export const transferRoutes = [
             content_type: SlotType;
             has_content: boolean;
           }>(
-            `select id, status, filename, content_type, content is not null as has_content
+            `select id, status, filename, content_type,
+               content is not null or object_key is not null as has_content
              from internal.transfer_uploads where id = $1 and account_id = $2 for update`,
             [body.upload_id, account],
           )
@@ -450,8 +462,11 @@ export const transferRoutes = [
  * the permission, as for a media upload URL); the body is read as it comes, counted against the
  * slot's limit, and kept with the slot.
  */
-export async function transferUploadReceiver(app: FastifyInstance, options: { db: Db }): Promise<void> {
-  const { db } = options;
+export async function transferUploadReceiver(
+  app: FastifyInstance,
+  options: { db: Db; store: ObjectStore },
+): Promise<void> {
+  const { db, store } = options;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (_request, _payload, done) => done(null, undefined));
   app.put("/transfer-uploads/:id/file", async (request: FastifyRequest, reply) => {
@@ -471,9 +486,10 @@ export async function transferUploadReceiver(app: FastifyInstance, options: { db
                 content_type: SlotType;
                 max_bytes: string | number;
                 declared_sha256: string | null;
+                object_key: string | null;
                 expired: boolean;
               }>(
-                `select id, token_hash, status, content_type, max_bytes, declared_sha256,
+                `select id, token_hash, status, content_type, max_bytes, declared_sha256, object_key,
                      upload_expires_at <= now() as expired
                    from internal.transfer_uploads where id = $1`,
                 [id],
@@ -520,6 +536,8 @@ export async function transferUploadReceiver(app: FastifyInstance, options: { db
         `The file is ${declared} bytes; this URL takes at most ${max}.`,
       );
     }
+    if (slot.object_key)
+      return receiveArchive(db, store, slot as typeof slot & { object_key: string }, request, reply);
     const chunks: Buffer[] = [];
     let bytes = 0;
     for await (const chunk of request.raw) {
@@ -560,5 +578,74 @@ export async function transferUploadReceiver(app: FastifyInstance, options: { db
       );
     }
     return reply.send({ object: "transfer_upload", upload_id: slot.id, status: "uploaded", bytes, sha256 });
+  });
+}
+
+/**
+ * An archive's bytes into media storage (the driver's put: counted and hashed as they stream, never
+ * whole in memory), then the slot marked uploaded; a refused or unfinished file leaves no object.
+ */
+async function receiveArchive(
+  db: Db,
+  store: ObjectStore,
+  slot: { id: string; object_key: string; max_bytes: string | number; declared_sha256: string | null },
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  const max = Number(slot.max_bytes);
+  if (!store.put) throw new Error("the storage driver cannot store a transfer archive (no put)");
+  let stored: { bytes: number; sha256: string };
+  try {
+    stored = await store.put(slot.object_key, request.raw, { maxBytes: max, contentType: "application/zip" });
+  } catch (error) {
+    if (error instanceof TooLargeError || (error as { code?: string }).code === "file_too_large") {
+      reply.header("connection", "close");
+      throw new ApiError(413, "file_too_large", `The file is larger than the ${max} bytes this URL takes.`);
+    }
+    throw error;
+  }
+  const keep = async () => {
+    if (stored.bytes === 0) throw new ApiError(400, "empty_upload", "The upload has no bytes.");
+    if (slot.declared_sha256 && slot.declared_sha256 !== stored.sha256) {
+      throw new ApiError(
+        400,
+        "checksum_mismatch",
+        `The bytes' SHA-256 is ${stored.sha256}, not ${slot.declared_sha256} as declared: the file changed on the way.`,
+        { param: "sha256" },
+      );
+    }
+    const done = await db.asService(
+      async (tx) =>
+        (
+          await tx.query<{ id: string }>(
+            `update internal.transfer_uploads set status = 'uploaded', bytes = $2, sha256 = $3, uploaded_at = now()
+             where id = $1 and status = 'pending' returning id`,
+            [slot.id, stored.bytes, stored.sha256],
+          )
+        ).rows[0],
+    );
+    if (!done) {
+      throw new ApiError(
+        409,
+        "upload_already_completed",
+        "This upload URL was already used: ask for a new one.",
+      );
+    }
+  };
+  try {
+    await keep();
+  } catch (error) {
+    // Two PUTs at once would share the key; the one that lost does not remove the winner's bytes.
+    if (!(error instanceof ApiError && error.code === "upload_already_completed")) {
+      await store.remove(slot.object_key);
+    }
+    throw error;
+  }
+  return reply.send({
+    object: "transfer_upload",
+    upload_id: slot.id,
+    status: "uploaded",
+    bytes: stored.bytes,
+    sha256: stored.sha256,
   });
 }
