@@ -365,7 +365,7 @@ export interface paths {
   "/transfer-uploads": {
     /**
      * Signed URL for a transfer file
-     * @description A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB), one ERN 4.3 / 3.8.2 message (application/xml, at most 16 MiB), or a zip of a previous distributor's ERN delivery with its audio and artwork (application/zip, at most 64 MiB; larger deliveries in several archives or through the CLI). Send the file with the method and headers given, then POST /transfers with the upload's id.
+     * @description A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB), one ERN 4.3 / 3.8.2 message (application/xml, at most 16 MiB), or a zip of a previous distributor's ERN delivery with its audio and artwork (application/zip, at most 2 GiB; its limits and problem codes in docs/catalogue.md). Send the file with the method and headers given, then POST /transfers with the upload's id.
      */
     post: operations["createTransferUpload"];
   };
@@ -3498,7 +3498,7 @@ export interface components {
       /** @description The file's name, kept for reference; .xml means an ERN message, .zip an archive. */
       filename?: string;
       /**
-       * @description text/csv (the CSV template, at most 32 MiB), application/xml (one ERN 4.3 or 3.8.2 message, at most 16 MiB) or application/zip (a previous distributor's ERN delivery: messages with their audio and artwork in the folders the messages name, at most 64 MiB; docs/catalogue.md). Default: from the filename's extension, else text/csv.
+       * @description text/csv (the CSV template, at most 32 MiB), application/xml (one ERN 4.3 or 3.8.2 message, at most 16 MiB) or application/zip (a previous distributor's ERN delivery: messages with their audio and artwork in the folders the messages name, at most 2 GiB; docs/catalogue.md). Default: from the filename's extension, else text/csv.
        * @enum {string}
        */
       content_type?: "text/csv" | "application/xml" | "application/zip";
@@ -13063,7 +13063,7 @@ export interface operations {
   };
   /**
    * Signed URL for a transfer file
-   * @description A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB), one ERN 4.3 / 3.8.2 message (application/xml, at most 16 MiB), or a zip of a previous distributor's ERN delivery with its audio and artwork (application/zip, at most 64 MiB; larger deliveries in several archives or through the CLI). Send the file with the method and headers given, then POST /transfers with the upload's id.
+   * @description A short-lived URL to upload a catalogue transfer file: the CSV template (text/csv, at most 32 MiB), one ERN 4.3 / 3.8.2 message (application/xml, at most 16 MiB), or a zip of a previous distributor's ERN delivery with its audio and artwork (application/zip, at most 2 GiB; its limits and problem codes in docs/catalogue.md). Send the file with the method and headers given, then POST /transfers with the upload's id.
    */
   createTransferUpload: {
     parameters: {
