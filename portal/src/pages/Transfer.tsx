@@ -215,7 +215,7 @@ export function TransferPage({ account }: { account: Account }) {
       <p>
         Moving from another distributor? Upload your catalogue as the CSV template (one row per track), one
         DDEX ERN message, or a .zip of your previous distributor's ERN delivery with its audio and artwork (at
-        most 64 MB an archive: a larger catalogue goes in several). Releases keep their UPCs, ISRCs and
+        most 2 GB an archive: a larger catalogue goes in several). Releases keep their UPCs, ISRCs and
         original release dates, so stores match them to what they already have. First you see what would
         happen; nothing is written until you start the import. Releases arrive as drafts you submit when
         ready.
