@@ -201,6 +201,55 @@ describeEachEngine("auth: anonymous sign-ins", (t) => {
     );
   });
 
+  test("backline auth settings shows the settings with their defaults and changes them, refusing what /auth/v1 could not read", async () => {
+    const env = await tenant();
+    const shown = await runCliOn(t(), ["--json", "auth", "settings", "--tenant", env.tenant.slug]);
+    assert.equal(shown.code, 0, shown.stderr);
+    const before = JSON.parse(shown.stdout) as { effective: Record<string, unknown> };
+    assert.equal(before.effective.anonymous_users, false);
+    assert.equal(before.effective.mail_interval_seconds, 60);
+    assert.equal(before.effective.site_url, SITE_URL);
+
+    const set = await runCliOn(t(), [
+      "--json",
+      "auth",
+      "settings",
+      "--tenant",
+      env.tenant.slug,
+      "--set",
+      "secure_password_change=true",
+      "--set",
+      'rate_limits.anonymous_per_ip={"max":7,"windowSeconds":600}',
+      "--unset",
+      "site_url",
+    ]);
+    assert.equal(set.code, 0, set.stderr);
+    const [row] = await rows<{ auth: Record<string, unknown> }>(
+      "select settings -> 'auth' as auth from internal.tenants where id = $1",
+      [env.tenant.id],
+    );
+    assert.deepEqual(row?.auth, {
+      secure_password_change: true,
+      rate_limits: { anonymous_per_ip: { max: 7, windowSeconds: 600 } },
+    });
+    for (const [args, message] of [
+      [["--set", "mail_interval_seconds=-1"], /settings\.auth would not be valid: mail_interval_seconds/],
+      [["--set", "anonymous_users=yes"], /settings\.auth would not be valid: anonymous_users/],
+      [["--set", "anonymous=true"], /no auth setting anonymous/],
+      [["--set", "rate_limits.nope={}"], /no auth setting rate_limits\.nope/],
+      [["--set", "novalue"], /expected key=value/],
+    ] as [string[], RegExp][]) {
+      const r = await runCliOn(t(), ["auth", "settings", "--tenant", env.tenant.slug, ...args]);
+      assert.notEqual(r.code, 0, args.join(" "));
+      assert.match(r.stderr, message);
+    }
+    const [after] = await rows<{ auth: Record<string, unknown> }>(
+      "select settings -> 'auth' as auth from internal.tenants where id = $1",
+      [env.tenant.id],
+    );
+    assert.deepEqual(after?.auth, row?.auth, "a refused change wrote nothing");
+  });
+
   test("limited per client address (anonymous_per_ip): 429 over_request_rate_limit, other addresses unaffected", async () => {
     const env = await tenant({
       anonymous_users: true,

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { type Cli, choice, integer, refusal } from "./context.ts";
+import { type Cli, CliError, choice, integer, refusal } from "./context.ts";
 
 /** `backline auth mfa`: multi-factor sign-in, the operator's side (docs/operator.md, "Multi-factor sign-in"). */
 
@@ -33,6 +33,38 @@ export function register(program: Command, cli: Cli): void {
             `(${r.anonymous_per_ip.max} per client address and hour).`,
           r,
         );
+      });
+    });
+  auth
+    .command("settings")
+    .description(
+      "a tenant's auth settings (settings.auth, docs/auth.md): shown with their defaults, changed with --set " +
+        "and --unset; the result is checked against the settings' schema before it is written",
+    )
+    .requiredOption("--tenant <slug|id>", "the tenant")
+    .option(
+      "--set <key=value>",
+      "a setting, e.g. secure_password_change=true, mail_interval_seconds=120, " +
+        'rate_limits.anonymous_per_ip={"max":10,"windowSeconds":3600} (repeatable; values are JSON or text)',
+      (value: string, all: string[] = []) => [...all, value],
+    )
+    .option("--unset <key>", "back to the default (repeatable)", (value: string, all: string[] = []) => [
+      ...all,
+      value,
+    ])
+    .action(async (opts: { tenant: string; set?: string[]; unset?: string[] }) => {
+      const s = await services();
+      const set: Record<string, unknown> = {};
+      for (const pair of opts.set ?? []) {
+        const at = pair.indexOf("=");
+        if (at <= 0) throw new CliError(`--set ${pair}: expected key=value`, "invalid_argument");
+        set[pair.slice(0, at)] = s.parseSettingValue(pair.slice(at + 1));
+      }
+      await cli.withDb(async (db) => {
+        const r = await s
+          .updateAuthSettings(db, { tenant: opts.tenant, set, unset: opts.unset ?? [] })
+          .catch(refusal(s.AuthSettingsError));
+        cli.output(JSON.stringify(r.effective, null, 2), r);
       });
     });
   const mfa = auth.command("mfa").description("multi-factor sign-in: recovery and where it is required");
