@@ -243,29 +243,24 @@ export async function sendDelivery(
     }
     // An update sends the release as it is now: it carries the latest correction.
     const version = d.action === "update" ? await correctionVersion(tx, d.release_id) : null;
-    await tx.query(
-      `update internal.release_deliveries
-       set status = 'in_progress', attempts = attempts + 1, message = null, correction_version = coalesce($2, correction_version)
-       where id = $1`,
-      [deliveryId, version],
-    );
     // A DDEX batch's name (YYYYMMDDhhmmssnnn, DDEX's SFTP choreography) is given at the first
     // attempt and kept, so a retry writes the same batch; one store's batches never share a name
     // (the lock serialises the choice per store, a name taken moves on by a millisecond).
-    let batchId: string | undefined;
-    if (d.store_settings?.adapter === "ddex") {
-      await tx.query("select pg_advisory_xact_lock(hashtext('ddex-batch:' || $1))", [d.store]);
-      batchId = (
-        await tx.query<{ batch_id: string }>(
-          `update internal.release_deliveries d set batch_id = coalesce(d.batch_id, (
-             select greatest(to_char(clock_timestamp() at time zone 'UTC', 'YYYYMMDDHH24MISSMS')::bigint,
-                             coalesce(max(o.batch_id::bigint) + 1, 0))::text
-             from internal.release_deliveries o where o.store = d.store and o.batch_id is not null))
+    const ddex = d.store_settings?.adapter === "ddex";
+    if (ddex) await tx.query("select pg_advisory_xact_lock(hashtext('ddex-batch:' || $1))", [d.store]);
+    const batchId =
+      (
+        await tx.query<{ batch_id: string | null }>(
+          `update internal.release_deliveries d
+           set status = 'in_progress', attempts = attempts + 1, message = null, correction_version = coalesce($2, correction_version),
+               batch_id = case when $3::boolean then coalesce(d.batch_id, (
+                 select greatest(to_char(clock_timestamp() at time zone 'UTC', 'YYYYMMDDHH24MISSMS')::bigint,
+                                 coalesce(max(o.batch_id::bigint) + 1, 0))::text
+                 from internal.release_deliveries o where o.store = d.store and o.batch_id is not null)) else d.batch_id end
            where d.id = $1 returning d.batch_id`,
-          [deliveryId],
+          [deliveryId, version, ddex],
         )
-      ).rows[0]?.batch_id;
-    }
+      ).rows[0]?.batch_id ?? undefined;
     const release = (
       await tx.query<Record<string, unknown>>(
         // With its genres' display names, which the DDEX messages carry (docs/ddex.md).
