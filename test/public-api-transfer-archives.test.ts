@@ -3,16 +3,20 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import { CreateBucketCommand } from "@aws-sdk/client-s3";
+import type { Db } from "../src/db/db.ts";
 import { Worker } from "../src/jobs/worker.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import type { LocalStore } from "../src/storage/local.ts";
 import { openStorage } from "../src/storage/open.ts";
+import type { S3Store } from "../src/storage/s3.ts";
 import { loadSecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { runCliOn } from "./support/cli-in-process.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { tempDir } from "./support/process.ts";
 import { expectStatus, keyedAccount, publicApi } from "./support/public-api.ts";
+import { type RunningS3rver, startS3rver } from "./support/s3rver.ts";
 import {
   ALBUM,
   bombArchive,
@@ -36,10 +40,62 @@ import {
 type Obj = Record<string, unknown>;
 type Api = ReturnType<typeof publicApi>;
 
+const keptIn = (db: Db, uploadId: string) =>
+  db.asService(
+    async (tx) =>
+      (
+        await tx.query<{ in_database: boolean; object_key: string | null }>(
+          "select content is not null as in_database, object_key from internal.transfer_uploads where id = $1",
+          [uploadId],
+        )
+      ).rows[0] as { in_database: boolean; object_key: string | null },
+  );
+
+async function run(api: Api, uploadId: string, dryRun: boolean): Promise<Obj> {
+  const job = expectStatus(await api("POST", "/transfers", { upload_id: uploadId, dry_run: dryRun }), 202);
+  assert.equal(job.source_format, "ern");
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const got = expectStatus(await api("GET", `/transfers/${job.id as string}`), 200);
+    if (got.status === "completed" || got.status === "failed") return got;
+    if (Date.now() > deadline) assert.fail(`transfer ${String(job.id)} still ${String(got.status)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const catalogueIn = (db: Db, accountId: string) =>
+  db.asService(async (tx) => {
+    const releases = (
+      await tx.query<{ upc: string | null; title: string }>(
+        "select upc, title from public.releases where account_id = $1 order by title",
+        [accountId],
+      )
+    ).rows;
+    const tracks = (
+      await tx.query<{ isrc: string }>("select isrc from public.tracks where account_id = $1 order by isrc", [
+        accountId,
+      ])
+    ).rows.map((r) => r.isrc);
+    const media = (
+      await tx.query<{ kind: string; isrc: string | null; bytes: string; sha256: string; status: string }>(
+        `select m.kind, t.isrc, m.bytes::text, m.sha256,
+           case when m.status in ('uploaded', 'validating') then 'checking' else m.status end as status,
+           m.problems
+         from public.media_assets m
+         left join public.tracks t on t.id = m.track_id
+         where m.account_id = $1 order by m.kind, t.isrc`,
+        [accountId],
+      )
+    ).rows;
+    return { releases, tracks, media };
+  });
+
 describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) => {
   let app: RunningApp;
   let worker: Worker;
   let store: LocalStore;
+  const keptOf = (uploadId: string) => keptIn(t().db, uploadId);
+  const catalogue = (accountId: string) => catalogueIn(t().db, accountId);
 
   before(async () => {
     app = await startApp(t());
@@ -84,57 +140,6 @@ describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) =
     assert.deepEqual(readFileSync(store.file(kept.object_key as string)), bytes);
     return slot.upload_id;
   }
-
-  const keptOf = (uploadId: string) =>
-    t().db.asService(
-      async (tx) =>
-        (
-          await tx.query<{ in_database: boolean; object_key: string | null }>(
-            "select content is not null as in_database, object_key from internal.transfer_uploads where id = $1",
-            [uploadId],
-          )
-        ).rows[0] as { in_database: boolean; object_key: string | null },
-    );
-
-  async function run(api: Api, uploadId: string, dryRun: boolean): Promise<Obj> {
-    const job = expectStatus(await api("POST", "/transfers", { upload_id: uploadId, dry_run: dryRun }), 202);
-    assert.equal(job.source_format, "ern");
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      const got = expectStatus(await api("GET", `/transfers/${job.id as string}`), 200);
-      if (got.status === "completed" || got.status === "failed") return got;
-      if (Date.now() > deadline) assert.fail(`transfer ${String(job.id)} still ${String(got.status)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  const catalogue = (accountId: string) =>
-    t().db.asService(async (tx) => {
-      const releases = (
-        await tx.query<{ upc: string | null; title: string }>(
-          "select upc, title from public.releases where account_id = $1 order by title",
-          [accountId],
-        )
-      ).rows;
-      const tracks = (
-        await tx.query<{ isrc: string }>(
-          "select isrc from public.tracks where account_id = $1 order by isrc",
-          [accountId],
-        )
-      ).rows.map((r) => r.isrc);
-      const media = (
-        await tx.query<{ kind: string; isrc: string | null; bytes: string; sha256: string; status: string }>(
-          `select m.kind, t.isrc, m.bytes::text, m.sha256,
-             case when m.status in ('uploaded', 'validating') then 'checking' else m.status end as status,
-             m.problems
-           from public.media_assets m
-           left join public.tracks t on t.id = m.track_id
-           where m.account_id = $1 order by m.kind, t.isrc`,
-          [accountId],
-        )
-      ).rows;
-      return { releases, tracks, media };
-    });
 
   test("dry run, real run with the media, and the same archive again changes nothing", async () => {
     const { api, id } = await account();
@@ -318,5 +323,76 @@ describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) =
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /would be written outside the archive's folder/);
     assert.equal(existsSync("/tmp/backline-zip-slip.txt"), false);
+  });
+});
+
+describeEachEngine("public API: a transfer archive on S3 storage", (t) => {
+  const BUCKET = "backline-transfers";
+  let s3rver: RunningS3rver | undefined;
+  let app: RunningApp;
+  let store: S3Store;
+  let worker: Worker;
+
+  before(async () => {
+    s3rver = await startS3rver();
+    app = await startApp(t(), {
+      STORAGE_DRIVER: "s3",
+      S3_ENDPOINT: s3rver.endpoint,
+      S3_BUCKET: BUCKET,
+      S3_REGION: "us-east-1",
+      S3_ACCESS_KEY_ID: "S3RVER",
+      S3_SECRET_ACCESS_KEY: "S3RVER",
+      S3_FORCE_PATH_STYLE: "true",
+    });
+    store = openStorage(app.config, loadSecretBox(app.config)).store as S3Store;
+    await store.client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+    worker = new Worker({
+      db: t().db,
+      handlers: pipelineHandlers(t().db, { store, uploadLimits: app.config.uploads }),
+      pollMs: 20,
+    });
+    worker.start();
+  });
+  after(async () => {
+    await worker?.stop();
+    await app?.close();
+    store?.close();
+    await s3rver?.close();
+  });
+
+  test("the archive goes to the bucket, imports with its media from there, and is removed after", async () => {
+    const { tenant } = await tenantWithKeys(t(), {
+      settings: { public_api_rate_limit: { max: 1_000_000, windowSeconds: 1 } },
+    });
+    const k = await keyedAccount(t().db, { tenant });
+    const api = publicApi(app.url, k.key.secret);
+    const zip = await ernDeliveryZip();
+    const slot = expectStatus(
+      await api("POST", "/transfer-uploads", { filename: "delivery.zip" }),
+      201,
+    ) as Obj & {
+      upload_id: string;
+      upload_url: string;
+      headers: Record<string, string>;
+    };
+    const res = await fetch(slot.upload_url, { method: "PUT", headers: slot.headers, body: zip });
+    assert.equal(res.status, 200, await res.clone().text());
+    const kept = await keptIn(t().db, slot.upload_id);
+    assert.equal(kept.in_database, false);
+    const key = kept.object_key as string;
+    assert.equal((await store.stat(key))?.bytes, zip.length, "the archive is in the bucket");
+
+    const dry = await run(api, slot.upload_id, true);
+    assert.equal(dry.status, "completed", JSON.stringify(dry));
+    assert.equal((dry.counts as Record<string, number>).tracks_created, 7);
+    assert.equal((await store.stat(key))?.bytes, zip.length, "a dry run leaves it");
+
+    const real = await run(api, slot.upload_id, false);
+    assert.equal(real.status, "completed", JSON.stringify(real));
+    assert.equal((real.counts as Record<string, number>).releases_created, 2);
+    const after = await catalogueIn(t().db, k.account.id);
+    assert.equal(after.tracks.length, 7);
+    assert.equal(after.media.length, 8, "seven tracks' audio and the album's cover, in the bucket");
+    assert.equal(await store.stat(key), undefined, "a real run removes the archive");
   });
 });
