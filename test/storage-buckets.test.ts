@@ -155,6 +155,12 @@ function suite(env: Record<string, string>) {
         upsert: true,
       });
       assert.equal(upsert.error, null);
+      const tagged = await docs.upload("tagged.txt", new Blob(["t"], { type: "text/plain" }), {
+        metadata: { contract: "2026-11", signed: true },
+      });
+      assert.equal(tagged.error, null, JSON.stringify(tagged.error));
+      assert.deepEqual((await docs.info("tagged.txt")).data?.metadata, { contract: "2026-11", signed: true });
+      assert.equal((await docs.remove(["tagged.txt"])).error, null);
       const raw = await docs.upload("top.bin", Buffer.from([1, 2, 3]), {
         contentType: "application/octet-stream",
       });

@@ -16,6 +16,7 @@ export interface ObjectRow {
   owner: string | null;
   object_key: string;
   metadata: ObjectMetadata;
+  user_metadata: Record<string, unknown> | null;
   created_at: Date | string;
   updated_at: Date | string;
   last_accessed_at: Date | string;
@@ -31,7 +32,8 @@ export interface ObjectMetadata {
   httpStatusCode: number;
 }
 
-const COLUMNS = "id, bucket_id, name, owner, object_key, metadata, created_at, updated_at, last_accessed_at";
+const COLUMNS =
+  "id, bucket_id, name, owner, object_key, metadata, user_metadata, created_at, updated_at, last_accessed_at";
 
 export const newObjectKey = (tenantId: string) => `objects/${tenantId}/${randomUUID()}`;
 
@@ -75,6 +77,7 @@ export async function saveObject(
     owner: string | undefined;
     objectKey: string;
     metadata: ObjectMetadata;
+    userMetadata?: Record<string, unknown> | undefined;
     upsert: boolean;
   },
 ): Promise<{ row: ObjectRow; replacedKey: string | undefined }> {
@@ -88,10 +91,16 @@ export async function saveObject(
   if (existing) {
     const row = (
       await tx.query<ObjectRow>(
-        `update storage.objects set object_key = $2, metadata = $3, owner = coalesce($4, owner), updated_at = now(),
-           last_accessed_at = now()
+        `update storage.objects set object_key = $2, metadata = $3, owner = coalesce($4, owner), user_metadata = $5,
+           updated_at = now(), last_accessed_at = now()
          where id = $1 returning ${COLUMNS}`,
-        [existing.id, input.objectKey, JSON.stringify(input.metadata), input.owner ?? null],
+        [
+          existing.id,
+          input.objectKey,
+          JSON.stringify(input.metadata),
+          input.owner ?? null,
+          input.userMetadata ? JSON.stringify(input.userMetadata) : null,
+        ],
       )
     ).rows[0];
     // A row the caller may see but not write stays as it was (the policy's USING hides it from the update).
@@ -100,8 +109,8 @@ export async function saveObject(
   }
   const row = (
     await tx.query<ObjectRow>(
-      `insert into storage.objects (tenant_id, bucket_id, name, owner, object_key, metadata)
-       values ($1, $2, $3, $4, $5, $6) returning ${COLUMNS}`,
+      `insert into storage.objects (tenant_id, bucket_id, name, owner, object_key, metadata, user_metadata)
+       values ($1, $2, $3, $4, $5, $6, $7) returning ${COLUMNS}`,
       [
         input.tenantId,
         input.bucket,
@@ -109,6 +118,7 @@ export async function saveObject(
         input.owner ?? null,
         input.objectKey,
         JSON.stringify(input.metadata),
+        input.userMetadata ? JSON.stringify(input.userMetadata) : null,
       ],
     )
   ).rows[0] as ObjectRow;
@@ -203,7 +213,7 @@ export function infoJson(row: ObjectRow): Record<string, unknown> {
     content_type: row.metadata.mimetype,
     cache_control: row.metadata.cacheControl,
     etag: row.metadata.eTag,
-    metadata: {},
+    metadata: row.user_metadata ?? {},
     last_modified: iso(row.updated_at),
     created_at: iso(row.created_at),
   };

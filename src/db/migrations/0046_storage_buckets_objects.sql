@@ -45,6 +45,8 @@ create table storage.objects (
   -- never of the name (a move changes the name only).
   object_key text not null,
   metadata jsonb not null default '{}',
+  -- What the uploader attached (storage-js `metadata`), at most 8 kB of JSON.
+  user_metadata jsonb check (user_metadata is null or length(user_metadata::text) <= 8192),
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   last_accessed_at timestamptz not null default now(),
