@@ -43,6 +43,19 @@ test("a good archive unpacks into its folders, bytes intact", async () => {
   assert.equal(readFileSync(path.join(into, "delivery/message.xml"), "utf8"), "<x/>");
 });
 
+test("macOS's __MACOSX and ._ twins are left out", async () => {
+  const file = zipFile({
+    "delivery/._message.xml": new Uint8Array([0, 5, 22, 7]),
+    "delivery/message.xml": new TextEncoder().encode("<x/>"),
+    "__MACOSX/delivery/._message.xml": new Uint8Array([0, 5, 22, 7]),
+    "delivery/A1.wav": [randomBytes(1000), { level: 0 }],
+  });
+  const into = mkdtempSync(path.join(root, "out-"));
+  assert.deepEqual(await unpackArchive(file, into), { files: 2, bytes: 1004 });
+  assert.deepEqual(readdirSync(into), ["delivery"]);
+  assert.deepEqual(readdirSync(path.join(into, "delivery")).sort(), ["A1.wav", "message.xml"]);
+});
+
 test("zip-slip: a .. entry or an absolute path is refused before anything is written", async () => {
   const into = mkdtempSync(path.join(root, "out-"));
   const e = await refused(

@@ -277,6 +277,9 @@ export async function unpackArchive(
       return;
     }
     done.add(name);
+    // macOS's Archive Utility adds each file's AppleDouble twin (`__MACOSX/…/._name`): not the
+    // delivery's, and a `._message.xml` would read as a broken message.
+    if (isMacMetadata(name)) return;
     const target = path.join(into, ...name.split("/"));
     if (entry.directory) {
       mkdirSync(target, { recursive: true });
@@ -365,6 +368,9 @@ export async function unpackArchive(
   }
   return { files, bytes };
 }
+
+const isMacMetadata = (name: string) =>
+  name.startsWith("__MACOSX/") || (name.split("/").pop() ?? "").startsWith("._");
 
 /** Whether a file is a zip archive: by its extension, else by its first bytes. */
 export async function isZipArchive(file: string): Promise<boolean> {
