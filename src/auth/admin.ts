@@ -18,6 +18,7 @@ import {
   type UserRow,
   updateUser,
   userJson,
+  usersJson,
 } from "./users.ts";
 
 /**
@@ -144,9 +145,7 @@ export class AuthAdmin {
     return this.db.asService(
       async (tx) => {
         const { users, total } = await listUsers(tx, req.tenant.id, perPage, (page - 1) * perPage);
-        const shown: Record<string, unknown>[] = [];
-        for (const u of users) shown.push(await userJson(tx, u));
-        return { users: shown, total };
+        return { users: await usersJson(tx, req.tenant.id, users), total };
       },
       { readOnly: true },
     );

@@ -50,14 +50,33 @@ const challengeVoid = (id: string) =>
 
 /** The factors of the user object (GoTrue's `factors`, absent when there are none). */
 export async function factorsJson(tx: Tx, tenantId: string, userId: string): Promise<unknown[]> {
+  return (await factorsOfUsers(tx, tenantId, [userId])).get(userId) ?? [];
+}
+
+/** The factors of several users at once (auth.admin.listUsers), by user id. */
+export async function factorsOfUsers(
+  tx: Tx,
+  tenantId: string,
+  userIds: string[],
+): Promise<Map<string, unknown[]>> {
   const rows = (
-    await tx.query<FactorRow>(
-      `select id, friendly_name, factor_type, status, last_challenged_at, created_at, updated_at
-       from internal.mfa_factors where tenant_id = $1 and user_id = $2 order by created_at, id`,
-      [tenantId, userId],
+    await tx.query<FactorRow & { user_id: string }>(
+      `select id, user_id, friendly_name, factor_type, status, last_challenged_at, created_at, updated_at
+       from internal.mfa_factors where tenant_id = $1 and user_id = any($2::uuid[]) order by created_at, id`,
+      [tenantId, userIds],
     )
   ).rows;
-  return rows.map((f) => ({
+  const byUser = new Map<string, unknown[]>();
+  for (const f of rows) {
+    const list = byUser.get(f.user_id) ?? [];
+    list.push(factorJson(f));
+    byUser.set(f.user_id, list);
+  }
+  return byUser;
+}
+
+function factorJson(f: FactorRow) {
+  return {
     id: f.id,
     friendly_name: f.friendly_name ?? undefined,
     factor_type: f.factor_type,
@@ -65,7 +84,7 @@ export async function factorsJson(tx: Tx, tenantId: string, userId: string): Pro
     created_at: f.created_at.toISOString(),
     updated_at: f.updated_at.toISOString(),
     last_challenged_at: f.last_challenged_at ? f.last_challenged_at.toISOString() : null,
-  }));
+  };
 }
 
 export async function loadSession(tx: Tx, sessionId: string): Promise<MfaSession> {

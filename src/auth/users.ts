@@ -1,5 +1,5 @@
 import type { Tx } from "../db/types.ts";
-import { factorsJson } from "./mfa.ts";
+import { factorsOfUsers } from "./mfa.ts";
 
 /** The user rows behind /auth/v1, and the user object GoTrue returns. */
 
@@ -180,14 +180,35 @@ const iso = (d: Date | null | undefined) => (d ? d.toISOString() : undefined);
 
 /** The user object as GoTrue returns it. */
 export async function userJson(tx: Tx, user: UserRow): Promise<Record<string, unknown>> {
+  return (await usersJson(tx, user.tenant_id, [user]))[0] as Record<string, unknown>;
+}
+
+/** Several users of a tenant as GoTrue returns them, with two queries whatever their number. */
+export async function usersJson(
+  tx: Tx,
+  tenantId: string,
+  users: UserRow[],
+): Promise<Record<string, unknown>[]> {
+  if (users.length === 0) return [];
+  const ids = users.map((u) => u.id);
   const identities = (
     await tx.query<IdentityRow>(
       `select id, user_id, provider, provider_id, identity_data, last_sign_in_at, created_at, updated_at
-       from internal.identities where tenant_id = $1 and user_id = $2 order by created_at`,
-      [user.tenant_id, user.id],
+       from internal.identities where tenant_id = $1 and user_id = any($2::uuid[]) order by created_at`,
+      [tenantId, ids],
     )
   ).rows;
-  const factors = await factorsJson(tx, user.tenant_id, user.id);
+  const factors = await factorsOfUsers(tx, tenantId, ids);
+  return users.map((u) =>
+    shapeUser(
+      u,
+      identities.filter((i) => i.user_id === u.id),
+      factors.get(u.id) ?? [],
+    ),
+  );
+}
+
+function shapeUser(user: UserRow, identities: IdentityRow[], factors: unknown[]): Record<string, unknown> {
   return {
     id: user.id,
     aud: "authenticated",
