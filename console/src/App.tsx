@@ -1,7 +1,8 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { lazy, type ReactNode, Suspense, useEffect, useState, useSyncExternalStore } from "react";
+import { applyBrand } from "../../ui-shared/theme.ts";
 import { api } from "./api/admin.ts";
-import { signOut } from "./api/auth.ts";
+import { loadTenantConfig, signOut } from "./api/auth.ts";
 import { ApiError } from "./api/errors.ts";
 import { getSession, setActingTenant, subscribe } from "./api/session.ts";
 import type { AdminMe } from "./api/types.ts";
@@ -229,6 +230,17 @@ function Shell({ me, role, children }: { me: AdminMe | undefined; role?: Role | 
     tenant?.tenant_slug ??
     (acting === session?.tenant.id ? session?.tenant.name : acting);
   const many = (me?.staff.length ?? 0) > 1 || Boolean(me?.platform_role);
+  // The acting tenant's branding: its display name in the header, its colour as the accent.
+  const slug = tenant?.tenant_slug ?? (acting === session?.tenant.id ? session?.tenant.slug : undefined);
+  const brand = useQuery({
+    queryKey: ["tenant-config", slug ?? ""],
+    queryFn: () => loadTenantConfig(slug),
+    enabled: Boolean(slug),
+    retry: false,
+    staleTime: 300_000,
+  });
+  const branding = brand.data?.branding;
+  useEffect(() => applyBrand(branding?.primary_color), [branding?.primary_color]);
   // biome-ignore lint/correctness/useExhaustiveDependencies: close the menu whenever the page changes
   useEffect(() => setMenuOpen(false), [path]);
   return (
@@ -247,7 +259,9 @@ function Shell({ me, role, children }: { me: AdminMe | undefined; role?: Role | 
         >
           Menu
         </button>
-        <span className="brand">Backline Console</span>
+        <span className="brand" data-testid="console-brand">
+          {branding?.display_name ? `${branding.display_name} · Console` : "Backline Console"}
+        </span>
         {acting ? (
           <span className="tenant" data-testid="current-tenant">
             {tenantLabel}

@@ -2,6 +2,7 @@ import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { currentPath, setBase } from "../../ui-shared/router.tsx";
+import { applyBrand } from "../../ui-shared/theme.ts";
 import { App, NoPortal, prefetchSignedIn, StartFailed } from "./App.tsx";
 import {
   hasStoredSession,
@@ -12,7 +13,6 @@ import {
   startClient,
   watchSession,
 } from "./api/portal.ts";
-import { applyBrand } from "./theme.ts";
 import "./styles.css";
 
 /**

@@ -12,7 +12,7 @@ import { getTenantKeys } from "../tenancy/tenants.ts";
  * and opens nothing without a user's token or the policies' consent.
  *
  * - GET /console/tenant.json[?slug=<slug>] (docs/console.md, "Which tenant the console signs in
- *   to"): `{ id, slug, name, anon_key, url }`. Without `slug`: CONSOLE_TENANT, else the
+ *   to"): `{ id, slug, name, anon_key, url, branding }`. Without `slug`: CONSOLE_TENANT, else the
  *   development tenant; 404 not_found when there is none or the slug is unknown.
  * - GET /portal/tenant.json[?slug=<slug>] (docs/portal.md, "Which tenant"): the same and the
  *   tenant's branding and sign-up policy. The request's host name first (a tenant's own domain,
@@ -173,7 +173,15 @@ export class TenantConfigs {
         wanted === undefined ? undefined : "slug",
       );
     }
-    return { id: found.id, slug: found.slug, name: found.name, anon_key: found.anon_key, url: found.url };
+    return {
+      id: found.id,
+      slug: found.slug,
+      name: found.name,
+      anon_key: found.anon_key,
+      url: found.url,
+      // The console wears the tenant's branding too (its name and colour in the header).
+      branding: found.branding,
+    };
   }
 
   /**

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
+import { accents } from "../../ui-shared/brand-colours.ts";
 import {
   assertAccessible,
   assertNoOffsite,
@@ -427,6 +428,51 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
       },
     );
   }
+
+  step(
+    "branding saved in Settings shows in the header and colours; a bad colour is said once, at its field",
+    { needs: ["signed-in"] },
+    async () => {
+      await page.locator(tid("nav-settings")).click();
+      await page.locator(tid("settings-form")).waitFor();
+      const tenantName = async () =>
+        (
+          (await (await fetch(`${stack.url}/console/tenant.json?slug=${world.tenant.slug}`)).json()) as {
+            name: string;
+          }
+        ).name;
+      const name = await tenantName();
+      const displayName = await page.locator(tid("settings-display-name")).inputValue();
+      await page.locator(tid("settings-primary-color")).fill("#zzzzzz");
+      await page.locator(tid("settings-save")).click();
+      await page.locator(tid("settings-fields-error")).waitFor();
+      assert.equal(
+        await page.locator(tid("error-state")).count(),
+        0,
+        "the field's error is not repeated below",
+      );
+      assert.equal(await page.locator(tid("settings-primary-color")).getAttribute("aria-invalid"), "true");
+      await page.locator(tid("settings-display-name")).fill("Northwind Records");
+      await page.locator(tid("settings-primary-color")).fill("#0a7d32");
+      await page.locator(tid("settings-save")).click();
+      await page.locator(tid("settings-saved")).waitFor();
+      await page.locator(tid("console-brand")).filter({ hasText: "Northwind Records" }).waitFor();
+      const accent = await page.evaluate(
+        "getComputedStyle(document.documentElement).getPropertyValue('--brand-light').trim()",
+      );
+      assert.equal(accent, accents("#0a7d32").light);
+      await record("settings-branded", "page-settings");
+      // Put the branding back, and wait until the public tenant answer (cached a few seconds) has
+      // it again, for the steps after this one.
+      await page.locator(tid("settings-display-name")).fill(displayName);
+      await page.locator(tid("settings-primary-color")).fill("");
+      await page.locator(tid("settings-save")).click();
+      await page.locator(tid("console-brand")).filter({ hasNotText: "Northwind Records" }).waitFor();
+      for (let i = 0; i < 60 && (await tenantName()) !== name; i++)
+        await new Promise((r) => setTimeout(r, 250));
+      assert.equal(await tenantName(), name);
+    },
+  );
 
   step(
     "an account's page shows its members and keys (never a secret)",

@@ -11,6 +11,8 @@ export interface TenantConfig {
   name: string;
   anon_key: string;
   url?: string;
+  /** The tenant's branding (Settings): its name and colour show in the console's header. */
+  branding?: { display_name?: string | null; logo_url?: string | null; primary_color?: string | null };
 }
 
 export interface AuthSession {

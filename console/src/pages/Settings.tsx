@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import { ApiError } from "../api/errors.ts";
+import type { TenantConfig } from "../api/session.ts";
 import type { SettingsPatch, TenantSettings } from "../api/types.ts";
 import { Checkbox, ErrorState, Loading, Page, When } from "../ui/common.tsx";
 
@@ -47,7 +48,13 @@ export default function Settings() {
   }, [settings.data]);
   const save = useMutation({
     mutationFn: (body: SettingsPatch) => api.patchSettings(body),
-    onSuccess: (s) => client.setQueryData(["settings"], s),
+    onSuccess: (s) => {
+      client.setQueryData(["settings"], s);
+      // The header wears the new branding at once (the public tenant answer is cached a few seconds).
+      client.setQueriesData<TenantConfig>({ queryKey: ["tenant-config"] }, (old) =>
+        old && old.id === s.tenant_id ? { ...old, branding: { ...old.branding, ...s.branding } } : old,
+      );
+    },
   });
   const logo = useMutation({
     mutationFn: (file: File) => api.uploadLogo(file),
@@ -85,6 +92,12 @@ export default function Settings() {
     return e.errors.find((x) => x.param === param)?.message ?? (e.param === param ? e.message : undefined);
   };
   const errorId = (key: string) => `${ids}-${key}-error`;
+  /** Whether the form shows the error next to its fields (then it is not said again below). */
+  const fieldsClaim = (e: unknown): boolean =>
+    e instanceof ApiError &&
+    [e.param, ...e.errors.map((x) => x.param)].some(
+      (p) => p === "release_lead_days" || Boolean(p?.startsWith("branding.")),
+    );
 
   return (
     <Page title="Settings" testid="page-settings">
@@ -190,7 +203,12 @@ export default function Settings() {
               Saved <When at={save.data.updated_at} />.
             </p>
           ) : null}
-          {save.isError ? <ErrorState error={save.error} /> : null}
+          {save.isError && !fieldsClaim(save.error) ? <ErrorState error={save.error} /> : null}
+          {save.isError && fieldsClaim(save.error) ? (
+            <p className="error-text" role="alert" data-testid="settings-fields-error">
+              Nothing was saved: correct the fields marked above.
+            </p>
+          ) : null}
         </form>
       ) : null}
     </Page>
