@@ -190,6 +190,35 @@ function suite(env: Record<string, string>) {
       );
       assert.deepEqual((await docs.list("folder", { search: "zzz" })).data, []);
 
+      // list-v2: full names under a prefix, or one level with folders, in pages with a cursor.
+      const v2 = await docs.listV2({ with_delimiter: true });
+      assert.equal(v2.error, null, JSON.stringify(v2.error));
+      assert.deepEqual(
+        v2.data?.folders.map((f) => f.name),
+        ["folder/"],
+      );
+      assert.deepEqual(
+        v2.data?.objects.map((o) => o.name),
+        ["top.bin"],
+      );
+      for (const i of [1, 2, 3]) await docs.upload(`pages/p${i}.txt`, new Blob([String(i)]));
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < 5; page++) {
+        const r = await docs.listV2({
+          prefix: "pages/",
+          limit: 2,
+          sortBy: { column: "created_at", order: "desc" },
+          ...(cursor ? { cursor } : {}),
+        });
+        assert.equal(r.error, null, JSON.stringify(r.error));
+        seen.push(...(r.data?.objects.map((o) => o.name) ?? []));
+        cursor = r.data?.nextCursor;
+        if (!r.data?.hasNext) break;
+      }
+      assert.deepEqual(seen, ["pages/p3.txt", "pages/p2.txt", "pages/p1.txt"]);
+      assert.equal(errorOf(await docs.listV2({ cursor: "not-a-cursor" })).statusCode, "400");
+
       assert.equal((await docs.move("top.bin", "moved/top.bin")).error, null);
       assert.equal(errorOf(await docs.download("top.bin")).message, "Object not found");
       const copied = await docs.copy("moved/top.bin", "copy.bin");

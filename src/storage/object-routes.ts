@@ -21,7 +21,9 @@ import {
   findObject,
   infoJson,
   listObjects,
+  listObjectsV2,
   listOptions,
+  listV2Options,
   mayWrite,
   moveObject,
   newObjectKey,
@@ -347,12 +349,17 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     }),
   );
 
-  // Storage's cursor listing is not offered yet: said so, rather than taken for an upload to a
-  // bucket named list-v2.
   json.post(
     "/object/list-v2/:bucket",
-    handle(async () => {
-      throw STORAGE_ERRORS.notSupported("list-v2 (cursor listing; use list)");
+    handle(async (request, reply, who) => {
+      const { bucket } = objectPath(request);
+      if (isBuiltIn(bucket)) throw STORAGE_ERRORS.notSupported(`listV2() of ${bucket}`);
+      const options = listV2Options(body(request));
+      const page = await asCaller(who, async (tx) => {
+        await findBucket(tx, who.tenant.id, bucket);
+        return listObjectsV2(tx, who.tenant.id, bucket, options);
+      });
+      return reply.send(page);
     }),
   );
 

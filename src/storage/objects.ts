@@ -263,3 +263,112 @@ export async function moveObject(
   );
   if (r.rowCount === 0) throw STORAGE_ERRORS.accessDenied("new row violates row-level security policy");
 }
+
+export interface ListV2Options {
+  prefix: string;
+  delimiter: boolean;
+  limit: number;
+  column: "name" | "created_at" | "updated_at";
+  order: "asc" | "desc";
+  /** Where the previous page ended: the sort column's value and the name. */
+  after: { value: string; name: string } | undefined;
+}
+
+/** The body of list-v2, with its cursor (opaque to clients: base64url JSON this module writes). */
+export function listV2Options(body: Record<string, unknown>): ListV2Options {
+  const prefix = body.prefix ?? "";
+  if (typeof prefix !== "string" || prefix.length > 1024) throw STORAGE_ERRORS.invalidParameter("prefix");
+  const limit = body.limit === undefined ? 1000 : Number(body.limit);
+  if (!Number.isSafeInteger(limit) || limit < 1) throw STORAGE_ERRORS.invalidParameter("limit");
+  const sortBy = (body.sortBy ?? {}) as Record<string, unknown>;
+  let column = String(sortBy.column ?? "name");
+  let order = String(sortBy.order ?? "asc").toLowerCase();
+  let after: ListV2Options["after"];
+  if (body.cursor !== undefined) {
+    try {
+      const c = JSON.parse(Buffer.from(String(body.cursor), "base64url").toString("utf8")) as Record<
+        string,
+        unknown
+      >;
+      if (typeof c.v !== "string" || typeof c.n !== "string") throw new Error("cursor");
+      column = String(c.c);
+      order = String(c.o);
+      after = { value: c.v, name: c.n };
+    } catch {
+      throw STORAGE_ERRORS.invalidParameter("cursor");
+    }
+  }
+  if (!["name", "created_at", "updated_at"].includes(column))
+    throw STORAGE_ERRORS.invalidParameter("sortBy.column");
+  if (order !== "asc" && order !== "desc") throw STORAGE_ERRORS.invalidParameter("sortBy.order");
+  return {
+    prefix,
+    delimiter: body.with_delimiter === true,
+    limit: Math.min(limit, 1000),
+    column: column as ListV2Options["column"],
+    order,
+    after,
+  };
+}
+
+/**
+ * Storage's list-v2: objects whose names start with the prefix (full names), or with the
+ * delimiter one level of them and their folders (`<prefix><segment>/`), in pages with a cursor.
+ */
+export async function listObjectsV2(
+  tx: Tx,
+  tenantId: string,
+  bucket: string,
+  o: ListV2Options,
+): Promise<Record<string, unknown>> {
+  const sortValue = o.column === "name" ? "name" : `${o.column}`;
+  const cmp = o.order === "asc" ? ">" : "<";
+  // The sort value as text: names compare as text, times as ISO strings of the same form.
+  const valueText =
+    o.column === "name" ? "name" : `to_char(${sortValue} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')`;
+  const r = await tx.query<Record<string, unknown>>(
+    `with under as (
+       select id, name, created_at, updated_at, last_accessed_at, metadata, substr(name, length($3) + 1) as rest
+       from storage.objects
+       where tenant_id = $1 and bucket_id = $2 and left(name, length($3)) = $3
+     ), entries as (
+       select null::uuid as id, $3 || split_part(rest, '/', 1) || '/' as name, max(created_at) as created_at,
+         max(updated_at) as updated_at, null::timestamptz as last_accessed_at, null::jsonb as metadata
+       from under where $4 and strpos(rest, '/') > 0 group by 2
+       union all
+       select id, name, created_at, updated_at, last_accessed_at, metadata from under
+       where not $4 or strpos(rest, '/') = 0
+     )
+     select *, ${valueText} as sort_value from entries
+     where $5::text is null or (${valueText}, name) ${cmp} ($5::text, $6::text)
+     order by ${sortValue} ${o.order}, name ${o.order}
+     limit $7`,
+    [tenantId, bucket, o.prefix, o.delimiter, o.after?.value ?? null, o.after?.name ?? null, o.limit + 1],
+  );
+  const rows = r.rows.slice(0, o.limit);
+  const last = rows[rows.length - 1];
+  const hasNext = r.rows.length > o.limit && last !== undefined;
+  const folders: Record<string, unknown>[] = [];
+  const objects: Record<string, unknown>[] = [];
+  for (const row of rows) {
+    if (row.id === null) {
+      const name = String(row.name);
+      folders.push({ key: name.slice(0, -1), name });
+    } else {
+      objects.push({
+        id: row.id,
+        name: row.name,
+        updated_at: iso(row.updated_at),
+        created_at: iso(row.created_at),
+        last_accessed_at: iso(row.last_accessed_at),
+        metadata: row.metadata,
+      });
+    }
+  }
+  const nextCursor = hasNext
+    ? Buffer.from(
+        JSON.stringify({ c: o.column, o: o.order, v: String(last.sort_value), n: String(last.name) }),
+      ).toString("base64url")
+    : undefined;
+  return { hasNext, ...(nextCursor ? { nextCursor, nextCursorKey: last?.name } : {}), folders, objects };
+}
