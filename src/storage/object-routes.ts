@@ -5,6 +5,7 @@ import type { Db } from "../db/db.ts";
 import type { Claims } from "../db/types.ts";
 import {
   bucketJson,
+  builtInBucket,
   createBucket,
   deleteBucket,
   emptyBucket,
@@ -138,10 +139,7 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     "/bucket/:id",
     handle(async (request, reply, who) => {
       const id = (request.params as { id: string }).id;
-      if (isBuiltIn(id)) {
-        const { builtInBucket } = await import("./buckets.ts");
-        return reply.send(bucketJson(builtInBucket(id, limits), true));
-      }
+      if (isBuiltIn(id)) return reply.send(bucketJson(builtInBucket(id, limits), true));
       const row = await asCaller<Awaited<ReturnType<typeof findBucket>>>(who, (tx) =>
         findBucket(tx, who.tenant.id, id),
       );
@@ -183,10 +181,12 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     }),
   );
 
-  /** Stores the body for `name` in `bucket` as `ownerId`, after the bucket's and the policies' checks. */
-  async function store_(
+  /**
+   * Stores the body for `name` in `bucketId` as `ownerId`, after the bucket's rules and (with
+   * `claims`) the policies; without claims a signed upload token is the permission.
+   */
+  async function receiveObject(
     request: FastifyRequest,
-    who: Caller | undefined,
     tenantId: string,
     claims: Claims | undefined,
     bucketId: string,
@@ -272,7 +272,6 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
         ? await db.withRequestContext(claims, save)
         : await db.asService(save);
       if (replacedKey) await store.remove(replacedKey);
-      void who;
       return row;
     } catch (error) {
       await store.remove(objectKey);
@@ -293,7 +292,7 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
       if (method === "PUT") {
         await asCaller(who, (tx) => findObject(tx, who.tenant.id, bucket, name));
       }
-      const row = await store_(request, who, who.tenant.id, who.claims, bucket, name, upsert, owner(who));
+      const row = await receiveObject(request, who.tenant.id, who.claims, bucket, name, upsert, owner(who));
       return reply.send({ Id: row.id, Key: `${bucket}/${name}` });
     });
 
@@ -582,9 +581,8 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
       if (grant.use !== "object-upload" || grant.bucket !== bucket || grant.name !== name) {
         throw new TokenError("token_invalid", "This token is not for uploading to this object.");
       }
-      const row = await store_(
+      const row = await receiveObject(
         request,
-        undefined,
         grant.tenant,
         undefined,
         bucket,

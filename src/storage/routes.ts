@@ -24,17 +24,17 @@ import {
 
 /**
  * /storage/v1 (docs/uploads.md): the storage interface of the table world, shaped as Supabase
- * Storage so that storage-js (supabase-js's `storage.from(bucket)`) works unchanged, for the
- * buckets `artwork` and `audio`:
+ * Storage so that storage-js (supabase-js's `storage`) works unchanged. Two kinds of bucket:
  *
- * - POST /object/upload/sign/{bucket}/{path}  createSignedUploadUrl (as the caller, under RLS)
- * - PUT  /object/upload/sign/{bucket}/{path}?token=  uploadToSignedUrl; also the local driver's
- *        upload URL of /api/public/v1 (raw body or multipart/form-data)
- * - POST /object/sign/{bucket}/{path}  createSignedUrl; GET it with ?token= downloads
- * - GET  /object/authenticated/{bucket}/{path}, GET /object/{bucket}/{path}  download as the caller
+ * - a tenant's own buckets and their objects (./object-routes.ts: buckets, upload, download, list,
+ *   move, copy, remove, info, signed and public URLs), rows of storage.buckets and storage.objects
+ *   under row-level security;
+ * - the built-in media slots `artwork` and `audio` (here): signed uploads into a release's cover
+ *   (`<release_id>/cover.jpg|png`) or a track's audio (`<release_id>/<track_id>.wav|flac`), checked
+ *   by the pipeline, signed URLs bound to the file's version, downloads as the caller; the PUT
+ *   upload route is also the local driver's upload URL of /api/public/v1.
  *
- * Paths: `<release_id>/cover.jpg|png` in artwork, `<release_id>/<track_id>.wav|flac` in audio.
- * Errors have Supabase Storage's shape, with Backline's machine-readable `code` beside it.
+ * Every failure, on every path of the prefix, answers in Storage's error shape (./errors.ts).
  */
 export interface StorageRoutesOptions {
   db: Db;
