@@ -316,7 +316,7 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
   };
   // A plan is for a service key, and only where the installation turned plans on. A tenant's plan
   // leaves out the planner's estimates (costs off): they come from statistics that count every
-  // tenant's rows, as estimated counts would; what `analyze` measures ran under its own rules.
+  // tenant's rows, as estimated counts would.
   const negotiateFor = (request: FastifyRequest): Negotiated => {
     const negotiated = negotiate(request.headers.accept);
     if (!negotiated.plan) return negotiated;
@@ -328,7 +328,19 @@ export async function restRoutes(app: FastifyInstance, opts: RestOptions) {
         `None of these media types are available: ${request.headers.accept}`,
       );
     }
-    return { ...negotiated, plan: { ...negotiated.plan, costs: role === "service_role" } };
+    const operator = role === "service_role";
+    // `analyze` and `buffers` measure the scan before row security filters it ("Rows Removed by
+    // Filter" counts another tenant's rows): the installation's own role only.
+    if (!operator && negotiated.plan.options.some((o) => o === "analyze" || o === "buffers")) {
+      throw new RestError(
+        406,
+        "PGRST107",
+        `None of these media types are available: ${request.headers.accept}`,
+        null,
+        "A tenant's plan is given without analyze and buffers: they would count other tenants' rows.",
+      );
+    }
+    return { ...negotiated, plan: { ...negotiated.plan, costs: operator } };
   };
   const pathName = (request: FastifyRequest) => {
     const name = (request.params as { "*": string })["*"];
