@@ -88,7 +88,9 @@ export default function Deliveries() {
         label="Deliveries"
         testid="deliveries-table"
         empty="No deliveries match."
-        columns={["Release", "Store", "Action", "Status", "Attempts", "Message", "Updated", ACTIONS_COLUMN]}
+        cards
+        // The store's message beside the status: on a phone the two that say what is wrong come first.
+        columns={["Release", "Status", "Message", "Store", "Action", "Attempts", "Updated", ACTIONS_COLUMN]}
         row={(d) => (
           <tr
             key={d.id}
@@ -97,23 +99,25 @@ export default function Deliveries() {
             data-release-id={d.release?.id}
             data-status={d.status}
           >
-            <td>
+            <th scope="row">
               <Link to={`/deliveries/${d.id}`} data-testid="delivery-open">
                 {d.release?.title ?? d.release?.id ?? d.id}
               </Link>
               {d.release?.artist_name ? <div className="muted">{d.release.artist_name}</div> : null}
-            </td>
-            <td>{d.store}</td>
-            <td>{d.action ?? "—"}</td>
-            <td>
+            </th>
+            <td data-label="Status">
               <Status value={d.status} />
             </td>
-            <td>{d.attempts ?? "—"}</td>
-            <td>{typeof d.message === "string" ? d.message : ""}</td>
-            <td>
+            <td data-label="Message" data-testid="delivery-message">
+              {typeof d.message === "string" ? d.message : ""}
+            </td>
+            <td data-label="Store">{d.store}</td>
+            <td data-label="Action">{d.action ?? "—"}</td>
+            <td data-label="Attempts">{d.attempts ?? "—"}</td>
+            <td data-label="Updated">
               <When at={d.updated_at ?? d.created_at} />
             </td>
-            <td>
+            <td className="actions">
               {d.status === "error" && d.release ? (
                 <button
                   type="button"

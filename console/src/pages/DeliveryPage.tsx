@@ -3,6 +3,7 @@ import { type FormEvent, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import { Link } from "../router.tsx";
 import { ErrorState, Fields, Loading, Page, Status, TableWrap, When } from "../ui/common.tsx";
+import { ConfirmDialog } from "../ui/Dialog.tsx";
 
 /** One delivery: its fields, its history and the store's messages; retry; record a store report. */
 export default function DeliveryPage({ id }: { id: string }) {
@@ -18,8 +19,13 @@ export default function DeliveryPage({ id }: { id: string }) {
   });
   const report = useMutation({
     mutationFn: (body: { status: string; message?: string; note?: string }) => api.report(id, body),
-    onSuccess: refresh,
+    onSuccess: () => {
+      setConfirming(false);
+      refresh();
+    },
   });
+  // Recording a takedown asks first: the release is then off that store as far as Backline knows.
+  const [confirming, setConfirming] = useState(false);
   const [status, setStatus] = useState("live");
   const [text, setText] = useState("");
   const ids = useId();
@@ -27,6 +33,10 @@ export default function DeliveryPage({ id }: { id: string }) {
 
   function submit(event: FormEvent) {
     event.preventDefault();
+    if (status === "taken_down") setConfirming(true);
+    else send();
+  }
+  function send() {
     const body: { status: string; message?: string; note?: string } = { status };
     if (status === "error") body.message = text.trim();
     else if (status === "taken_down" && text.trim()) body.note = text.trim();
@@ -126,8 +136,24 @@ export default function DeliveryPage({ id }: { id: string }) {
                     Recorded: now {report.data.status}.
                   </p>
                 ) : null}
-                {report.isError ? <ErrorState error={report.error} /> : null}
+                {report.isError && !confirming ? <ErrorState error={report.error} /> : null}
               </form>
+              <ConfirmDialog
+                open={confirming}
+                onClose={() => setConfirming(false)}
+                onConfirm={send}
+                busy={report.isPending}
+                title="Record the takedown?"
+                confirmLabel={report.isPending ? "Recording…" : "Record as taken down"}
+                testid="delivery-takedown-dialog"
+              >
+                <p>
+                  <strong>{d.release?.title || "The release"}</strong> is recorded as taken down at{" "}
+                  <strong>{d.store}</strong>: the delivery's status becomes taken down, with your note, and
+                  the release no longer counts as live there.
+                </p>
+                {report.isError ? <ErrorState error={report.error} /> : null}
+              </ConfirmDialog>
             </section>
           </div>
           {d.acknowledgements && d.acknowledgements.length > 0 ? (

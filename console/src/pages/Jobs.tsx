@@ -34,23 +34,24 @@ export default function Jobs() {
         label="Jobs"
         testid="jobs-table"
         empty={<>No {state} jobs.</>}
+        cards
         columns={["Job", "State", "Attempts", "Last error", "Updated", ACTIONS_COLUMN]}
         row={(j) => (
           <tr key={j.id} data-testid="job-row" data-job-id={j.id}>
-            <td>
+            <th scope="row">
               <strong>{j.kind ?? "job"}</strong>
               <div className="muted">
                 <code>{j.id}</code>
               </div>
-            </td>
-            <td>
+            </th>
+            <td data-label="State">
               <Status value={j.status} />
             </td>
-            <td>
+            <td data-label="Attempts">
               {j.attempts ?? "—"}
               {j.max_attempts ? ` / ${j.max_attempts}` : ""}
             </td>
-            <td>
+            <td data-label="Last error">
               <code className="pre-wrap">{j.last_error ?? ""}</code>
               {j.payload ? (
                 <details>
@@ -59,10 +60,10 @@ export default function Jobs() {
                 </details>
               ) : null}
             </td>
-            <td>
+            <td data-label="Updated">
               <When at={j.updated_at ?? j.created_at} />
             </td>
-            <td>
+            <td className="actions">
               {j.status === "dead" ? (
                 <button
                   type="button"

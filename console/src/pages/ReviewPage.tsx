@@ -116,12 +116,17 @@ export default function ReviewPage({ id }: { id: string }) {
             onClick={() => previous && navigate(`/reviews/${previous}`)}
             disabled={!previous}
           >
-            ← Previous <kbd>k</kbd>
+            ← Previous <kbd className="hint">k</kbd>
           </button>
           <button type="button" onClick={() => next && navigate(`/reviews/${next}`)} disabled={!next}>
-            Next <kbd>j</kbd> →
+            Next <kbd className="hint">j</kbd> →
           </button>
-          <button type="button" onClick={() => setHelp(true)} data-testid="review-help">
+          <button
+            type="button"
+            className="shortcut-hint"
+            onClick={() => setHelp(true)}
+            data-testid="review-help"
+          >
             Shortcuts <kbd>?</kbd>
           </button>
         </>
@@ -152,7 +157,7 @@ export default function ReviewPage({ id }: { id: string }) {
                 disabled={approve.isPending}
                 data-testid="review-approve"
               >
-                Approve <kbd>a</kbd>
+                Approve <kbd className="hint">a</kbd>
               </button>
               <button
                 type="button"
@@ -160,7 +165,7 @@ export default function ReviewPage({ id }: { id: string }) {
                 onClick={() => setRejecting(true)}
                 data-testid="review-reject"
               >
-                Reject… <kbd>r</kbd>
+                Reject… <kbd className="hint">r</kbd>
               </button>
             </>
           )}
@@ -188,30 +193,47 @@ export default function ReviewPage({ id }: { id: string }) {
         onClose={() => setConfirming(false)}
         title="Approve this release?"
         testid="approve-dialog"
+        actions={
+          <>
+            <button
+              type="button"
+              className="approve"
+              // biome-ignore lint/a11y/noAutofocus: Enter confirms the `a` shortcut
+              autoFocus
+              onClick={() => approve.mutate()}
+              disabled={approve.isPending}
+              data-testid="approve-confirm"
+            >
+              Approve
+            </button>
+            <button type="button" onClick={() => setConfirming(false)} data-testid="approve-cancel">
+              Cancel
+            </button>
+          </>
+        }
       >
         <p>
           {title ? <strong>{title}</strong> : "The release"} is scheduled for delivery to its stores once
           approved.
         </p>
         {approve.isError ? <ErrorState error={approve.error} /> : null}
-        <div className="page-actions">
+      </Dialog>
+      <Dialog
+        open={help}
+        onClose={() => setHelp(false)}
+        title="Keyboard shortcuts"
+        testid="shortcuts-dialog"
+        actions={
           <button
             type="button"
-            className="approve"
-            // biome-ignore lint/a11y/noAutofocus: Enter confirms the `a` shortcut
-            autoFocus
-            onClick={() => approve.mutate()}
-            disabled={approve.isPending}
-            data-testid="approve-confirm"
+            className="primary"
+            onClick={() => setHelp(false)}
+            data-testid="shortcuts-close"
           >
-            Approve
+            Close
           </button>
-          <button type="button" onClick={() => setConfirming(false)} data-testid="approve-cancel">
-            Cancel
-          </button>
-        </div>
-      </Dialog>
-      <Dialog open={help} onClose={() => setHelp(false)} title="Keyboard shortcuts" testid="shortcuts-dialog">
+        }
+      >
         <dl className="fields">
           <dt>
             <kbd>j</kbd>
@@ -234,14 +256,6 @@ export default function ReviewPage({ id }: { id: string }) {
           </dt>
           <dd>this help</dd>
         </dl>
-        <button
-          type="button"
-          className="primary"
-          onClick={() => setHelp(false)}
-          data-testid="shortcuts-close"
-        >
-          Close
-        </button>
       </Dialog>
     </Page>
   );
@@ -518,42 +532,72 @@ function RejectDialog({
     event.preventDefault();
     if (reason) onReject(reason);
   }
+  // The buttons sit below the scrolling list (ui/Dialog.tsx), outside the form: `form` ties Reject to it.
+  const formId = `${ids}-form`;
   return (
-    <Dialog open={open} onClose={onClose} title="Reject this release" testid="reject-dialog">
-      <form onSubmit={submit}>
+    <Dialog
+      open={open}
+      onClose={onClose}
+      title="Reject this release"
+      testid="reject-dialog"
+      actions={
+        <>
+          <button
+            type="submit"
+            form={formId}
+            className="reject"
+            disabled={!reason || busy}
+            data-testid="reject-confirm"
+          >
+            {busy ? "Rejecting…" : "Reject"}
+          </button>
+          <button type="button" onClick={onClose} data-testid="reject-cancel">
+            Cancel
+          </button>
+          {!reason ? (
+            <span className="muted" data-testid="reject-needs-reason">
+              Choose or write a reason first.
+            </span>
+          ) : null}
+        </>
+      }
+    >
+      <form id={formId} onSubmit={submit}>
         <fieldset>
           <legend>Reason (the account sees it)</legend>
           {reasons.isPending ? <p className="muted">Loading the common reasons…</p> : null}
-          {list.map((text, i) => (
-            <div key={text}>
+          <ul className="choices" data-testid="reject-reasons">
+            {list.map((text, i) => (
+              <li key={text}>
+                <input
+                  type="radio"
+                  name="reason"
+                  id={`${ids}-r${i}`}
+                  value={text}
+                  checked={choice === text}
+                  onChange={() => setChoice(text)}
+                  data-testid="reject-reason-option"
+                />
+                <label htmlFor={`${ids}-r${i}`} className="inline-label">
+                  {text}
+                </label>
+              </li>
+            ))}
+            <li>
               <input
                 type="radio"
                 name="reason"
-                id={`${ids}-r${i}`}
-                value={text}
-                checked={choice === text}
-                onChange={() => setChoice(text)}
-                data-testid="reject-reason-option"
-              />{" "}
-              <label htmlFor={`${ids}-r${i}`} className="inline-label">
-                {text}
+                id={`${ids}-other`}
+                value="__other"
+                checked={choice === "__other"}
+                onChange={() => setChoice("__other")}
+                data-testid="reject-reason-other"
+              />
+              <label htmlFor={`${ids}-other`} className="inline-label">
+                Another reason
               </label>
-            </div>
-          ))}
-          <div>
-            <input
-              type="radio"
-              name="reason"
-              id={`${ids}-other`}
-              value="__other"
-              checked={choice === "__other"}
-              onChange={() => setChoice("__other")}
-              data-testid="reject-reason-other"
-            />{" "}
-            <label htmlFor={`${ids}-other`} className="inline-label">
-              Another reason
-            </label>
-          </div>
+            </li>
+          </ul>
         </fieldset>
         <label htmlFor={`${ids}-text`}>Write the reason</label>
         <textarea
@@ -568,14 +612,6 @@ function RejectDialog({
           data-testid="reject-reason-text"
         />
         {error ? <ErrorState error={error} /> : null}
-        <div className="page-actions">
-          <button type="submit" className="reject" disabled={!reason || busy} data-testid="reject-confirm">
-            {busy ? "Rejecting…" : "Reject"}
-          </button>
-          <button type="button" onClick={onClose} data-testid="reject-cancel">
-            Cancel
-          </button>
-        </div>
       </form>
     </Dialog>
   );

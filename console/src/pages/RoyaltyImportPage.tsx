@@ -3,6 +3,7 @@ import { type FormEvent, lazy, Suspense, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import { Link } from "../router.tsx";
 import { ErrorState, Loading, Page, Status, TableWrap, When } from "../ui/common.tsx";
+import { ConfirmDialog } from "../ui/Dialog.tsx";
 
 // Chart.js loads with this page only (ui-shared/charts.tsx).
 const BarList = lazy(() => import("../../../ui-shared/charts.tsx").then((m) => ({ default: m.BarList })));
@@ -34,10 +35,13 @@ export default function RoyaltyImportPage({ id }: { id: string }) {
       q.state.data && !q.state.data.completed_at && q.state.data.status === "running" ? 1000 : false,
   });
   const [reason, setReason] = useState("");
+  // Voiding asks first, in a dialog saying what it does.
+  const [confirming, setConfirming] = useState(false);
   const ids = useId();
   const voidIt = useMutation({
     mutationFn: () => api.voidImport(id, reason.trim()),
     onSuccess: () => {
+      setConfirming(false);
       void client.invalidateQueries({ queryKey: ["royalty-import", id] });
       void client.invalidateQueries({ queryKey: ["royalty-imports"] });
     },
@@ -207,7 +211,7 @@ export default function RoyaltyImportPage({ id }: { id: string }) {
               className="card"
               onSubmit={(e: FormEvent) => {
                 e.preventDefault();
-                voidIt.mutate();
+                if (reason.trim()) setConfirming(true);
               }}
               aria-labelledby="v-h"
             >
@@ -228,11 +232,29 @@ export default function RoyaltyImportPage({ id }: { id: string }) {
                 disabled={!reason.trim() || voidIt.isPending}
                 data-testid="import-void"
               >
-                Void
+                Void…
               </button>
-              {voidIt.isError ? <ErrorState error={voidIt.error} /> : null}
+              {voidIt.isError && !confirming ? <ErrorState error={voidIt.error} /> : null}
             </form>
           ) : null}
+          <ConfirmDialog
+            open={confirming}
+            onClose={() => setConfirming(false)}
+            onConfirm={() => voidIt.mutate()}
+            busy={voidIt.isPending}
+            title="Void this import?"
+            confirmLabel={voidIt.isPending ? "Voiding…" : "Void the import"}
+            testid="import-void-dialog"
+          >
+            <p>
+              The import of <strong>{r.file_name ?? "this file"}</strong>
+              {r.reporting_period ? ` (${r.reporting_period})` : ""} is voided: its{" "}
+              {r.lines_matched.toLocaleString()} matched lines leave every total, and what they credited the
+              payees is taken back in the current open month (an approved statement is never rewritten).
+            </p>
+            <p>This cannot be undone; the report stays for the audit log. Reason given: “{reason.trim()}”.</p>
+            {voidIt.isError ? <ErrorState error={voidIt.error} /> : null}
+          </ConfirmDialog>
         </>
       ) : null}
     </Page>

@@ -32,10 +32,12 @@ export default function Takedowns() {
         label="Takedowns"
         testid="takedowns-table"
         empty="No takedown requests."
-        columns={["Release", "Status", "Reason", "Requested", "Per store"]}
+        cards
+        // Where each store stands is what this page is for: beside the release, not last.
+        columns={["Release", "Per store", "Status", "Reason", "Requested"]}
         row={(t) => (
           <tr key={t.id} data-testid="takedown-row">
-            <td>
+            <th scope="row">
               {t.release ? (
                 <Link to={`/deliveries?release_id=${encodeURIComponent(t.release.id)}`}>
                   {t.release.title ?? t.release.id}
@@ -44,18 +46,8 @@ export default function Takedowns() {
                 "—"
               )}
               {t.release?.artist_name ? <div className="muted">{t.release.artist_name}</div> : null}
-            </td>
-            <td>
-              <Status value={t.status} />
-            </td>
-            <td>
-              {t.reason ?? ""}
-              {t.status_reason ? <div className="muted">{t.status_reason}</div> : null}
-            </td>
-            <td>
-              <When at={t.created_at} />
-            </td>
-            <td>
+            </th>
+            <td data-label="Per store">
               {(t.stores ?? []).map((s) => (
                 <div key={s.store} data-testid="takedown-store">
                   {s.store}: <Status value={s.status} />{" "}
@@ -66,6 +58,16 @@ export default function Takedowns() {
                   ) : null}
                 </div>
               ))}
+            </td>
+            <td data-label="Status">
+              <Status value={t.status} />
+            </td>
+            <td data-label="Reason">
+              {t.reason ?? ""}
+              {t.status_reason ? <div className="muted">{t.status_reason}</div> : null}
+            </td>
+            <td data-label="Requested">
+              <When at={t.created_at} />
             </td>
           </tr>
         )}

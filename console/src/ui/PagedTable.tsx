@@ -19,6 +19,7 @@ export function PagedTable<T extends { id: string }>({
   caption,
   columns,
   row,
+  cards = false,
 }: {
   page: CursorPage<T>;
   /** The scrollable region's accessible name. */
@@ -31,6 +32,11 @@ export function PagedTable<T extends { id: string }>({
   /** The column headings, in order. */
   columns: ReactNode[];
   row: (item: T) => ReactNode;
+  /**
+   * On a phone, one card per row (table.cards in styles.css): every cell on its own line, named by
+   * its `data-label`, so no column is off-screen. The rows' cells must carry data-label.
+   */
+  cards?: boolean;
 }) {
   if (page.isPending) return <Loading />;
   if (page.isError) return <ErrorState error={page.error} onRetry={() => page.refetch()} />;
@@ -38,7 +44,7 @@ export function PagedTable<T extends { id: string }>({
   return (
     <>
       <TableWrap label={label}>
-        <table data-testid={testid}>
+        <table data-testid={testid} className={cards ? "cards" : undefined}>
           {caption ? <caption className="sr-only">{caption}</caption> : null}
           <thead>
             <tr>
