@@ -36,6 +36,7 @@ const MoneyRecoupables = lazy(() => import("./pages/money/Recoupables.tsx"));
 const MoneySettings = lazy(() => import("./pages/money/FeesSettings.tsx"));
 const MoneyTaxForms = lazy(() => import("./pages/money/TaxForms.tsx"));
 const MoneyLedger = lazy(() => import("./pages/money/Ledger.tsx"));
+const Audit = lazy(() => import("./pages/Audit.tsx"));
 
 interface RouteDef {
   pattern: string;
@@ -72,6 +73,8 @@ const ROUTES: RouteDef[] = [
   { pattern: "/accounts", role: "admin", render: () => <Accounts /> },
   { pattern: "/accounts/:id", role: "admin", render: (p) => <AccountPage id={p.id as string} /> },
   { pattern: "/settings", role: "admin", render: () => <Settings /> },
+  // GET /admin/v1/audit answers a tenant's admins only.
+  { pattern: "/audit", role: "admin", render: () => <Audit /> },
 ];
 
 /** `section`: the paths the link stands for (its pages' common prefix), when more than `to`'s. */
@@ -86,6 +89,7 @@ const NAV: { to: string; label: string; role: Role; section?: string }[] = [
   { to: "/money/periods", label: "Money", role: "operator", section: "/money" },
   { to: "/accounts", label: "Accounts", role: "admin" },
   { to: "/settings", label: "Settings", role: "admin" },
+  { to: "/audit", label: "Audit log", role: "admin" },
 ];
 
 export function App() {
