@@ -22,6 +22,26 @@ export interface PostgresOptions {
   applicationName?: string;
   /** The bounded wait of requests for a pooled connection (docs/security.md). */
   queue?: QueueLimits;
+  /**
+   * How many generated statements (`generated()`, src/db/prepared.ts) each connection keeps
+   * prepared; the least recently used is deallocated past it. Default 200.
+   */
+  generatedStatements?: number;
+}
+
+/** The part of node-postgres' connection that remembers which named statements it has parsed. */
+interface ParsedStatements {
+  connection: { parsedStatements: Record<string, string> };
+}
+
+/**
+ * A connection's generated statements, least recently used first (a Map keeps insertion order),
+ * and those evicted but not yet deallocated (that waits for the end of the transaction, so that a
+ * failing DEALLOCATE can never abort a request's transaction).
+ */
+interface GeneratedCache {
+  used: Map<string, string>;
+  evicted: Set<string>;
 }
 
 /**
@@ -34,6 +54,8 @@ export class PostgresEngine implements Engine {
   private readonly pool: pg.Pool;
   private readonly admission: Admission;
   private readonly notices: NoticeConnection;
+  private readonly generatedLimit: number;
+  private readonly generatedCaches = new WeakMap<pg.PoolClient, GeneratedCache>();
 
   constructor(options: PostgresOptions) {
     this.notices = new NoticeConnection({
@@ -41,6 +63,7 @@ export class PostgresEngine implements Engine {
       connectTimeoutMs: options.connectTimeoutMs,
       applicationName: options.applicationName,
     });
+    this.generatedLimit = Math.max(1, options.generatedStatements ?? 200);
     this.admission = new Admission(options.poolSize ?? 10, options.queue ?? DEFAULT_QUEUE_LIMITS);
     this.pool = new pg.Pool({
       connectionString: options.url,
@@ -65,6 +88,36 @@ export class PostgresEngine implements Engine {
   private async onConnection<T>(fn: (tx: Tx) => Promise<T>, options: { readOnly: boolean }): Promise<T> {
     const client = await this.pool.connect();
     let broken = false;
+    let cache = this.generatedCaches.get(client);
+    if (!cache) {
+      cache = { used: new Map(), evicted: new Set() };
+      this.generatedCaches.set(client, cache);
+    }
+    const generated = cache;
+    const parsed = (client as unknown as ParsedStatements).connection.parsedStatements;
+    const limit = this.generatedLimit;
+    /** Forgotten names that node-postgres must parse again if they come back. */
+    const forget = (name: string) => {
+      generated.used.delete(name);
+      generated.evicted.add(name);
+    };
+    let failedGenerated: string | undefined;
+    const generatedQuery = async (statement: Prepared, values: unknown[] | undefined) => {
+      const { name } = statement;
+      generated.used.delete(name);
+      generated.used.set(name, statement.text);
+      generated.evicted.delete(name);
+      while (generated.used.size > limit) forget(generated.used.keys().next().value as string);
+      try {
+        return await client.query({ name, text: statement.text, values });
+      } catch (error) {
+        if (isCachedPlanChange(error)) failedGenerated = name;
+        throw error;
+      } finally {
+        // A statement that failed to parse was never prepared.
+        if (parsed[name] === undefined) generated.used.delete(name);
+      }
+    };
     try {
       await client.query(options.readOnly ? "begin read only" : "begin");
       const tx: Tx = {
@@ -73,7 +126,9 @@ export class PostgresEngine implements Engine {
           const r =
             typeof text === "string"
               ? await client.query(text, values)
-              : await client.query({ name: text.name, text: text.text, values });
+              : text.generated
+                ? await generatedQuery(text, values)
+                : await client.query({ name: text.name, text: text.text, values });
           return { rows: r.rows as Row[], rowCount: r.rowCount ?? 0 };
         },
         async exec(sql: string) {
@@ -90,12 +145,10 @@ export class PostgresEngine implements Engine {
       return result;
     } catch (error) {
       // A prepared statement whose result type a migration changed fails on this connection for
-      // as long as it lives: drop the connection rather than answer the same error again.
-      if (
-        (error as { code?: string }).code === "0A000" &&
-        /cached plan/.test(String((error as Error).message))
-      )
-        broken = true;
+      // as long as it lives: a generated one is deallocated (the caller may try again, and it is
+      // prepared afresh); for any other, drop the connection rather than answer the same error again.
+      if (failedGenerated !== undefined && isCachedPlanChange(error)) forget(failedGenerated);
+      else if (isCachedPlanChange(error)) broken = true;
       try {
         await client.query("rollback");
       } catch {
@@ -103,6 +156,8 @@ export class PostgresEngine implements Engine {
       }
       throw error;
     } finally {
+      if (!broken && generated.evicted.size > 0)
+        broken = !(await deallocate(client, generated.evicted, parsed));
       client.release(broken);
     }
   }
@@ -119,5 +174,29 @@ export class PostgresEngine implements Engine {
   async close(): Promise<void> {
     await this.notices.close();
     await this.pool.end();
+  }
+}
+
+const isCachedPlanChange = (error: unknown): boolean =>
+  (error as { code?: string }).code === "0A000" && /cached plan/.test(String((error as Error).message));
+
+/**
+ * Deallocates a connection's evicted generated statements, between transactions; false if that
+ * failed (the connection is then dropped, which frees them all).
+ */
+async function deallocate(
+  client: pg.PoolClient,
+  evicted: Set<string>,
+  parsed: Record<string, string>,
+): Promise<boolean> {
+  const names = [...evicted].filter((name) => parsed[name] !== undefined);
+  evicted.clear();
+  if (names.length === 0) return true;
+  for (const name of names) delete parsed[name];
+  try {
+    await client.query(names.map((name) => `deallocate "${name}"`).join("; "));
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -14,11 +14,27 @@ import { createHash } from "node:crypto";
 export interface Prepared {
   readonly name: string;
   readonly text: string;
+  /**
+   * A statement generated per request (/rest/v1's, src/rest/execute.ts), not a constant: each
+   * connection keeps only its most recently used ones prepared (a bounded cache, the least recently
+   * used deallocated first), so that any number of shapes cannot fill the server's memory.
+   */
+  readonly generated?: boolean;
 }
 
 export function prepared(text: string): Prepared {
   const name = `bl_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`;
   return Object.freeze({ name, text });
+}
+
+/**
+ * A statement built per request whose values are all bind parameters ($n), so that its text is its
+ * shape: requests of the same shape share one prepared statement per connection, in a bounded
+ * least-recently-used cache (src/db/postgres.ts). PGlite runs the text as any other statement.
+ */
+export function generated(text: string): Prepared {
+  const name = `blg_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`;
+  return { name, text, generated: true };
 }
 
 /** The SQL text of a statement given either way. */

@@ -1,5 +1,6 @@
 import type { Db } from "../db/db.ts";
-import { type Prepared, textOf } from "../db/prepared.ts";
+import { asDbError } from "../db/errors.ts";
+import { generated, type Prepared, textOf } from "../db/prepared.ts";
 import type { Claims, Tx } from "../db/types.ts";
 import type { ParsedQuery } from "./ast.ts";
 import { apply, type Preferences } from "./prefer.ts";
@@ -136,8 +137,26 @@ export async function execute(
   req: RestRequest,
   maxRows: number,
 ): Promise<RestResult> {
-  const readOnly = req.call ? req.call.readOnly : req.method === "GET" || req.method === "HEAD";
   checkEmbedPaths(req.query);
+  try {
+    return await attempt(db, claims, cache, req, maxRows);
+  } catch (error) {
+    // A statement prepared on this connection before a migration changed what it returns: the
+    // engine has deallocated it and rolled back, so the request runs again once, prepared afresh.
+    const e = asDbError(error);
+    if (e?.sqlstate !== "0A000" || !/cached plan/.test(e.message)) throw error;
+    return await attempt(db, claims, cache, req, maxRows);
+  }
+}
+
+async function attempt(
+  db: Db,
+  claims: Claims,
+  cache: SchemaCache,
+  req: RestRequest,
+  maxRows: number,
+): Promise<RestResult> {
+  const readOnly = req.call ? req.call.readOnly : req.method === "GET" || req.method === "HEAD";
   try {
     return await db.withRequestContext(
       claims,
@@ -233,7 +252,8 @@ async function read(
   estimates: boolean,
 ): Promise<RestResult> {
   const { sql, params, countSql, offset } = buildRead(cache, req, maxRows, !estimates);
-  const r = await tx.query<{ total: string | null; body: string; n: string }>(sql, params);
+  // Prepared per connection, by shape: the values are all parameters (src/db/prepared.ts).
+  const r = await tx.query<{ total: string | null; body: string; n: string }>(generated(sql), params);
   const row = r.rows[0];
   const page: Page = {
     total: row?.total === null || row?.total === undefined ? undefined : Number(row.total),
@@ -348,10 +368,10 @@ async function write(tx: Tx, cache: SchemaCache, req: RestRequest): Promise<Rest
       { applyConditions: false },
     );
     const r = await tx.query<{ body: string; affected: string; inserted: string }>(
-      `with ${cte}, pgrst_source as (${rows.rows}) select ${bodySql("pgrst_source", req.accept === "csv" ? "csv" : "json", req.stripNulls)} as body,
+      generated(`with ${cte}, pgrst_source as (${rows.rows}) select ${bodySql("pgrst_source", req.accept === "csv" ? "csv" : "json", req.stripNulls)} as body,
          (select count(*) from pgrst_rows) as affected,
          (select count(*) filter (where pgrst_inserted) from pgrst_rows) as inserted
-       from pgrst_source as _p`,
+       from pgrst_source as _p`),
       shape.params.values,
     );
     body = r.rows[0]?.body ?? "[]";
@@ -360,7 +380,9 @@ async function write(tx: Tx, cache: SchemaCache, req: RestRequest): Promise<Rest
   } else {
     const pk = table.primaryKey;
     const r = await tx.query<{ n: string; inserted: string; location: string | null }>(
-      `with ${cte} select count(*)::bigint as n, count(*) filter (where pgrst_inserted) as inserted, ${pk.length ? `(array_agg(json_build_object(${pk.map((k) => `'${k.replace(/'/g, "''")}', "${k.replace(/"/g, '""')}"`).join(", ")})))[1]::text` : "null"} as location from pgrst_rows`,
+      generated(
+        `with ${cte} select count(*)::bigint as n, count(*) filter (where pgrst_inserted) as inserted, ${pk.length ? `(array_agg(json_build_object(${pk.map((k) => `'${k.replace(/'/g, "''")}', "${k.replace(/"/g, '""')}"`).join(", ")})))[1]::text` : "null"} as location from pgrst_rows`,
+      ),
       shape.params.values,
     );
     count = Number(r.rows[0]?.n ?? 0);
