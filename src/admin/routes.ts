@@ -8,6 +8,7 @@ import { moneySpecs } from "../money/admin.ts";
 import { peopleSpecs } from "../people/admin.ts";
 import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
+import { supportSpecs } from "../support/admin.ts";
 import { LOGO_MAX_BYTES, LOGO_TYPES, saveLogo } from "../tenancy/brand-assets.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { transferAdminRoutes, transferSpecs } from "../transfer/admin.ts";
@@ -65,6 +66,10 @@ export function adminRouteSpecs(
     }),
     ...transferSpecs({ db: options.db }),
     ...peopleSpecs({ db: options.db }),
+    ...supportSpecs({
+      db: options.db,
+      mail: options.mailer ? { mailer: options.mailer, publicUrl: options.publicUrl } : undefined,
+    }),
     auditSpec(options.db),
   ];
 }

@@ -26,6 +26,7 @@ import { moneyRoutes } from "./resources/money.ts";
 import { releaseRoutes } from "./resources/releases.ts";
 import { royaltyRoutes } from "./resources/royalties.ts";
 import { ruleRoutes } from "./resources/rules.ts";
+import { ticketRoutes } from "./resources/tickets.ts";
 import { trackRoutes } from "./resources/tracks.ts";
 import { transferRoutes, transferUploadReceiver } from "./resources/transfers.ts";
 import { uploadRoutes } from "./resources/uploads.ts";
@@ -65,6 +66,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...transferRoutes,
   ...catalogueExportRoutes,
   ...meRoutes,
+  ...ticketRoutes,
 ];
 
 /** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */
