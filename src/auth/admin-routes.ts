@@ -7,7 +7,8 @@ import type { AuthService } from "./service.ts";
 /**
  * /auth/v1/admin/* (supabase-js `auth.admin`), as GoTrue answers it: the tenant's service-role key
  * as the bearer, else 401 no_authorization (no bearer) or 403 not_admin (the anon key, a user's
- * token). The tenant is the key's; nothing here reaches another tenant's users.
+ * token). The tenant is the key's; nothing here reaches another tenant's users, nor staff of any
+ * tenant (users.ts, NOT_STAFF).
  */
 
 /** GoTrue's requireAdminCredentials: the tenant's service-role key, or its error. */

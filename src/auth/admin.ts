@@ -14,6 +14,7 @@ import {
   findUserByEmail,
   findUserById,
   insertUser,
+  isStaffUser,
   listUsers,
   type UserRow,
   updateUser,
@@ -136,7 +137,15 @@ export class AuthAdmin {
 
   private async load(tx: Tx, req: AdminRequest, id: string, lock = false): Promise<UserRow> {
     const user = await findUserById(tx, req.tenant.id, checkUserId(id), lock);
-    if (!user) throw userNotFound();
+    // Staff are not the tenant's to manage here (users.ts, NOT_STAFF): as if there were none.
+    if (!user || (await isStaffUser(tx, user.id))) throw userNotFound();
+    return user;
+  }
+
+  /** A user found by address, unless staff (who are not the tenant's to manage here). */
+  private async byEmail(tx: Tx, req: AdminRequest, email: string): Promise<UserRow | undefined> {
+    const user = await findUserByEmail(tx, req.tenant.id, email);
+    if (user && (await isStaffUser(tx, user.id))) throw userNotFound();
     return user;
   }
 
@@ -405,7 +414,7 @@ export class AuthAdmin {
     const redirectTo = this.referrer(req, wantedRedirect);
     const kinds = ["signup", "invite", "magiclink", "recovery", "email_change_current", "email_change_new"];
     if (!kinds.includes(type)) throw validationFailed(`Invalid email action link type requested: ${type}`);
-    const known = await this.db.asService((tx) => findUserByEmail(tx, req.tenant.id, email), {
+    const known = await this.db.asService((tx) => this.byEmail(tx, req, email), {
       readOnly: true,
     });
     if (!known && (type === "recovery" || type.startsWith("email_change")))
@@ -422,7 +431,7 @@ export class AuthAdmin {
     const newEmail = type === "email_change_new" ? validateEmail(body.new_email) : undefined;
 
     return this.db.asService(async (tx) => {
-      let user = await findUserByEmail(tx, req.tenant.id, email);
+      let user = await this.byEmail(tx, req, email);
       let kind: EmailTokenKind;
       let to = email;
       if (type === "signup") {

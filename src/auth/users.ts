@@ -67,6 +67,24 @@ export async function findUserById(
 }
 
 /** A page of the tenant's users, newest first (auth.admin.listUsers), and how many there are. */
+/**
+ * Staff (internal.staff: a tenant's reviewers, operators and admins, and the platform's) are not a
+ * tenant's users to manage through GoTrue's admin API: a tenant's service-role key must not reset,
+ * ban, delete or mint sign-in links for a person whose sign-in opens /admin/v1 — for another
+ * tenant, or every tenant. They are managed with `backline staff` (docs/auth.md).
+ */
+const NOT_STAFF = "not exists (select 1 from internal.staff s where s.user_id = u.id)";
+
+/** Whether the user holds any staff role (see NOT_STAFF). */
+export async function isStaffUser(tx: Tx, userId: string): Promise<boolean> {
+  const r = await tx.query<{ staff: boolean }>(
+    "select exists (select 1 from internal.staff where user_id = $1) as staff",
+    [userId],
+  );
+  return r.rows[0]?.staff === true;
+}
+
+/** The tenant's users for the admin API, newest first: staff left out (NOT_STAFF). */
 export async function listUsers(
   tx: Tx,
   tenantId: string,
@@ -76,15 +94,15 @@ export async function listUsers(
   const total = Number(
     (
       await tx.query<{ n: string }>(
-        "select count(*) as n from internal.users where tenant_id = $1 and deleted_at is null",
+        `select count(*) as n from internal.users u where u.tenant_id = $1 and u.deleted_at is null and ${NOT_STAFF}`,
         [tenantId],
       )
     ).rows[0]?.n ?? 0,
   );
   const users = (
     await tx.query<UserRow>(
-      `select ${USER_COLUMNS} from internal.users where tenant_id = $1 and deleted_at is null
-       order by created_at desc, id desc limit $2 offset $3`,
+      `select ${USER_COLUMNS} from internal.users u where u.tenant_id = $1 and u.deleted_at is null and ${NOT_STAFF}
+       order by u.created_at desc, u.id desc limit $2 offset $3`,
       [tenantId, limit, offset],
     )
   ).rows;
