@@ -113,10 +113,24 @@ begin
 end
 $$;
 
+-- Whether `text` names the address `email` as a whole: not inside a longer address
+-- ("h@label.co" is not in "bob.smith@label.com"), so one person's export or erasure never takes
+-- another's rows. The address is escaped for the pattern (every character but letters, digits,
+-- @, _ and - is matched literally).
+create function internal.names_address(haystack text, email text) returns boolean
+language sql immutable set search_path = ''
+as $$
+  select email is not null and email <> '' and haystack ~* (
+    '(^|[^a-z0-9.!#$%&''*+/=?^_`{|}~@-])' || regexp_replace(email, '([^a-zA-Z0-9@_-])', '\\\1', 'g')
+    || '($|[^a-z0-9.-])')
+$$;
+revoke execute on function internal.names_address(text, text) from public;
+
 -- The audit rows about a person: those they did (as a user), those whose object is them (their
--- user id, a membership <account>:<user>, a factor or staff role of theirs), and those holding
--- their e-mail address `p_email` anywhere in what they record (given, not read: an erasure has
--- replaced it by then). Rows of the tenant and the installation's own.
+-- user id, a membership <account>:<user>, a factor or staff role of theirs), and — in the tenant's
+-- own rows only — those naming their e-mail address `p_email` (given, not read: an erasure has
+-- replaced it by then). The installation's own rows (no tenant) only by the person's id: an
+-- address another tenant's user also holds is no reason to show or rewrite them.
 create function internal.person_audit_ids(p_tenant uuid, p_user uuid, p_email text) returns table (id bigint)
 language sql stable security definer set search_path = ''
 as $$
@@ -129,8 +143,9 @@ as $$
       or (l.object_table = 'internal.memberships' and l.object_id like '%:' || p_user::text)
       or (l.object_table in ('internal.mfa_factors', 'internal.staff')
           and (l.before ->> 'user_id' = p_user::text or l.after ->> 'user_id' = p_user::text))
-      or (p_email is not null and strpos(lower(coalesce(l.before::text, '') || coalesce(l.after::text, '')
-          || l.actor_detail::text || coalesce(l.object_id, '')), lower(p_email)) > 0)
+      or (l.tenant_id = p_tenant and p_email is not null
+          and internal.names_address(coalesce(l.before::text, '') || ' ' || coalesce(l.after::text, '')
+            || ' ' || coalesce(l.actor_detail::text, '') || ' ' || coalesce(l.object_id, ''), p_email))
     )
 $$;
 
@@ -257,7 +272,8 @@ begin
   get diagnostics n = row_count; done := done || jsonb_build_object('internal.identities', n);
   delete from internal.mfa_factors where user_id = u.id;  -- challenges go with them
   get diagnostics n = row_count; done := done || jsonb_build_object('internal.mfa_factors', n);
-  delete from internal.one_time_tokens where user_id = u.id or (u.email is not null and email = u.email);
+  delete from internal.one_time_tokens
+  where user_id = u.id or (u.email is not null and tenant_id = p_tenant and email = u.email);
   get diagnostics n = row_count; done := done || jsonb_build_object('internal.one_time_tokens', n);
   delete from internal.email_code_failures where tenant_id = p_tenant and email = u.email;
   get diagnostics n = row_count; done := done || jsonb_build_object('internal.email_code_failures', n);
@@ -274,12 +290,16 @@ begin
   get diagnostics n = row_count; done := done || jsonb_build_object('internal.mail_outbox', n);
   delete from internal.idempotency_keys where owner = 'user:' || u.id::text;
   get diagnostics n = row_count; done := done || jsonb_build_object('internal.idempotency_keys', n);
-  delete from internal.rate_counters where u.email is not null and strpos(lower(key), u.email) > 0;
+  -- Counters and jobs of this tenant only whose key or payload names the address as a whole.
+  delete from internal.rate_counters
+  where strpos(key, p_tenant::text) > 0 and internal.names_address(key, u.email);
   get diagnostics n = row_count; done := done || jsonb_build_object('internal.rate_counters', n);
-  delete from internal.rate_limits where u.email is not null and strpos(lower(key), u.email) > 0;
+  delete from internal.rate_limits
+  where strpos(key, p_tenant::text) > 0 and internal.names_address(key, u.email);
   get diagnostics n = row_count; done := done || jsonb_build_object('internal.rate_limits', n);
-  delete from internal.jobs where u.email is not null and strpos(lower(payload::text), u.email) > 0
-    and status <> 'running';
+  delete from internal.jobs
+  where status <> 'running' and strpos(payload::text, p_tenant::text) > 0
+    and internal.names_address(payload::text, u.email);
   get diagnostics n = row_count; done := done || jsonb_build_object('internal.jobs', n);
 
   update internal.users set email = pseudonym, phone = null, encrypted_password = null,
