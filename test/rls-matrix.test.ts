@@ -2005,3 +2005,160 @@ describeEachEngine("RLS matrix: storage buckets and objects", (t) => {
     });
   }
 });
+
+// The support desk (migration 0049): seed 000's internal tickets and ticket_replies, outside the
+// table interface but granted to `authenticated` for the public API's queries. A member or key
+// reads its account's tickets and their public replies, never an internal note; staff (reviewer
+// and up) read their token's tenant's, notes included; tenant_service and anon nothing. Members
+// write only new tickets and replies of their account, never a note, and change nothing after.
+describeEachEngine("RLS matrix: the support desk (migration 0049)", (t) => {
+  let seeded: World | undefined;
+  const labels = new Map<string, string>();
+  before(async () => {
+    const w = await seedWorld(t().db, "account-members");
+    seeded = w;
+    await t().db.asService(async (tx) => {
+      for (const [group, account, opener] of [
+        ["A", w.accounts.A, w.people.memberA],
+        ["B", w.accounts.B, w.people.memberB],
+        ["C", w.accounts.C, w.people.memberC],
+      ] as const) {
+        const ticket = (
+          await tx.query<{ id: string }>(
+            "insert into internal.tickets (account_id, subject, opened_by) values ($1, $2, $3) returning id",
+            [account.id, `Ticket ${group}`, opener.id],
+          )
+        ).rows[0]?.id as string;
+        labels.set(ticket, `ticket ${group}`);
+        for (const internal of [false, true]) {
+          const reply = (
+            await tx.query<{ id: string }>(
+              `insert into internal.ticket_replies (ticket_id, body, author_staff, is_internal)
+               values ($1, 'x', $2, $3) returning id`,
+              [ticket, internal ? "staff@matrix.test" : null, internal],
+            )
+          ).rows[0]?.id as string;
+          labels.set(reply, `${internal ? "note" : "reply"} ${group}`);
+        }
+      }
+    });
+  });
+  const world = (): World => {
+    if (!seeded) throw new Error("world not seeded");
+    return seeded;
+  };
+  const ticketOf = (group: string) => [...labels].find(([, l]) => l === `ticket ${group}`)?.[0] as string;
+
+  /** The labels of the rows a caller reads, or the refusal's SQLSTATE. */
+  async function read(caller: Caller, sql: string): Promise<string[] | string> {
+    try {
+      const rows = await t().db.withRequestContext(
+        world().claims[caller],
+        async (tx) => (await tx.query<{ id: string }>(sql)).rows,
+      );
+      return rows.map((r) => labels.get(r.id) ?? r.id).sort();
+    } catch (error) {
+      return asDbError(error)?.sqlstate ?? String(error);
+    }
+  }
+
+  /** A write, rolled back: the rows it changed, or the refusal's SQLSTATE. */
+  async function write(caller: Caller, sql: string, params: unknown[] = []): Promise<string> {
+    try {
+      await t().db.withRequestContext(world().claims[caller], async (tx) => {
+        const result = await tx.query(sql, params);
+        throw Object.assign(new Error("rollback"), { rows: result.rowCount });
+      });
+      return "committed";
+    } catch (error) {
+      const rows = (error as { rows?: number }).rows;
+      if (rows !== undefined) return rows === 0 ? "no rows" : `changed ${rows}`;
+      return asDbError(error)?.sqlstate ?? String(error);
+    }
+  }
+
+  const A = ["ticket A"];
+  const TICKETS: Record<Caller, string[] | string> = {
+    anon: DENIED,
+    memberA: A,
+    memberA2: A,
+    memberB: ["ticket B"],
+    viewerA: A,
+    tenant2User: ["ticket C"],
+    keyA: A,
+    viewerKeyA: A,
+    service: ["ticket A", "ticket B", "ticket C"],
+    tenantService1: DENIED,
+    tenantService2: DENIED,
+    tamperedUser: [],
+    tamperedKey: [],
+    tamperedService: DENIED,
+    reviewer1: ["ticket A", "ticket B"],
+    operator1: ["ticket A", "ticket B"],
+    // Platform staff, signed in on tenant 2: that tenant's tickets.
+    platformOperator: ["ticket C"],
+    unprovenReviewer1: [],
+  };
+  /** A ticket's label -> its replies' labels the caller reads: the notes for staff only. */
+  const repliesFor = (caller: Caller, tickets: string[] | string): string[] | string => {
+    if (typeof tickets === "string") return tickets;
+    const staff = STAFF.includes(caller as StaffCaller) || caller === "service";
+    return tickets
+      .flatMap((t) => {
+        const g = t.slice("ticket ".length);
+        return staff ? [`note ${g}`, `reply ${g}`] : [`reply ${g}`];
+      })
+      .sort();
+  };
+  const WRITES_A = new Set<Caller>(["memberA", "memberA2", "keyA", "service"]);
+
+  for (const caller of CALLERS) {
+    describe(`support desk as ${caller}`, () => {
+      test(`reads tickets: ${JSON.stringify(TICKETS[caller])}`, async () => {
+        assert.deepEqual(await read(caller, "select id from internal.tickets"), TICKETS[caller]);
+      });
+      test(`reads replies: ${JSON.stringify(repliesFor(caller, TICKETS[caller]))}`, async () => {
+        assert.deepEqual(
+          await read(caller, "select id from internal.ticket_replies"),
+          repliesFor(caller, TICKETS[caller]),
+        );
+      });
+      const files = WRITES_A.has(caller);
+      test(`${files ? "files" : "cannot file"} a ticket and a reply for account A`, async () => {
+        const w = world();
+        assert.equal(
+          await write(caller, "insert into internal.tickets (account_id, subject) values ($1, 'New')", [
+            w.accounts.A.id,
+          ]),
+          files ? "changed 1" : DENIED,
+        );
+        assert.equal(
+          await write(caller, "insert into internal.ticket_replies (ticket_id, body) values ($1, 'More')", [
+            ticketOf("A"),
+          ]),
+          files ? "changed 1" : DENIED,
+        );
+      });
+      if (caller !== "service") {
+        test("writes no note, and changes or deletes no ticket or reply", async () => {
+          assert.equal(
+            await write(
+              caller,
+              "insert into internal.ticket_replies (ticket_id, body, is_internal) values ($1, 'x', true)",
+              [ticketOf("A")],
+            ),
+            DENIED,
+          );
+          for (const sql of [
+            "update internal.tickets set status = 'solved'",
+            "delete from internal.tickets",
+            "update internal.ticket_replies set body = 'changed'",
+            "delete from internal.ticket_replies",
+          ]) {
+            assert.equal(await write(caller, sql), DENIED, sql);
+          }
+        });
+      }
+    });
+  }
+});
