@@ -193,7 +193,13 @@ describe("backline CLI: keys, members and the mailbox", () => {
   test("tenants rotate-keys: new keys; the old keys and the access tokens they issued are refused", async () => {
     const before = await json("tenants", "keys", "dev");
     const rotated = await json("tenants", "rotate-keys", "dev");
-    assert.deepEqual(Object.keys(rotated).sort(), ["anon_key", "service_role_key", "tenant_id", "url"]);
+    assert.deepEqual(Object.keys(rotated).sort(), [
+      "anon_key",
+      "service_role_key",
+      "signing_key_id",
+      "tenant_id",
+      "url",
+    ]);
     assert.equal(rotated.url, "https://api.example.com");
     assert.equal(rotated.tenant_id, before.tenant_id);
     assert.notEqual(rotated.anon_key, before.anon_key);

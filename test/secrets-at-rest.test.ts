@@ -142,7 +142,7 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
     assert.equal((await client.from("releases").select("id")).error, null);
   });
 
-  test("the directory opens the secret once per cache fill, not per request", async () => {
+  test("the directory opens the secret and the signing key once per cache fill, not per request", async () => {
     const tenant = await seedTenant(db());
     let opened = 0;
     const box = db().secrets;
@@ -153,8 +153,12 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
     };
     try {
       const directory = new TenantDirectory(db());
-      for (let i = 0; i < 20; i++) assert.ok((await directory.get(tenant.id))?.jwtSecret);
-      assert.equal(opened, 1);
+      for (let i = 0; i < 20; i++) {
+        const info = await directory.get(tenant.id);
+        assert.ok(info?.jwtSecret && info.signing.current);
+      }
+      // Two sealed values: the HS256 secret and the ES256 signing key's private half.
+      assert.equal(opened, 2);
     } finally {
       box.decrypt = decrypt;
     }
@@ -321,6 +325,7 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
         webhook_secrets: 0,
         idempotent_answers: 0,
         mfa_secrets: 0,
+        session_signing_keys: 0,
       });
       const [stored] = await rows<{ v: string }>(
         "select response_ciphertext as v from internal.idempotency_keys where response_ciphertext is not null",

@@ -8,6 +8,7 @@ import type { VerifyType } from "./email-tokens.ts";
 import { AuthError, authErrorBody, validationFailed } from "./errors.ts";
 import type { AuthService, RequestInfo, TokenUser } from "./service.ts";
 import { authSettings, redirectAllowed } from "./settings.ts";
+import { jwks } from "./signing-keys.ts";
 import { idTokenProviderDisabled, unsupportedRoutes } from "./unsupported-routes.ts";
 
 /**
@@ -160,6 +161,15 @@ export async function authRoutes(
   }));
 
   app.get("/settings", async (request) => auth.settings(info(request)));
+
+  // The tenant's published signing keys (public halves only), which supabase-js's getClaims()
+  // verifies sessions with (docs/auth.md, "Signing keys"). The apikey names the tenant, as on
+  // every route; `?apikey=` serves a verifier that cannot send headers.
+  app.get("/.well-known/jwks.json", async (request, reply) => {
+    if (!request.caller) throw new Error("auth route without a caller");
+    reply.header("Cache-Control", "public, max-age=60");
+    return jwks(request.caller.tenant.signing);
+  });
 
   app.post("/signup", async (request) =>
     auth.signup(info(request), body(request), query(request, "redirect_to")),

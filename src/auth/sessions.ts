@@ -72,6 +72,7 @@ export async function sessionJson(
 ): Promise<Record<string, unknown>> {
   const { token, expiresAt } = await signAccessToken({
     secret: ctx.tenant.jwtSecret,
+    signingKey: ctx.tenant.signing.current,
     issuer: ctx.issuer,
     expiresIn: ctx.settings.jwt_expiry,
     tenantId: ctx.tenant.id,

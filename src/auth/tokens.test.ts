@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
-import { createHmac } from "node:crypto";
+import { createHmac, createPublicKey, generateKeyPairSync } from "node:crypto";
 import { describe, test } from "node:test";
 import { SignJWT } from "jose";
-import { TokenError, verifyToken } from "./tokens.ts";
+import { PROPAGATION_S, type TenantSigningKeys } from "./signing-keys.ts";
+import { TokenError, verifyBearerToken, verifyToken } from "./tokens.ts";
 
 const secret = "a-tenant-secret-of-at-least-32-characters";
 const key = new TextEncoder().encode(secret);
@@ -63,4 +64,102 @@ describe("verifyToken", () => {
       assert.equal(await reason(verifyToken(make(), secret, now)), expected);
     });
   }
+});
+
+describe("verifyBearerToken", () => {
+  const now = Date.parse("2026-11-22T12:00:00Z");
+  const iat = Math.floor(now / 1000);
+  const pair = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const other = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const jwk = pair.publicKey.export({ format: "jwk" });
+  const since = now - 600_000; // the tenant switched ten minutes ago
+  const signing = (verifyUntil?: number): TenantSigningKeys => ({
+    current: { kid: "k1", privateKey: pair.privateKey },
+    published: [
+      {
+        kid: "k1",
+        jwk: { kty: "EC", crv: "P-256", x: String(jwk.x), y: String(jwk.y) },
+        key: createPublicKey(pair.privateKey),
+        verifyUntil,
+      },
+    ],
+    since,
+    hs256SessionsUntil: since + (3600 + PROPAGATION_S) * 1000,
+  });
+  const tenant = { jwtSecret: secret, signing: signing() };
+  const es256 = (kid: string | undefined, payload: Record<string, unknown>, k = pair.privateKey) =>
+    new SignJWT(payload).setProtectedHeader(kid ? { alg: "ES256", kid } : { alg: "ES256" }).sign(k);
+  const session = { role: "authenticated", sub: "u", exp: iat + 60 };
+
+  test("accepts an ES256 session of a published key, and the HS256 anon and service-role keys", async () => {
+    assert.equal((await verifyBearerToken(await es256("k1", session), tenant, now)).sub, "u");
+    for (const role of ["anon", "service_role"]) {
+      const apiKey = hs256({ alg: "HS256" }, { iss: "backline", role, iat: iat + 10, exp: iat + 999 });
+      assert.equal((await verifyBearerToken(apiKey, tenant, now)).role, role);
+    }
+  });
+
+  test("an HS256 session from before the switch is accepted until such sessions have expired", async () => {
+    const old = hs256({ alg: "HS256" }, { ...session, iat: Math.floor(since / 1000) - 5, exp: iat + 600 });
+    assert.equal(await reason(verifyBearerToken(old, tenant, now)), "ok");
+    // Past the window (jwt_expiry and the propagation minute after the switch), whatever its exp says.
+    const later = since + (3600 + PROPAGATION_S) * 1000;
+    const forever = hs256(
+      { alg: "HS256" },
+      { ...session, iat: Math.floor(since / 1000) - 5, exp: iat + 99_999 },
+    );
+    assert.equal(await reason(verifyBearerToken(forever, tenant, later)), "bad_signature");
+    // Issued after the switch: refused, though signed with the secret.
+    const after = hs256({ alg: "HS256" }, { ...session, iat: Math.floor(since / 1000) + PROPAGATION_S + 1 });
+    assert.equal(await reason(verifyBearerToken(after, tenant, now)), "bad_signature");
+    // No iat: refused too.
+    assert.equal(
+      await reason(verifyBearerToken(hs256({ alg: "HS256" }, session), tenant, now)),
+      "bad_signature",
+    );
+    // A tenant without signing keys: HS256 sessions are its kind.
+    const plain = {
+      jwtSecret: secret,
+      signing: { ...signing(), since: undefined, hs256SessionsUntil: undefined },
+    };
+    assert.equal(await reason(verifyBearerToken(after, plain, now)), "ok");
+  });
+
+  test("refuses unknown, missing or withdrawn kids, other keys, none and algorithm confusion", async () => {
+    assert.equal(await reason(verifyBearerToken(await es256("k2", session), tenant, now)), "bad_signature");
+    assert.equal(
+      await reason(verifyBearerToken(await es256(undefined, session), tenant, now)),
+      "bad_signature",
+    );
+    assert.equal(
+      await reason(verifyBearerToken(await es256("k1", session, other.privateKey), tenant, now)),
+      "bad_signature",
+    );
+    const withdrawn = { jwtSecret: secret, signing: signing(now - 1) };
+    assert.equal(
+      await reason(verifyBearerToken(await es256("k1", session), withdrawn, now)),
+      "bad_signature",
+    );
+    assert.equal(
+      await reason(verifyBearerToken(`${b64({ alg: "none", kid: "k1" })}.${b64(session)}.`, tenant, now)),
+      "malformed",
+    );
+    const pem = pair.publicKey.export({ format: "pem", type: "spki" }).toString();
+    const confused = hs256(
+      { alg: "HS256", kid: "k1" },
+      { ...session, iat: Math.floor(since / 1000) - 5 },
+      pem,
+    );
+    assert.equal(await reason(verifyBearerToken(confused, tenant, now)), "bad_signature");
+    // A valid signature under another header (kid kept, alg changed) is refused.
+    const [, p, sig] = (await es256("k1", session)).split(".");
+    assert.equal(
+      await reason(verifyBearerToken(`${b64({ alg: "ES384", kid: "k1" })}.${p}.${sig}`, tenant, now)),
+      "malformed",
+    );
+    assert.equal(
+      await reason(verifyBearerToken(await es256("k1", { ...session, exp: iat - 1 }), tenant, now)),
+      "expired",
+    );
+  });
 });

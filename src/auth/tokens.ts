@@ -1,13 +1,25 @@
-import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from "node:crypto";
+import {
+  createHash,
+  createHmac,
+  verify as cryptoVerify,
+  randomBytes,
+  randomInt,
+  timingSafeEqual,
+} from "node:crypto";
 import { SignJWT } from "jose";
+import { PROPAGATION_S, type TenantSigningKeys } from "./signing-keys.ts";
 
 /**
- * Access tokens (HS256 JWTs signed with the tenant's secret, claims as GoTrue issues them plus
- * tenant_id), refresh tokens and one-time codes. Only hashes of refresh tokens and codes are stored.
+ * Access tokens (ES256 JWTs signed with the tenant's current signing key and naming it in `kid`,
+ * or HS256 ones signed with the tenant's secret for a tenant without a signing key; claims as
+ * GoTrue issues them plus tenant_id), refresh tokens and one-time codes. Only hashes of refresh
+ * tokens and codes are stored.
  */
 
 export interface AccessTokenInput {
   secret: string;
+  /** The tenant's current signing key: when there is one, it signs instead of `secret`. */
+  signingKey?: TenantSigningKeys["current"];
   issuer: string;
   expiresIn: number;
   tenantId: string;
@@ -42,12 +54,16 @@ export async function signAccessToken(
     is_anonymous: input.user.is_anonymous,
     tenant_id: input.tenantId,
   })
-    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setProtectedHeader(
+      input.signingKey
+        ? { alg: "ES256", typ: "JWT", kid: input.signingKey.kid }
+        : { alg: "HS256", typ: "JWT" },
+    )
     .setSubject(input.user.id)
     .setIssuer(input.issuer)
     .setIssuedAt(now)
     .setExpirationTime(expiresAt)
-    .sign(new TextEncoder().encode(input.secret));
+    .sign(input.signingKey ? input.signingKey.privateKey : new TextEncoder().encode(input.secret));
   return { token, expiresAt };
 }
 
@@ -62,20 +78,16 @@ export class TokenError extends Error {
   }
 }
 
-/**
- * Verifies an HS256 token with `secret`; throws TokenError saying why it is refused. Done with
- * node:crypto's HMAC, synchronously: it runs on every request, and WebCrypto's asynchronous path
- * cost a measurable share of a request (bench/README.md). Only HS256 is accepted, whatever the
- * header says; the signature is compared in constant time; exp and nbf are checked.
- */
-export async function verifyToken(
-  token: string,
-  secret: string,
-  now: number = Date.now(),
-): Promise<Record<string, unknown>> {
+const MALFORMED = "JWT is malformed or uses an unsupported algorithm";
+
+function parseToken(token: string): {
+  signed: string;
+  sig: Buffer;
+  header: Record<string, unknown>;
+  claims: Record<string, unknown>;
+} {
   const parts = token.split(".");
-  if (parts.length !== 3)
-    throw new TokenError("malformed", "JWT is malformed or uses an unsupported algorithm");
+  if (parts.length !== 3) throw new TokenError("malformed", MALFORMED);
   const [h, p, sig] = parts as [string, string, string];
   let header: unknown;
   let payload: unknown;
@@ -83,20 +95,28 @@ export async function verifyToken(
     header = JSON.parse(Buffer.from(h, "base64url").toString("utf8"));
     payload = JSON.parse(Buffer.from(p, "base64url").toString("utf8"));
   } catch {
-    throw new TokenError("malformed", "JWT is malformed or uses an unsupported algorithm");
+    throw new TokenError("malformed", MALFORMED);
   }
-  if (typeof header !== "object" || header === null || (header as { alg?: unknown }).alg !== "HS256") {
-    throw new TokenError("malformed", "JWT is malformed or uses an unsupported algorithm");
-  }
-  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
-    throw new TokenError("malformed", "JWT is malformed or uses an unsupported algorithm");
-  }
-  const expected = createHmac("sha256", secret).update(`${h}.${p}`).digest();
-  const given = Buffer.from(sig, "base64url");
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+  if (typeof header !== "object" || header === null || Array.isArray(header))
+    throw new TokenError("malformed", MALFORMED);
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload))
+    throw new TokenError("malformed", MALFORMED);
+  return {
+    signed: `${h}.${p}`,
+    sig: Buffer.from(sig, "base64url"),
+    header: header as Record<string, unknown>,
+    claims: payload as Record<string, unknown>,
+  };
+}
+
+function checkHmac(signed: string, sig: Buffer, secret: string): void {
+  const expected = createHmac("sha256", secret).update(signed).digest();
+  if (sig.length !== expected.length || !timingSafeEqual(sig, expected)) {
     throw new TokenError("bad_signature", "JWT signature does not match");
   }
-  const claims = payload as Record<string, unknown>;
+}
+
+function checkTimes(claims: Record<string, unknown>, now: number): Record<string, unknown> {
   const seconds = Math.floor(now / 1000);
   if (claims.exp !== undefined && (typeof claims.exp !== "number" || claims.exp <= seconds)) {
     throw new TokenError("expired", "JWT expired");
@@ -105,6 +125,74 @@ export async function verifyToken(
     throw new TokenError("malformed", "JWT is not valid yet");
   }
   return claims;
+}
+
+/**
+ * Verifies an HS256 token with `secret`; throws TokenError saying why it is refused. Done with
+ * node:crypto's HMAC, synchronously: it runs on every request, and WebCrypto's asynchronous path
+ * cost a measurable share of a request (bench/README.md). Only HS256 is accepted, whatever the
+ * header says; the signature is compared in constant time; exp and nbf are checked. The tenants'
+ * anon and service-role keys are verified with this alone.
+ */
+export async function verifyToken(
+  token: string,
+  secret: string,
+  now: number = Date.now(),
+): Promise<Record<string, unknown>> {
+  const { signed, sig, header, claims } = parseToken(token);
+  if (header.alg !== "HS256") throw new TokenError("malformed", MALFORMED);
+  checkHmac(signed, sig, secret);
+  return checkTimes(claims, now);
+}
+
+/**
+ * Verifies a bearer token of the tenant whose secret and signing keys are given (docs/auth.md,
+ * "Signing keys"). The header's `alg` picks the check, and each algorithm has its own keys, so
+ * no key is ever used for the other algorithm (an HS256 token "signed" with a published public
+ * key is checked against the secret and refused):
+ *
+ * - ES256: `kid` must name one of the tenant's published keys (another tenant's kid, a withdrawn
+ *   or unknown one: refused); the signature is checked with node:crypto, synchronously.
+ * - HS256: the tenant's secret. Once the tenant has signing keys, an HS256 token other than its
+ *   anon and service-role keys is a session from before the switch: accepted only if issued
+ *   before the first key (plus the propagation margin) and only until such sessions have expired.
+ * - anything else (`none`, RS256, …): refused.
+ */
+export async function verifyBearerToken(
+  token: string,
+  tenant: { jwtSecret: string; signing: TenantSigningKeys },
+  now: number = Date.now(),
+): Promise<Record<string, unknown>> {
+  const { signed, sig, header, claims } = parseToken(token);
+  if (header.alg === "ES256") {
+    const kid = header.kid;
+    const key =
+      typeof kid === "string"
+        ? tenant.signing.published.find(
+            (k) => k.kid === kid && (k.verifyUntil === undefined || k.verifyUntil > now),
+          )
+        : undefined;
+    if (!key) throw new TokenError("bad_signature", "JWT signing key (kid) is not one of this tenant's keys");
+    const valid =
+      sig.length === 64 &&
+      cryptoVerify("sha256", Buffer.from(signed), { key: key.key, dsaEncoding: "ieee-p1363" }, sig);
+    if (!valid) throw new TokenError("bad_signature", "JWT signature does not match");
+    return checkTimes(claims, now);
+  }
+  if (header.alg !== "HS256") throw new TokenError("malformed", MALFORMED);
+  checkHmac(signed, sig, tenant.jwtSecret);
+  const { since, hs256SessionsUntil } = tenant.signing;
+  const isApiKey = claims.iss === "backline" && (claims.role === "anon" || claims.role === "service_role");
+  if (since !== undefined && hs256SessionsUntil !== undefined && !isApiKey) {
+    const issuedBefore = typeof claims.iat === "number" && claims.iat * 1000 <= since + PROPAGATION_S * 1000;
+    if (!issuedBefore || now >= hs256SessionsUntil) {
+      throw new TokenError(
+        "bad_signature",
+        "JWT is signed with the tenant's secret, which no longer signs sessions (the tenant signs them with its signing keys)",
+      );
+    }
+  }
+  return checkTimes(claims, now);
 }
 
 /** Reads a JWT's payload without verifying it (only to find which tenant's secret verifies it). */

@@ -5,6 +5,7 @@ import { type Cli, integer, table, UsageError } from "./context.ts";
 /** The services behind these commands, loaded when one of them runs (not for --help or another group). */
 const services = async () => ({
   ...(await import("../tenancy/tenants.ts")),
+  ...(await import("../auth/signing-keys.ts")),
 });
 
 /** `backline tenants`: the white-label customers, their keys and settings. */
@@ -101,17 +102,72 @@ export function register(program: Command, cli: Cli): void {
   tenants
     .command("rotate-keys")
     .description(
-      "replace a tenant's signing secret: new keys; every access token issued so far stops working",
+      "replace a tenant's signing secret and signing key: new keys; every access token issued so far stops working (--signing-key: only a new session signing key, old sessions kept)",
+    )
+    .argument("<tenant>", "tenant id or slug")
+    .option(
+      "--signing-key",
+      "only the ES256 key sessions are signed with: the previous one stays published until its last token expires (a tenant without one gets its first)",
+    )
+    .action(async (ref: string, opts: { signingKey?: boolean }) => {
+      const s = await services();
+      await cli.withDb(async (db, config) => {
+        const tenant = await cli.requireTenant(db, ref);
+        if (opts.signingKey) {
+          const key = await s.rotateTenantSigningKey(db, tenant.id);
+          const keys = await s.listSigningKeys(db, tenant.id);
+          const previous = keys.filter((k) => k.status === "previous");
+          cli.output(
+            [
+              `${tenant.slug}: sessions are now signed with ${key.algorithm} key ${key.kid}`,
+              ...previous.map(
+                (k) =>
+                  `still accepted until ${k.verify_until?.toISOString()}: ${k.kid} (its tokens keep working)`,
+              ),
+              `JWKS: ${config.publicUrl.replace(/\/+$/, "")}/auth/v1/.well-known/jwks.json`,
+            ].join("\n"),
+            { tenant_id: tenant.id, signing_key: key, signing_keys: keys },
+          );
+          return;
+        }
+        const keys = await s.rotateTenantKeys(db, tenant.id);
+        cli.output(
+          [
+            `Rotated the keys of ${tenant.slug}`,
+            `anon key: ${keys.anon_key}`,
+            `service_role key: ${keys.service_role_key}`,
+            ...(keys.signing_key_id
+              ? [`signing key: ${keys.signing_key_id} (the previous ones are withdrawn)`]
+              : []),
+          ].join("\n"),
+          { tenant_id: tenant.id, url: config.publicUrl, ...keys },
+        );
+      });
+    });
+
+  tenants
+    .command("signing-keys")
+    .description(
+      "list a tenant's session signing keys: current, previous (still accepted until verify_until) and withdrawn",
     )
     .argument("<tenant>", "tenant id or slug")
     .action(async (ref: string) => {
       const s = await services();
-      await cli.withDb(async (db, config) => {
+      await cli.withDb(async (db) => {
         const tenant = await cli.requireTenant(db, ref);
-        const keys = await s.rotateTenantKeys(db, tenant.id);
+        const keys = await s.listSigningKeys(db, tenant.id);
         cli.output(
-          `Rotated the keys of ${tenant.slug}\nanon key: ${keys.anon_key}\nservice_role key: ${keys.service_role_key}`,
-          { tenant_id: tenant.id, url: config.publicUrl, ...keys },
+          keys.length === 0
+            ? `${tenant.slug} has no signing key: its sessions are HS256 (backline tenants rotate-keys ${tenant.slug} --signing-key makes one)`
+            : table(keys as unknown as Record<string, unknown>[], [
+                "kid",
+                "algorithm",
+                "status",
+                "created_at",
+                "retired_at",
+                "verify_until",
+              ]),
+          keys,
         );
       });
     });

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from "fastify";
-import { peekClaims, TokenError, verifyToken } from "../auth/tokens.ts";
+import { peekClaims, TokenError, verifyBearerToken, verifyToken } from "../auth/tokens.ts";
 import { setRequestActor } from "../db/audit-context.ts";
 import type { Claims } from "../db/types.ts";
 import type { TenantAuthInfo, TenantDirectory } from "../tenancy/directory.ts";
@@ -12,6 +12,8 @@ import type { TenantAuthInfo, TenantDirectory } from "../tenancy/directory.ts";
  *   its claims; the anon key -> anon; the tenant's service-role key -> tenant_service (every row
  *   of that tenant, nothing else). Without a bearer, the apikey itself is the bearer.
  * - A bearer must be signed by the apikey's tenant and name it: a token of another tenant is refused.
+ *   A user's token is ES256 with one of the tenant's published signing keys, or HS256 with its
+ *   secret from before the tenant's first signing key (verifyBearerToken); the apikey is HS256.
  *
  * Each interface renders a failure in its own error shape.
  */
@@ -120,9 +122,7 @@ export async function identify(
   let payload: Record<string, unknown>;
   try {
     payload =
-      bearer === apikey
-        ? { role: key.role, tenant_id: tenant.id }
-        : await verifyToken(bearer, tenant.jwtSecret);
+      bearer === apikey ? { role: key.role, tenant_id: tenant.id } : await verifyBearerToken(bearer, tenant);
   } catch (error) {
     if (error instanceof TokenError && error.reason === "expired")
       return { ok: false, failure: { kind: "expired_jwt" } };

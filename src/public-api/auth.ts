@@ -1,5 +1,5 @@
 import type { FastifyRequest } from "fastify";
-import { peekClaims, TokenError, verifyToken } from "../auth/tokens.ts";
+import { peekClaims, TokenError, verifyBearerToken } from "../auth/tokens.ts";
 import type { Db } from "../db/db.ts";
 import { prepared } from "../db/prepared.ts";
 import type { Claims, Tx } from "../db/types.ts";
@@ -269,7 +269,7 @@ export class Authenticator {
     if (!tenant) throw unauthorized("invalid_token", "The access token is not one this server issued.");
     let payload: Record<string, unknown>;
     try {
-      payload = await verifyToken(token, tenant.jwtSecret);
+      payload = await verifyBearerToken(token, tenant);
     } catch (error) {
       if (error instanceof TokenError && error.reason === "expired") {
         throw unauthorized("token_expired", "The access token has expired; refresh the session.");

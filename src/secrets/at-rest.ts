@@ -33,6 +33,13 @@ export const SEALED_COLUMNS = [
   },
   // TOTP factors' secrets (migration 0020).
   { name: "mfa_secrets", table: "internal.mfa_factors", id: "id uuid", column: "secret_sealed" },
+  // Tenants' current session signing keys, private halves (migration 0048; retired keys have none).
+  {
+    name: "session_signing_keys",
+    table: "internal.signing_keys",
+    id: "id uuid",
+    column: "private_key_sealed",
+  },
 ] as const;
 export type SealedName = (typeof SEALED_COLUMNS)[number]["name"];
 export type SealedCounts = Record<SealedName, number>;
@@ -43,6 +50,7 @@ const zero = (): SealedCounts => ({
   webhook_secrets: 0,
   idempotent_answers: 0,
   mfa_secrets: 0,
+  session_signing_keys: 0,
 });
 
 /**

@@ -3,7 +3,13 @@ import path from "node:path";
 import type { Db } from "../db/db.ts";
 import { hashApiKey } from "../public-api/keys/format.ts";
 import { issueKey } from "../public-api/keys/service.ts";
-import { createAccount, createTenant, getTenantKeys, listAccounts } from "./tenants.ts";
+import {
+  createAccount,
+  createTenant,
+  getTenantKeys,
+  listAccounts,
+  rotateTenantSigningKey,
+} from "./tenants.ts";
 
 /**
  * The development tenant, as `supabase start` has its local project: created on the first start,
@@ -52,6 +58,16 @@ export async function ensureDevTenant(
     });
     tenantId = tenant.id;
     created = true;
+  } else {
+    // A development tenant made before signing keys existed gets its first (docs/auth.md, "Signing keys").
+    const id = tenantId;
+    const hasKey = await db.asService(
+      async (tx) =>
+        (await tx.query("select 1 from internal.signing_keys where tenant_id = $1 limit 1", [id])).rowCount >
+        0,
+      { readOnly: true },
+    );
+    if (!hasKey) await rotateTenantSigningKey(db, id);
   }
   let account = (await listAccounts(db, tenantId))[0];
   if (!account) account = await createAccount(db, { tenantId, name: "Development label", kind: "label" });

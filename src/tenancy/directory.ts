@@ -1,15 +1,19 @@
+import { authSettings } from "../auth/settings.ts";
+import { loadSigningKeys, type TenantSigningKeys } from "../auth/signing-keys.ts";
 import type { Db } from "../db/db.ts";
 import { openSigningSecret } from "./tenants.ts";
 
 /**
- * What the HTTP layer needs to know about a tenant on every request (its signing secret and
- * settings), cached briefly so that verifying a key costs no database round trip. A rotated
+ * What the HTTP layer needs to know about a tenant on every request (its signing secret, its
+ * signing keys and settings), cached briefly so that verifying a key costs no database round trip. A rotated
  * secret takes effect in this process at once (`forget`) and in other processes within TTL_MS.
  */
 export interface TenantAuthInfo {
   id: string;
   slug: string;
   jwtSecret: string;
+  /** Its ES256 session signing keys (docs/auth.md, "Signing keys"), opened. */
+  signing: TenantSigningKeys;
   policyPreset: string;
   plan: string;
   settings: Record<string, unknown>;
@@ -29,11 +33,11 @@ export class TenantDirectory {
     if (!/^[0-9a-f-]{36}$/i.test(tenantId)) return undefined;
     const hit = this.cache.get(tenantId);
     if (hit && hit.until > Date.now()) return hit.info;
-    const row = await this.db.asService(
-      async (tx) =>
-        (
+    const found = await this.db.asService(
+      async (tx) => {
+        const row = (
           await tx.query<
-            Omit<TenantAuthInfo, "jwtSecret"> & {
+            Omit<TenantAuthInfo, "jwtSecret" | "signing"> & {
               jwt_secret: string | null;
               jwt_secret_sealed: string | null;
             }
@@ -42,14 +46,22 @@ export class TenantDirectory {
              from internal.tenants where id = $1`,
             [tenantId],
           )
-        ).rows[0],
+        ).rows[0];
+        if (!row) return undefined;
+        const expiry = authSettings(row.settings).jwt_expiry;
+        return { row, signing: await loadSigningKeys(tx, this.db.secrets, row.id, expiry) };
+      },
       { readOnly: true },
     );
-    // The secret is opened once per cache fill, not per request.
+    // The secret and keys are opened once per cache fill, not per request.
     let info: TenantAuthInfo | undefined;
-    if (row) {
-      const { jwt_secret, jwt_secret_sealed, ...rest } = row;
-      info = { ...rest, jwtSecret: openSigningSecret(this.db, { jwt_secret, jwt_secret_sealed }) };
+    if (found) {
+      const { jwt_secret, jwt_secret_sealed, ...rest } = found.row;
+      info = {
+        ...rest,
+        jwtSecret: openSigningSecret(this.db, { jwt_secret, jwt_secret_sealed }),
+        signing: found.signing,
+      };
     }
     this.cache.set(tenantId, { info, until: Date.now() + TTL_MS });
     return info;

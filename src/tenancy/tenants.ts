@@ -1,3 +1,5 @@
+import { authSettings } from "../auth/settings.ts";
+import { rotateSigningKey, type SigningKeyInfo } from "../auth/signing-keys.ts";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { newJwtSecret, type TenantKeys, tenantKeys } from "./keys.ts";
@@ -79,6 +81,8 @@ export async function createTenant(
       created.id,
       input.name,
     ]);
+    // Its users' sessions are ES256 from the start (docs/auth.md, "Signing keys").
+    await rotateSigningKey(tx, db.secrets, created.id, { jwtExpiry: 0 });
     return created;
   });
   return {
@@ -186,20 +190,55 @@ export async function listAccounts(db: Db, tenantId?: string): Promise<Account[]
 /**
  * Replaces a tenant's signing secret: new anon and service-role keys, and every access token
  * issued so far stops verifying (users sign in again; refresh tokens still work, as sessions are
- * kept). Other processes see the new secret within seconds (TenantDirectory's cache).
+ * kept). A tenant with signing keys gets a new one too and its older ones are withdrawn at once,
+ * so its ES256 sessions stop as well. Other processes see the change within seconds
+ * (TenantDirectory's cache).
  */
-export async function rotateTenantKeys(db: Db, tenantId: string): Promise<TenantKeys> {
+export async function rotateTenantKeys(
+  db: Db,
+  tenantId: string,
+): Promise<TenantKeys & { signing_key_id: string | null }> {
   const jwtSecret = newJwtSecret();
-  const row = await db.asService(
-    async (tx) =>
-      (
-        await tx.query<{ id: string; created_at: Date }>(
-          `update internal.tenants set jwt_secret_sealed = $2, jwt_secret = null where id = $1
-           returning id, created_at`,
-          [tenantId, db.secrets.encrypt(jwtSecret)],
-        )
-      ).rows[0],
-  );
+  const row = await db.asService(async (tx) => {
+    const updated = (
+      await tx.query<{ id: string; created_at: Date; settings: unknown }>(
+        `update internal.tenants set jwt_secret_sealed = $2, jwt_secret = null where id = $1
+         returning id, created_at, settings`,
+        [tenantId, db.secrets.encrypt(jwtSecret)],
+      )
+    ).rows[0];
+    if (!updated) return undefined;
+    const hasKeys =
+      (await tx.query("select 1 from internal.signing_keys where tenant_id = $1 limit 1", [tenantId]))
+        .rowCount > 0;
+    const key = hasKeys
+      ? await rotateSigningKey(tx, db.secrets, tenantId, {
+          jwtExpiry: authSettings(updated.settings).jwt_expiry,
+          immediate: true,
+        })
+      : undefined;
+    return { ...updated, signingKeyId: key?.kid ?? null };
+  });
   if (!row) throw new Error(`no tenant ${tenantId}`);
-  return tenantKeys({ id: row.id, jwt_secret: jwtSecret, created_at: row.created_at });
+  return {
+    ...(await tenantKeys({ id: row.id, jwt_secret: jwtSecret, created_at: row.created_at })),
+    signing_key_id: row.signingKeyId,
+  };
+}
+
+/**
+ * The graceful rotation of a tenant's session signing key (`backline tenants rotate-keys
+ * --signing-key`): a new key signs from now on; the one it replaces stays published and accepted
+ * until the last token it signed has expired (jwt_expiry, plus a minute). A tenant without a
+ * signing key gets its first: from then on its sessions are ES256, and its HS256 sessions are
+ * accepted until they expire. The anon and service-role keys do not change.
+ */
+export async function rotateTenantSigningKey(db: Db, tenantId: string): Promise<SigningKeyInfo> {
+  return db.asService(async (tx) => {
+    const settings = (
+      await tx.query<{ settings: unknown }>("select settings from internal.tenants where id = $1", [tenantId])
+    ).rows[0]?.settings;
+    if (settings === undefined) throw new Error(`no tenant ${tenantId}`);
+    return rotateSigningKey(tx, db.secrets, tenantId, { jwtExpiry: authSettings(settings).jwt_expiry });
+  });
 }

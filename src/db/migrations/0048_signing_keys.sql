@@ -13,7 +13,7 @@ create table internal.signing_keys (
   tenant_id uuid not null references internal.tenants (id) on delete cascade,
   algorithm text not null default 'ES256' check (algorithm in ('ES256')),
   public_jwk jsonb not null check (jsonb_typeof(public_jwk) = 'object' and not public_jwk ? 'd'),
-  private_key_sealed text check (private_key_sealed like 'v_.%'),
+  private_key_sealed text check (private_key_sealed ~ '^v[0-9]+\.'),
   created_at timestamptz not null default now(),
   retired_at timestamptz,
   verify_until timestamptz,
@@ -25,3 +25,6 @@ create index signing_keys_tenant on internal.signing_keys (tenant_id, created_at
 -- The server's alone (the service path): no request role reads or changes a key.
 alter table internal.signing_keys enable row level security;
 revoke all on internal.signing_keys from authenticated, anon, tenant_service;
+-- A sensitive act, like changing the tenant's secret: a person needs aal2 (migration 0020).
+create trigger require_person_aal2 before insert or update or delete on internal.signing_keys
+  for each row execute function internal.require_person_aal2();
