@@ -89,6 +89,12 @@ const SMOKES: Smoke[] = [
     budget: 180,
   },
   {
+    name: "royalties, a DDEX DSR file (postgres)",
+    argv: ["bench/royalties/run.ts", "postgres"],
+    env: { BENCH_LINES: "2000", BENCH_REQUESTS: "5", BENCH_ACCOUNTS: "5", BENCH_FORMAT: "ddex-dsr" },
+    budget: 180,
+  },
+  {
     name: "royalties:keyset (postgres)",
     argv: ["bench/royalties/keyset.ts"],
     env: { BENCH_LINES: "2000", BENCH_REQUESTS: "5", BENCH_ACCOUNTS: "5" },

@@ -122,22 +122,29 @@ export async function startConsoleStack<T>(
   base.PUBLIC_URL = `http://127.0.0.1:${base.PORT}`;
   let pg: TestDb | undefined;
   let seeded: T;
-  if (engine === "postgres") {
-    pg = await createTestDb("postgres");
-    base.DATABASE_URL = pg.url ?? "";
-    const config = loadConfig({ ...base, LOG_LEVEL: "warn" });
-    seeded = await seed(pg.db, config);
-  } else {
-    const config = loadConfig({ ...base, LOG_LEVEL: "warn" });
-    // The suite's migrated template, copied into DATA_DIR: the same schema as migrating from
-    // nothing, without spending the time again for every file.
-    if (config.database.engine === "pglite") await copyMigratedDatabase(dataDir);
-    const db = await openDatabase(config, { migrate: true, logger: pino({ level: "warn" }) });
-    try {
-      seeded = await seed(db, config);
-    } finally {
-      await db.close();
+  try {
+    if (engine === "postgres") {
+      pg = await createTestDb("postgres");
+      base.DATABASE_URL = pg.url ?? "";
+      const config = loadConfig({ ...base, LOG_LEVEL: "warn" });
+      seeded = await seed(pg.db, config);
+    } else {
+      const config = loadConfig({ ...base, LOG_LEVEL: "warn" });
+      // The suite's migrated template, copied into DATA_DIR: the same schema as migrating from
+      // nothing, without spending the time again for every file.
+      if (config.database.engine === "pglite") await copyMigratedDatabase(dataDir);
+      const db = await openDatabase(config, { migrate: true, logger: pino({ level: "warn" }) });
+      try {
+        seeded = await seed(db, config);
+      } finally {
+        await db.close();
+      }
     }
+  } catch (e) {
+    // Nothing left behind when the database or the seed fails (bench/smoke.ts checks).
+    await pg?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw e;
   }
   const config = loadConfig({ ...base, LOG_LEVEL: "warn" });
   const smtp = await fakeSmtp();
