@@ -80,6 +80,14 @@ test("a zip bomb (an entry expanding far more than audio does) is refused by its
   await refused(zipFile({ "silence.wav": [new Uint8Array(8 * 1024 * 1024), { level: 9 }] }), "archive_ratio");
 });
 
+test("many small entries expanding together are a zip bomb too (each under the per-entry floor)", async () => {
+  const entries: Record<string, [Uint8Array, { level: 9 }]> = {};
+  for (let i = 0; i < 40; i++) entries[`zeros-${i}.wav`] = [new Uint8Array(1024 * 1024 - 1), { level: 9 }];
+  const e = await refused(zipFile(entries), "archive_ratio");
+  assert.match(e.message, /together/);
+  assert.equal(e.entry, undefined);
+});
+
 test("entry count, entry size and total size have their limits", async () => {
   const small = { ...ARCHIVE_LIMITS, entries: 2, entryBytes: 1000, totalBytes: 1500 };
   await refused(

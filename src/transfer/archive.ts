@@ -25,7 +25,10 @@ export interface ArchiveLimits {
   totalBytes: number;
   /** Uncompressed bytes of one entry. */
   entryBytes: number;
-  /** Largest uncompressed/compressed ratio of an entry of at least `ratioFloorBytes` (a zip bomb's mark). */
+  /**
+   * Largest uncompressed/compressed ratio of an entry of at least `ratioFloorBytes`, and of all the
+   * entries together once they unpack to that much (a zip bomb's mark).
+   */
   ratio: number;
   ratioFloorBytes: number;
 }
@@ -122,6 +125,7 @@ export async function readCentralDirectory(
     const entries: Entry[] = [];
     const seen = new Set<string>();
     let total = 0;
+    let packed = 0;
     let p = 0;
     for (let i = 0; i < count; i++) {
       if (p + 46 > cdSize || cd.readUInt32LE(p) !== CENTRAL) {
@@ -146,12 +150,22 @@ export async function readCentralDirectory(
       p += 46 + nameLength + extraLength + commentLength;
       entries.push(judge({ name, madeBy, flags, method, crc, compressed, size, external }, limits, seen));
       total += size;
+      packed += compressed;
       if (total > limits.totalBytes) {
         throw new ArchiveError(
           "archive_too_large",
           `the archive unpacks to more than ${limits.totalBytes} bytes, the most a transfer archive may hold`,
         );
       }
+    }
+    // The same mark over the whole archive: many small entries, each under the floor, expanding
+    // together (a bomb of 1 MiB − 1 byte entries) are refused as one large one would be.
+    if (total >= limits.ratioFloorBytes && total > limits.ratio * Math.max(packed, 1)) {
+      throw new ArchiveError(
+        "archive_ratio",
+        `the archive's entries expand ${Math.round(total / Math.max(packed, 1))} times together ` +
+          `(at most ${limits.ratio}): refused as a possible zip bomb`,
+      );
     }
     return entries;
   } finally {
