@@ -18,7 +18,7 @@ import {
   keyedAccount,
   publicApi,
 } from "./support/public-api.ts";
-import { forceReleaseStatus, seedAccount, seedUser } from "./support/seed.ts";
+import { forceReleaseStatus, seedAccount, seedUser, signSessionClaims } from "./support/seed.ts";
 
 /**
  * The admin API (/admin/v1, src/admin): the operator's review, delivery and OAC commands over
@@ -253,10 +253,14 @@ describeEachEngine("admin API /admin/v1", (t) => {
     const userToken = async (tenant: Tenant, exp = now() + 3600) => {
       const account = await seedAccount(db(), tenant);
       const user = await seedUser(db(), tenant, [{ account, role: "owner" }]);
-      return sign(
-        { role: "authenticated", sub: user.id, tenant_id: tenant.id, aud: "authenticated", iat: now(), exp },
-        await secretOf(tenant),
-      );
+      return signSessionClaims(db(), tenant.id, {
+        role: "authenticated",
+        sub: user.id,
+        tenant_id: tenant.id,
+        aud: "authenticated",
+        iat: now(),
+        exp,
+      });
     };
 
     test("the review queue lists the tenant's releases waiting for review, oldest first, with what the checks say now", async () => {

@@ -96,16 +96,21 @@ describeEachEngine("auth: asymmetric signing keys (ES256, JWKS, getClaims)", (t)
     return (await res.json()) as Jwks;
   }
 
-  /** What /rest/v1, /storage/v1, the public API and /auth/v1/user answer a bearer with. */
+  /**
+   * What /rest/v1, /storage/v1, the public API and /auth/v1/user answer a bearer with: one after
+   * the other (PGlite serves one request at a time, and a loaded machine would queue them past
+   * DATABASE_QUEUE_TIMEOUT_MS).
+   */
   async function statuses(url: string, anonKey: string, bearer: string) {
     const headers = { apikey: anonKey, authorization: `Bearer ${bearer}` };
-    const [rest, storage, publicApi, user] = await Promise.all([
-      fetch(`${url}/rest/v1/releases?select=id`, { headers }),
-      fetch(`${url}/storage/v1/bucket`, { headers }),
-      fetch(`${url}/api/public/v1/api-keys`, { headers: { authorization: `Bearer ${bearer}` } }),
-      fetch(`${url}/auth/v1/user`, { headers }),
-    ]);
-    return { rest: rest.status, storage: storage.status, publicApi: publicApi.status, user: user.status };
+    const status = async (path: string, h: Record<string, string> = headers) =>
+      (await fetch(`${url}${path}`, { headers: h })).status;
+    return {
+      rest: await status("/rest/v1/releases?select=id"),
+      storage: await status("/storage/v1/bucket"),
+      publicApi: await status("/api/public/v1/api-keys", { authorization: `Bearer ${bearer}` }),
+      user: await status("/auth/v1/user"),
+    };
   }
   const ACCEPTED = { rest: 200, storage: 200, publicApi: 200, user: 200 };
   const REFUSED = { rest: 401, storage: 401, publicApi: 401, user: 403 };

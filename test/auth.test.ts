@@ -8,11 +8,11 @@ import {
   type SupabaseClient,
   type User,
 } from "@supabase/supabase-js";
-import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from "jose";
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from "jose";
 import { listMail, type MailRow } from "../src/mail/mailer.ts";
-import { getTenantSigningSecret } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
+import { signSessionClaims } from "./support/seed.ts";
 
 /**
  * /auth/v1 end to end: the real server on a socket, the real @supabase/supabase-js client, a real
@@ -115,12 +115,6 @@ describeEachEngine("auth: /auth/v1 with supabase-js", (t) => {
     return t().db.asService(async (tx) => (await tx.query<T & Record<string, unknown>>(sql, params)).rows);
   }
 
-  async function jwtSecret(tenantId: string): Promise<string> {
-    const secret = await getTenantSigningSecret(t().db, tenantId);
-    assert.ok(secret);
-    return secret;
-  }
-
   const mailTo = (env: Env, email: string) => listMail(t().db, { tenantId: env.tenant.id, to: email });
 
   /** GET /user with this access token: the status and the error code, if any. */
@@ -141,7 +135,8 @@ describeEachEngine("auth: /auth/v1 with supabase-js", (t) => {
     assert.equal(user.email, email);
     assert.ok(user.email_confirmed_at, "confirmed at once when confirmation is off");
 
-    assert.equal(decodeProtectedHeader(session.access_token).alg, "HS256");
+    const header = decodeProtectedHeader(session.access_token);
+    assert.deepEqual([header.alg, typeof header.kid], ["ES256", "string"]);
     const [stored] = await rows<{ id: string }>("select id from internal.sessions where user_id = $1", [
       user.id,
     ]);
@@ -164,8 +159,11 @@ describeEachEngine("auth: /auth/v1 with supabase-js", (t) => {
     assert.deepEqual(amrMethods(session.access_token), ["password"]);
     assert.equal(Number(exp) - Number(iat), 3600);
     assert.equal(exp, session.expires_at);
-    // Signed with the tenant's own secret.
-    await jwtVerify(session.access_token, new TextEncoder().encode(await jwtSecret(env.tenant.id)));
+    // Signed with the tenant's own signing key (test/auth-signing-keys.test.ts goes further).
+    await jwtVerify(
+      session.access_token,
+      createRemoteJWKSet(new URL(`${app.url}/auth/v1/.well-known/jwks.json?apikey=${env.keys.anon_key}`)),
+    );
   });
 
   test("signUp: a new user gets a personal account, as its owner", async () => {
@@ -646,8 +644,7 @@ describeEachEngine("auth: /auth/v1 with supabase-js", (t) => {
     const claims = decodeJwt(session.access_token);
     assert.equal(Number(claims.exp) - Number(claims.iat), 30);
 
-    // No sleeping: the same claims, signed with the tenant's secret, with the clock moved.
-    const secret = new TextEncoder().encode(await jwtSecret(env.tenant.id));
+    // No sleeping: the same claims, signed with the tenant's signing key, with the clock moved.
     const now = Math.floor(Date.now() / 1000);
     const cases = [
       {
@@ -659,9 +656,7 @@ describeEachEngine("auth: /auth/v1 with supabase-js", (t) => {
       { name: "valid for a minute more", iat: now - 10, exp: now + 60, expected: { status: 200 } },
     ];
     for (const c of cases) {
-      const token = await new SignJWT({ ...claims, iat: c.iat, exp: c.exp })
-        .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-        .sign(secret);
+      const token = await signSessionClaims(t().db, env.tenant.id, { ...claims, iat: c.iat, exp: c.exp });
       assert.deepEqual(await userStatus(env, token), c.expected, c.name);
     }
   });

@@ -145,6 +145,10 @@ export async function verifyToken(
   return checkTimes(claims, now);
 }
 
+const VERIFIED_TTL_MS = 10_000;
+const MAX_VERIFIED = 10_000;
+const verifiedEs256 = new Map<string, { tenant: object; claims: Record<string, unknown>; until: number }>();
+
 /**
  * Verifies a bearer token of the tenant whose secret and signing keys are given (docs/auth.md,
  * "Signing keys"). The header's `alg` picks the check, and each algorithm has its own keys, so
@@ -163,6 +167,11 @@ export async function verifyBearerToken(
   tenant: { jwtSecret: string; signing: TenantSigningKeys },
   now: number = Date.now(),
 ): Promise<Record<string, unknown>> {
+  // An ECDSA check costs tens of HMACs: a token verified a moment ago, against the very same
+  // cached tenant record (a new record, every 10 s or after a rotation, starts over), is not
+  // checked again; its times are.
+  const hit = verifiedEs256.get(token);
+  if (hit && hit.tenant === tenant && hit.until > now) return checkTimes(hit.claims, now);
   const { signed, sig, header, claims } = parseToken(token);
   if (header.alg === "ES256") {
     const kid = header.kid;
@@ -177,7 +186,14 @@ export async function verifyBearerToken(
       sig.length === 64 &&
       cryptoVerify("sha256", Buffer.from(signed), { key: key.key, dsaEncoding: "ieee-p1363" }, sig);
     if (!valid) throw new TokenError("bad_signature", "JWT signature does not match");
-    return checkTimes(claims, now);
+    checkTimes(claims, now);
+    if (verifiedEs256.size >= MAX_VERIFIED) verifiedEs256.clear();
+    verifiedEs256.set(token, {
+      tenant,
+      claims,
+      until: Math.min(now + VERIFIED_TTL_MS, key.verifyUntil ?? now + VERIFIED_TTL_MS),
+    });
+    return claims;
   }
   if (header.alg !== "HS256") throw new TokenError("malformed", MALFORMED);
   checkHmac(signed, sig, tenant.jwtSecret);

@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { SignJWT } from "jose";
+import { loadSigningKeys } from "../../src/auth/signing-keys.ts";
 import { signAccessToken } from "../../src/auth/tokens.ts";
 import type { Db } from "../../src/db/db.ts";
 import type { Claims, Tx } from "../../src/db/types.ts";
@@ -121,8 +123,13 @@ export async function userToken(
 ): Promise<string> {
   const secret = await getTenantSigningSecret(db, tenant.id);
   if (!secret) throw new Error(`tenant ${tenant.id} has no signing secret`);
+  // With the tenant's current signing key, as /auth/v1 signs (ES256); HS256 for a tenant without one.
+  const signing = await db.asService((tx) => loadSigningKeys(tx, db.secrets, tenant.id, 3600), {
+    readOnly: true,
+  });
   const { token } = await signAccessToken({
     secret,
+    signingKey: signing.current,
     issuer,
     expiresIn: 3600,
     tenantId: tenant.id,
@@ -139,6 +146,31 @@ export async function userToken(
     amr: [],
   });
   return token;
+}
+
+/**
+ * `claims` signed as /auth/v1 signs a session of `tenantId`: ES256 with its current signing key
+ * (named in `kid`), or HS256 with its secret for a tenant without one. For tests that need a
+ * session with claims of their own (another exp, a moved clock).
+ */
+export async function signSessionClaims(
+  db: Db,
+  tenantId: string,
+  claims: Record<string, unknown>,
+): Promise<string> {
+  const signing = await db.asService((tx) => loadSigningKeys(tx, db.secrets, tenantId, 3600), {
+    readOnly: true,
+  });
+  if (signing.current) {
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: signing.current.kid })
+      .sign(signing.current.privateKey);
+  }
+  const secret = await getTenantSigningSecret(db, tenantId);
+  if (!secret) throw new Error(`tenant ${tenantId} has no signing secret`);
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .sign(new TextEncoder().encode(secret));
 }
 
 /** A staff role of a tenant (internal.staff, migration 0019). */
