@@ -15,6 +15,7 @@ import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
 import { operatorScope } from "../db/operator-scope.ts";
 import type { Tx } from "../db/types.ts";
+import { Timestamp } from "../http/formats.ts";
 import { HttpError } from "../http/problem.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import {
@@ -60,13 +61,13 @@ const DeskTicket = z
     opened_by_email: z.string().nullable(),
     assignee_user_id: Uuid.nullable(),
     assignee_email: z.string().nullable(),
-    awaiting_since: z.string().nullable().meta({
+    awaiting_since: Timestamp.nullable().meta({
       description: "Since when the member's unanswered message waits; null when answered or solved.",
     }),
-    first_reply_at: z.string().nullable(),
-    solved_at: z.string().nullable(),
-    created_at: z.string(),
-    updated_at: z.string(),
+    first_reply_at: Timestamp.nullable(),
+    solved_at: Timestamp.nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
     replies_count: z.number().int().meta({ description: "Replies and notes." }),
   })
   .meta({ id: "DeskTicket" });
@@ -84,7 +85,7 @@ const DeskReply = z
       .meta({ description: "The staff member who wrote it (their address)." }),
     internal: z.boolean().meta({ description: "An internal note: never shown to the member." }),
     body: z.string(),
-    created_at: z.string(),
+    created_at: Timestamp,
   })
   .meta({ id: "DeskTicketReply" });
 
@@ -97,14 +98,13 @@ const Stats = z
     waiting: z.number().int().meta({ description: "Answered, waiting for the member." }),
     solved: z.number().int(),
     unassigned_open: z.number().int(),
-    oldest_waiting_since: z
-      .string()
-      .nullable()
-      .meta({ description: "The open ticket waiting longest, since when." }),
+    oldest_waiting_since: Timestamp.nullable().meta({
+      description: "The open ticket waiting longest, since when.",
+    }),
     days: z.number().int().meta({ description: "The window of the response-time figures, in days." }),
     opened_in_window: z.number().int().meta({ description: "Tickets opened in the window." }),
     answered_in_window: z.number().int().meta({ description: "Of those, how many the desk has answered." }),
-    median_first_reply_seconds: z.number().nullable().meta({
+    median_first_reply_seconds: z.number().int().nullable().meta({
       description:
         "Median time from a ticket's opening to the desk's first public reply, over the window's answered tickets.",
     }),
@@ -308,7 +308,8 @@ export function supportSpecs(options: SupportAdminOptions): AnyAdminRoute[] {
           days: query.days,
           opened_in_window: r?.opened ?? 0,
           answered_in_window: r?.answered ?? 0,
-          median_first_reply_seconds: r?.median === null || r?.median === undefined ? null : Number(r.median),
+          median_first_reply_seconds:
+            r?.median === null || r?.median === undefined ? null : Math.round(Number(r.median)),
         };
       },
     }),
