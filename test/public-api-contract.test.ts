@@ -55,6 +55,8 @@ const VALID_BODIES: Record<string, Json> = {
   createWebhook: { url: "https://93.184.216.34/sample", events: ["release.live"] },
   setPayoutMethod: { method: { provider: "paypal", receiver: "sample@example.com" } },
   createTransfer: { upload_id: "3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21" },
+  createTicket: { subject: "Sample", body: "Sample" },
+  replyToTicket: { body: "Sample" },
 };
 
 /** A path only Prism's copy of the document has (the server answers it 404): see "The proxy bites". */
@@ -992,6 +994,24 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
       transfers.body.data.map((x: { id: string }) => x.id),
       [queued.body.id],
     );
+
+    // --- Support -------------------------------------------------------------------------------
+    const ticket = await call("createTicket", 201, {
+      body: { subject: "Where is my statement?", body: "It was due last week." },
+    });
+    assert.equal(ticket.body.status, "open");
+    const notOurs = await call("createTicket", 422, {
+      body: { subject: "x", body: "y", about: { type: "release", id: missing } },
+    });
+    assert.equal(notOurs.body.param, "about.id");
+    await call("createTicket", 403, { key: reader, body: { subject: "x", body: "y" } });
+    const tickets = await call("listTickets", 200, { key: reader, query: { status: "open" } });
+    assert.ok(tickets.body.data.some((x: { id: string }) => x.id === ticket.body.id));
+    await call("getTicket", 200, { key: reader, params: { id: ticket.body.id } });
+    await call("getTicket", 404, { key: otherKey, params: { id: ticket.body.id } });
+    await call("replyToTicket", 201, { params: { id: ticket.body.id }, body: { body: "Any news?" } });
+    await call("replyToTicket", 404, { key: otherKey, params: { id: ticket.body.id }, body: { body: "x" } });
+    await call("replyToTicket", 422, { params: { id: ticket.body.id }, body: { body: "" } });
 
     // --- Coverage -----------------------------------------------------------------------------
     const notCalled = [...operations.keys()].filter((id) => !exercised.has(id));

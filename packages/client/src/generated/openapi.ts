@@ -406,6 +406,32 @@ export interface paths {
      */
     get: operations["exportMyData"];
   };
+  "/tickets": {
+    /**
+     * List the account's support tickets
+     * @description Newest first; `status` keeps one status.
+     */
+    get: operations["listTickets"];
+    /**
+     * File a support ticket
+     * @description Opens a ticket for the account with its first message. `about` names one of the account's releases, deliveries or payouts (another account's is 422 on about.id), or is left out. The tenant's support desk sees it at once in its queue; you are notified (and e-mailed) when it answers.
+     */
+    post: operations["createTicket"];
+  };
+  "/tickets/{id}": {
+    /**
+     * A support ticket and its conversation
+     * @description The desk's internal notes are never part of it.
+     */
+    get: operations["getTicket"];
+  };
+  "/tickets/{id}/replies": {
+    /**
+     * Answer on a support ticket
+     * @description Your reply puts the ticket back with the desk (status open), a solved one too.
+     */
+    post: operations["replyToTicket"];
+  };
 }
 
 export interface webhooks {
@@ -2581,6 +2607,144 @@ export interface components {
           [key: string]: unknown;
         }[];
     };
+    TicketWithReplies: {
+      /**
+       * Format: uuid
+       * @description An id (UUID).
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      id: string;
+      /** @constant */
+      object: "ticket";
+      /**
+       * Format: uuid
+       * @description An id (UUID).
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      account_id: string;
+      subject: string;
+      about: components["schemas"]["TicketAbout"] | null;
+      /**
+       * @description open: with the support desk; waiting: the desk answered and waits for you; solved: closed (your next reply opens it again).
+       * @enum {string}
+       */
+      status: "open" | "waiting" | "solved";
+      /** @description The member who filed it; null when an API key did. */
+      opened_by: string | null;
+      /**
+       * Format: date-time
+       * @description RFC 3339 date-time in UTC with milliseconds.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @description RFC 3339 date-time in UTC with milliseconds.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      updated_at: string;
+      /** @description When the desk first answered. */
+      first_reply_at: string | null;
+      solved_at: string | null;
+      /** @description The conversation, oldest first (the first is the request). */
+      replies: components["schemas"]["TicketReply"][];
+    };
+    /** @description The object a ticket is about; null for a general question. */
+    TicketAbout: {
+      /**
+       * @description What kind of object the ticket is about.
+       * @enum {string}
+       */
+      type: "release" | "delivery" | "payout";
+      /**
+       * Format: uuid
+       * @description The release's, delivery's or payout's id: one of this account's.
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      id: string;
+    };
+    TicketReply: {
+      /**
+       * Format: uuid
+       * @description An id (UUID).
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      id: string;
+      /** @constant */
+      object: "ticket_reply";
+      /**
+       * Format: uuid
+       * @description An id (UUID).
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      ticket_id: string;
+      /**
+       * @description Who wrote it: a member (or key) or the support desk.
+       * @enum {string}
+       */
+      author: "member" | "staff";
+      /** @description The member who wrote it; null for the desk's replies and for an API key's. */
+      author_user_id: string | null;
+      body: string;
+      /**
+       * Format: date-time
+       * @description RFC 3339 date-time in UTC with milliseconds.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      created_at: string;
+    };
+    TicketList: {
+      /** @constant */
+      object: "list";
+      data: components["schemas"]["Ticket"][];
+      /** @description Offset pages only: how many items match, over all pages. */
+      total?: number;
+      limit: number;
+      /** @description Offset pages only: the offset asked. */
+      offset?: number;
+      /** @description Whether more items follow this page (with ending_before: precede it). Ask for them with starting_after (the last item's id) or ending_before (the first item's id). */
+      has_more: boolean;
+    };
+    Ticket: {
+      /**
+       * Format: uuid
+       * @description An id (UUID).
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      id: string;
+      /** @constant */
+      object: "ticket";
+      /**
+       * Format: uuid
+       * @description An id (UUID).
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      account_id: string;
+      subject: string;
+      about: components["schemas"]["TicketAbout"] | null;
+      /**
+       * @description open: with the support desk; waiting: the desk answered and waits for you; solved: closed (your next reply opens it again).
+       * @enum {string}
+       */
+      status: "open" | "waiting" | "solved";
+      /** @description The member who filed it; null when an API key did. */
+      opened_by: string | null;
+      /**
+       * Format: date-time
+       * @description RFC 3339 date-time in UTC with milliseconds.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @description RFC 3339 date-time in UTC with milliseconds.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      updated_at: string;
+      /** @description When the desk first answered. */
+      first_reply_at: string | null;
+      solved_at: string | null;
+    };
     ReleaseSubmittedEvent: {
       /**
        * Format: uuid
@@ -3519,6 +3683,31 @@ export interface components {
        * @default false
        */
       dry_run?: boolean;
+    };
+    NewTicket: {
+      /** @description A one-line summary (1–300 characters). */
+      subject: string;
+      /** @description The message: plain text, up to 20,000 characters. */
+      body: string;
+      about?: components["schemas"]["TicketAboutInput"] | null;
+    };
+    /** @description The object a ticket is about; null for a general question. */
+    TicketAboutInput: {
+      /**
+       * @description What kind of object the ticket is about.
+       * @enum {string}
+       */
+      type: "release" | "delivery" | "payout";
+      /**
+       * Format: uuid
+       * @description The release's, delivery's or payout's id: one of this account's.
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      id: string;
+    };
+    NewTicketReply: {
+      /** @description The message: plain text, up to 20,000 characters. */
+      body: string;
     };
     /** @description RFC 9457 problem details, with Backline's code, the field at fault and the request id. */
     Problem: {
@@ -13884,6 +14073,585 @@ export interface operations {
           "X-Request-Id": components["headers"]["X-Request-Id"];
           RateLimit: components["headers"]["RateLimit"];
           "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description An unexpected error; the request changed nothing it could not undo. */
+      500: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed. */
+      504: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /**
+   * List the account's support tickets
+   * @description Newest first; `status` keeps one status.
+   */
+  listTickets: {
+    parameters: {
+      query?: {
+        /** @description Page size: 1 to 100, default 20. */
+        limit?: number;
+        /** @description Items to skip, default 0. */
+        offset?: number;
+        /** @description Only tickets with this status. */
+        status?: "open" | "waiting" | "solved";
+      };
+      header?: {
+        "Backline-Account"?: components["parameters"]["BacklineAccount"];
+      };
+    };
+    responses: {
+      /** @description A page of tickets. */
+      200: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/json": components["schemas"]["TicketList"];
+        };
+      };
+      /** @description Malformed request: bad JSON, a bad query parameter or a missing body. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No API key, or a key that is malformed, unknown, frozen, revoked or expired. */
+      401: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The key lacks the scope this endpoint needs. */
+      403: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Too many requests: wait for `Retry-After` seconds. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description An unexpected error; the request changed nothing it could not undo. */
+      500: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed. */
+      504: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /**
+   * File a support ticket
+   * @description Opens a ticket for the account with its first message. `about` names one of the account's releases, deliveries or payouts (another account's is 422 on about.id), or is left out. The tenant's support desk sees it at once in its queue; you are notified (and e-mailed) when it answers.
+   */
+  createTicket: {
+    parameters: {
+      header?: {
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        "Backline-Account"?: components["parameters"]["BacklineAccount"];
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["NewTicket"];
+      };
+    };
+    responses: {
+      /** @description The ticket, with its first message. */
+      201: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/json": components["schemas"]["TicketWithReplies"];
+        };
+      };
+      /** @description Malformed request: bad JSON, a bad query parameter or a missing body. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No API key, or a key that is malformed, unknown, frozen, revoked or expired. */
+      401: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The key lacks the scope this endpoint needs. */
+      403: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The object's state does not allow this (for example a release that is no longer editable); for a POST, also an Idempotency-Key whose first request is still running (with Retry-After). */
+      409: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request body is too large (`body_too_large`; 1 MiB for JSON). The connection is closed after the answer. */
+      413: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request body is not application/json (`unsupported_media_type`). */
+      415: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Validation failed: `errors` lists every failing field. For a POST, also an Idempotency-Key reused with another request (`idempotency_key_reused`). */
+      422: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Too many requests: wait for `Retry-After` seconds. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description An unexpected error; the request changed nothing it could not undo. */
+      500: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed. */
+      504: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /**
+   * A support ticket and its conversation
+   * @description The desk's internal notes are never part of it.
+   */
+  getTicket: {
+    parameters: {
+      header?: {
+        "Backline-Account"?: components["parameters"]["BacklineAccount"];
+      };
+      path: {
+        /** @description An id (UUID). */
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The ticket. */
+      200: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/json": components["schemas"]["TicketWithReplies"];
+        };
+      };
+      /** @description Malformed request: bad JSON, a bad query parameter or a missing body. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No API key, or a key that is malformed, unknown, frozen, revoked or expired. */
+      401: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The key lacks the scope this endpoint needs. */
+      403: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No such object in the key's account (another account's ids, and ids that are not ids, are not found either). */
+      404: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Too many requests: wait for `Retry-After` seconds. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description An unexpected error; the request changed nothing it could not undo. */
+      500: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed. */
+      504: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /**
+   * Answer on a support ticket
+   * @description Your reply puts the ticket back with the desk (status open), a solved one too.
+   */
+  replyToTicket: {
+    parameters: {
+      header?: {
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        "Backline-Account"?: components["parameters"]["BacklineAccount"];
+      };
+      path: {
+        /** @description An id (UUID). */
+        id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["NewTicketReply"];
+      };
+    };
+    responses: {
+      /** @description The reply. */
+      201: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/json": components["schemas"]["TicketReply"];
+        };
+      };
+      /** @description Malformed request: bad JSON, a bad query parameter or a missing body. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No API key, or a key that is malformed, unknown, frozen, revoked or expired. */
+      401: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The key lacks the scope this endpoint needs. */
+      403: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No such object in the key's account (another account's ids, and ids that are not ids, are not found either). */
+      404: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The object's state does not allow this (for example a release that is no longer editable); for a POST, also an Idempotency-Key whose first request is still running (with Retry-After). */
+      409: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request body is too large (`body_too_large`; 1 MiB for JSON). The connection is closed after the answer. */
+      413: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request body is not application/json (`unsupported_media_type`). */
+      415: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Validation failed: `errors` lists every failing field. For a POST, also an Idempotency-Key reused with another request (`idempotency_key_reused`). */
+      422: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Too many requests: wait for `Retry-After` seconds. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
         };
         content: {
           "application/problem+json": components["schemas"]["Problem"];
