@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import { after, before, describe, test } from "node:test";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
@@ -883,6 +884,62 @@ describeEachEngine("admin API: the operator's desk", (t) => {
       assert.deepEqual(bad.errors?.map((e) => e.param).sort(), ["colour", "enabled"]);
       assertProblem(await call(platform, "GET", "/stores/no_such_store"), 404, "not_found");
       assertProblem(await call(platform, "GET", "/stores/Not-A-Code"), 404, "not_found");
+    });
+
+    test("a store's connection check (what stores configure --check runs): platform admins only, says what happened", async () => {
+      const code = `dsk_chk_${tag}`;
+      const dir = fs.mkdtempSync(`${os.tmpdir()}/backline-store-check-`);
+      const ddex = (path: string) => ({
+        adapter: "ddex",
+        ddex: {
+          sender: { dpid: "PADPIDA2026112201B", name: "Backline Distribution" },
+          recipient: { dpid: "PADPIDA2011072101T", name: "Example Store" },
+          destination: { type: "directory", path },
+        },
+      });
+      await rows("insert into internal.stores (code, name, sort, settings) values ($1, $2, 1000, $3)", [
+        code,
+        "Checked Store",
+        JSON.stringify(ddex(dir)),
+      ]);
+      const before = await rows("select settings, updated_at from internal.stores where code = $1", [code]);
+      try {
+        const path = `/stores/${code}/check`;
+        const doc = "/stores/{code}/check";
+        // A tenant's admin or its service-role key: stores are the installation's.
+        assertProblem(await call(A(), "POST", path, { doc }), 403, "insufficient_role");
+        const tenantAdmin = await staff(a.tenant, [{ of: a.tenant, role: "admin" }]);
+        assertProblem(await call(tenantAdmin, "POST", path, { doc }), 403, "insufficient_role");
+        // Platform staff act on the installation's stores from an aal2 session only.
+        const platformAal1 = await staff(a.tenant, [{ of: "platform", role: "admin" }]);
+        assertProblem(await call(platformAal1, "POST", path, { doc }), 403, "aal2_required");
+        const platform = await staff(a.tenant, [{ of: "platform", role: "admin" }], undefined, "aal2");
+        const ok = expectStatus(await call(platform, "POST", path, { body: {}, doc }), 200);
+        assert.deepEqual(ok, { ok: true, message: `the directory ${dir} is there and writable` });
+        // The destination gone: 200 with ok false and the reason, as the CLI prints it.
+        fs.rmSync(dir, { recursive: true, force: true });
+        const failed = expectStatus(await call(platform, "POST", path, { doc }), 200);
+        assert.equal(failed.ok, false);
+        assert.match(failed.message, /ENOENT|no such file/i);
+        // A store delivering through the sandbox has nothing to connect to.
+        const sandbox = expectStatus(await call(platform, "POST", `/stores/${store.ok}/check`, { doc }), 200);
+        assert.equal(sandbox.ok, true);
+        assert.match(sandbox.message, /sandbox: nothing to connect to/);
+        assertProblem(await call(platform, "POST", "/stores/no_such_store/check", { doc }), 404, "not_found");
+        assertProblem(
+          await call(platform, "POST", path, { body: { now: true }, doc }),
+          400,
+          "invalid_request",
+        );
+        // A check changes nothing.
+        assert.deepEqual(
+          await rows("select settings, updated_at from internal.stores where code = $1", [code]),
+          before,
+        );
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+        await rows("delete from internal.stores where code = $1", [code]);
+      }
     });
 
     test("settings: lead days, auto-review and branding, validated field by field; admin only", async () => {

@@ -7,6 +7,7 @@ import { deliveriesOf, reportDelivery, retryDeliveries } from "../pipeline/deliv
 import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac } from "../pipeline/oac.ts";
 import { decideReview } from "../pipeline/review.ts";
+import { checkStore } from "../pipeline/store-check.ts";
 import { credentialPaths, splitCredentials } from "../secrets/at-rest.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
 import { LOGO_TYPES } from "../tenancy/brand-assets.ts";
@@ -49,6 +50,16 @@ const STORE_CODE = z
   .regex(/^[a-z0-9]+(_[a-z0-9]+)*$/)
   .max(64)
   .meta({ description: "A store's code.", example: "spotify" });
+
+const StoreCheck = z
+  .object({
+    ok: z.boolean().meta({ description: "Whether the store's destination answered as it should." }),
+    message: z.string().meta({
+      description:
+        "What happened: where it connected, or the error (refused, host key mismatch, no such bucket, …).",
+    }),
+  })
+  .meta({ id: "StoreCheck" });
 
 const JobId = z
   .string()
@@ -573,6 +584,36 @@ export function deskRoutes(services: DeskServices): AnyAdminRoute[] {
           );
         }
         return updateStore(services, params.code, body);
+      },
+    }),
+    adminRoute({
+      method: "POST",
+      path: "/stores/{code}/check",
+      operationId: "checkStore",
+      summary: "Check a store's connection (platform staff)",
+      description:
+        'What `backline stores configure --check` runs (docs/ddex.md, "Checking a store"): reaches the store\'s destination ' +
+        "with its stored settings and credentials — connects to its SFTP server (host key, credentials, folder), asks its S3 " +
+        "bucket, or looks at its directory — and says what happened. A store that did not answer is 200 with ok false and " +
+        "the reason; nothing is changed or sent.",
+      tag: "Stores",
+      staffRole: "platform",
+      params: z.object({ code: STORE_CODE }),
+      body: NoBody,
+      bodyOptional: true,
+      response: { status: 200, description: "The check's result.", schema: StoreCheck },
+      errors: [404],
+      handler: async ({ request, params }) => {
+        if (!services.isPlatformAdmin(request)) {
+          throw new HttpError(
+            403,
+            "insufficient_role",
+            "Checking a store needs platform staff with the admin role: stores belong to the installation.",
+          );
+        }
+        const row = (await db.asService((tx) => storeRows(tx, params.code), { readOnly: true }))[0];
+        if (!row) throw new HttpError(404, "not_found", `no store ${params.code}`, "code");
+        return checkStore(db, params.code);
       },
     }),
 
