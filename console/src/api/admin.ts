@@ -109,6 +109,8 @@ export const api = {
   store: (code: string) => get<Store>(`/stores/${id(code)}`),
   patchStore: (code: string, body: Record<string, unknown>) =>
     admin<Store>("PATCH", `/stores/${id(code)}`, body),
+  /** What `backline stores configure --check` runs (platform staff, aal2). */
+  checkStore: (code: string) => post<{ ok: boolean; message: string }>(`/stores/${id(code)}/check`),
 
   settings: () => get<TenantSettings>("/settings"),
   patchSettings: (body: SettingsPatch) => admin<TenantSettings>("PATCH", "/settings", body),

@@ -36,6 +36,8 @@ export default function StorePage({ id: code }: { id: string }) {
       void client.invalidateQueries({ queryKey: ["stores"] });
     },
   });
+  // The connection check changes nothing: it reaches the destination with the stored settings.
+  const check = useMutation({ mutationFn: () => api.checkStore(code) });
   function submit(event: FormEvent) {
     event.preventDefault();
     setParseError(null);
@@ -84,6 +86,40 @@ export default function StorePage({ id: code }: { id: string }) {
                 )}
               </>
             ) : null}
+          </section>
+          <section className="card" aria-labelledby="conn-h" data-testid="store-connection">
+            <h2 id="conn-h">Connection</h2>
+            <p className="help">
+              Reaches the store's destination with its saved settings, as{" "}
+              <code>backline stores configure --check</code> does: its SFTP server (host key, sign-in,
+              folder), its S3 bucket or its directory. Nothing is sent or changed.
+            </p>
+            {canEdit ? (
+              <>
+                <button
+                  type="button"
+                  onClick={() => check.mutate()}
+                  disabled={check.isPending}
+                  data-testid="store-check"
+                >
+                  {check.isPending ? "Checking…" : "Check connection"}
+                </button>
+                {check.isSuccess ? (
+                  <p
+                    role="status"
+                    className={check.data.ok ? "ok" : "warn"}
+                    data-testid="store-check-result"
+                    data-ok={String(check.data.ok)}
+                  >
+                    {check.data.ok ? "Connected: " : "Failed: "}
+                    {check.data.message}
+                  </p>
+                ) : null}
+                {check.isError ? <ErrorState error={check.error} /> : null}
+              </>
+            ) : (
+              <p className="muted">Only platform admins check a store's connection.</p>
+            )}
           </section>
           <section className="card" aria-labelledby="set-h">
             <h2 id="set-h">Adapter settings</h2>
