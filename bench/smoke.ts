@@ -211,7 +211,7 @@ const SMOKES: Smoke[] = [
       CHAOS_KILL_MAX_MS: "2000",
       CHAOS_CONCURRENCY: "4",
     },
-    budget: 180,
+    budget: 300,
   },
 ];
 
