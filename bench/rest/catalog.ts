@@ -39,8 +39,11 @@ export async function userHeaders(s: Seeded): Promise<Record<string, string>> {
 
 /**
  * A catalog of 51 accounts x 3 artists x 40 releases x 12 tracks; the benchmark user owns one
- * account. BENCH_SMOKE=1 (bench/smoke.ts): 3 accounts, the same shape per artist.
+ * account. BENCH_SMOKE=1 (bench/smoke.ts): 3 accounts, the same shape per artist; BENCH_ACCOUNTS=n:
+ * n accounts (the user's rows are the same, the tables they are filtered from smaller).
  */
+const ACCOUNTS = SMOKE ? 3 : Math.max(1, Number(process.env.BENCH_ACCOUNTS ?? 51));
+
 export async function seed(engine: Engine): Promise<Seeded> {
   return engine.transaction(
     async (tx) => {
@@ -59,7 +62,7 @@ export async function seed(engine: Engine): Promise<Seeded> {
         )
       ).rows[0] as { id: string };
       await tx.exec(`
-      insert into internal.accounts (tenant_id, name) select '${t.id}', 'Account ' || g from generate_series(0, ${SMOKE ? 2 : 50}) g;
+      insert into internal.accounts (tenant_id, name) select '${t.id}', 'Account ' || g from generate_series(0, ${ACCOUNTS - 1}) g;
       insert into internal.memberships (tenant_id, account_id, user_id, role)
         select '${t.id}', id, '${user.id}', 'owner' from internal.accounts where tenant_id = '${t.id}' and name = 'Account 0';
       insert into public.artist_profiles (account_id, name)

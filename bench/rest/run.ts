@@ -5,15 +5,25 @@
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:rest
 //
 // Options (environment): BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS
-// (default 10), BENCH_ROUNDS (default 2: each pair measured this many times, order alternating).
+// (default 10), BENCH_ROUNDS (default 2: each pair measured this many times, order alternating),
+// BENCH_ACCOUNTS (default 51: the catalogue's size, bench/rest/catalog.ts), BENCH_ENGINES (default
+// postgres,pglite; postgres skips the embedded figures).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { loadConfig } from "../../src/config.ts";
+import { Db } from "../../src/db/db.ts";
 import { migrate } from "../../src/db/migrate.ts";
 import { PgliteEngine } from "../../src/db/pglite.ts";
 import { PostgresEngine } from "../../src/db/postgres.ts";
+import { generated } from "../../src/db/prepared.ts";
 import { rolesSetupSql } from "../../src/db/roles.ts";
+import type { Claims } from "../../src/db/types.ts";
+import { buildRead } from "../../src/rest/execute.ts";
+import { parseQuery } from "../../src/rest/parse-query.ts";
+import { parsePrefer } from "../../src/rest/prefer.ts";
+import { loadSchemaCache } from "../../src/rest/schema-cache.ts";
 import {
   ADMIN_URL,
   average,
@@ -51,7 +61,7 @@ async function main() {
     const headers = await userHeaders(s);
     const queries = QUERIES(s.artistId);
     const appUrl = withDatabase(ADMIN_URL, dbName, "authenticator");
-    const claims = { role: "authenticated", sub: s.userId, tenant_id: s.tenantId };
+    const claims: Claims = { role: "authenticated", sub: s.userId, tenant_id: s.tenantId };
     const env = {
       DATABASE_URL: appUrl,
       DATABASE_POOL_SIZE: "10",
@@ -100,13 +110,96 @@ async function main() {
       await stopServer(backline);
       await stopServer(baseline);
     }
-    results.push("", await pgliteFigures());
+    results.push("", await statementFigures(appUrl, claims, queries));
+    if ((process.env.BENCH_ENGINES ?? "postgres,pglite").includes("pglite"))
+      results.push("", await pgliteFigures());
   } finally {
     await owner.close();
     await admin.query(`drop database if exists ${dbName} with (force)`);
     await admin.end();
   }
   process.stdout.write(`${results.join("\n")}\n`);
+}
+
+/**
+ * The statement alone, as the database sees it: each query's SQL in the request's RLS transaction
+ * on one connection, sent unnamed (parsed, rewritten with the policies and planned each time), as
+ * a prepared statement (what /rest/v1 sends), and prepared but planned for its values every time
+ * (plan_cache_mode = force_custom_plan). Only the statement is timed; the three take turns.
+ */
+async function statementFigures(
+  url: string,
+  claims: Claims,
+  queries: ReturnType<typeof QUERIES>,
+): Promise<string> {
+  const RUNS = Number(process.env.BENCH_STATEMENTS ?? 200);
+  const db = new Db(new PostgresEngine({ url, poolSize: 1 }));
+  const modes = ["unnamed", "prepared", "prepared, custom plans"] as const;
+  const lines = [
+    `The statement alone (one connection, ${RUNS} runs per mode in turns of 10; ms)`,
+    "| query | unnamed p50 / p99 | prepared p50 / p99 | prepared, custom plans p50 / p99 | prepared / unnamed (p50) | plans (generic / custom) |",
+    "|---|---|---|---|---|---|",
+  ];
+  try {
+    const cache = await loadSchemaCache(db);
+    // The app's default (REST_MAX_ROWS), as the servers run it.
+    const maxRows = loadConfig({ ...process.env, DATABASE_URL: url }).restMaxRows;
+    for (const q of queries) {
+      const table = cache.tables.get(q.table);
+      if (!table) throw new Error(`no table ${q.table}`);
+      const { sql, params } = buildRead(
+        cache,
+        {
+          table,
+          query: parseQuery([...new URLSearchParams(q.query)]),
+          prefer: parsePrefer(undefined),
+          range: undefined,
+        },
+        maxRows,
+      );
+      const times: Record<(typeof modes)[number], number[]> = {
+        unnamed: [],
+        prepared: [],
+        "prepared, custom plans": [],
+      };
+      for (let turn = 0; turn < RUNS / 10; turn++) {
+        for (const mode of modes) {
+          for (let i = 0; i < 10; i++) {
+            await db.withRequestContext(
+              claims,
+              async (tx) => {
+                if (mode === "prepared, custom plans")
+                  await tx.exec("set local plan_cache_mode = force_custom_plan");
+                const start = performance.now();
+                await tx.query(mode === "unnamed" ? sql : generated(sql), params);
+                times[mode].push(performance.now() - start);
+              },
+              { readOnly: true },
+            );
+          }
+        }
+      }
+      // Whether PostgreSQL went over to a generic plan for the prepared statement (src/db/prepared.ts).
+      const plans = await db.asService(
+        async (tx) =>
+          (
+            await tx.query<{ generic_plans: string; custom_plans: string }>(
+              "select generic_plans, custom_plans from pg_prepared_statements where name = $1",
+              [generated(sql).name],
+            )
+          ).rows[0],
+      );
+      const pct = (xs: number[], p: number) =>
+        [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? 0;
+      const cell = (xs: number[]) => `${pct(xs, 0.5).toFixed(2)} / ${pct(xs, 0.99).toFixed(2)}`;
+      lines.push(
+        `| ${q.name} | ${cell(times.unnamed)} | ${cell(times.prepared)} | ${cell(times["prepared, custom plans"])} | ${(pct(times.prepared, 0.5) / pct(times.unnamed, 0.5)).toFixed(2)}x | ${plans?.generic_plans ?? "?"} / ${plans?.custom_plans ?? "?"} |`,
+      );
+    }
+  } finally {
+    await db.close();
+  }
+  return lines.join("\n");
 }
 
 /** The same queries on the embedded database (one connection: requests take turns). */
