@@ -76,6 +76,21 @@ function mimeAllowed(type: string, allowed: string[] | null): boolean {
   });
 }
 
+/**
+ * What a bucket takes: its size limit and media types, for bytes already stored elsewhere (a copy
+ * or a move must not put into a bucket what an upload there would be refused).
+ */
+function checkFits(
+  bucket: { file_size_limit: string | number | null; allowed_mime_types: string[] | null },
+  metadata: { size?: unknown; mimetype?: unknown },
+): void {
+  const mimetype = typeof metadata.mimetype === "string" ? metadata.mimetype : "application/octet-stream";
+  if (!mimeAllowed(mimetype, bucket.allowed_mime_types)) throw STORAGE_ERRORS.invalidMimeType(mimetype);
+  if (bucket.file_size_limit !== null && Number(metadata.size ?? 0) > Number(bucket.file_size_limit)) {
+    throw STORAGE_ERRORS.tooLarge();
+  }
+}
+
 function expiresIn(value: unknown): number {
   const n = Number(value);
   if (value === undefined || value === null) throw STORAGE_ERRORS.missingParameter("expiresIn");
@@ -382,7 +397,10 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     handle(async (request, reply, who) => {
       const { from, to } = movePaths(request);
       await asCaller(who, async (tx) => {
-        await findBucket(tx, who.tenant.id, to.bucket);
+        const destination = await findBucket(tx, who.tenant.id, to.bucket);
+        if (to.bucket !== from.bucket) {
+          checkFits(destination, (await findObject(tx, who.tenant.id, from.bucket, from.name)).metadata);
+        }
         await moveObject(tx, who.tenant.id, from, to);
       });
       return reply.send({ message: "Successfully moved" });
@@ -394,8 +412,10 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     handle(async (request, reply, who) => {
       const { from, to } = movePaths(request);
       const source = await asCaller<ObjectRow>(who, async (tx) => {
-        await findBucket(tx, who.tenant.id, to.bucket);
-        return findObject(tx, who.tenant.id, from.bucket, from.name);
+        const destination = await findBucket(tx, who.tenant.id, to.bucket);
+        const found = await findObject(tx, who.tenant.id, from.bucket, from.name);
+        checkFits(destination, found.metadata);
+        return found;
       });
       const objectKey = newObjectKey(who.tenant.id);
       await (store.copy as NonNullable<ObjectStore["copy"]>).call(store, source.object_key, objectKey);

@@ -100,9 +100,9 @@ begin
     return cardinality(accounts) > 0;
   end if;
   folder := split_part(p_name, '/', 1);
-  return folder ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-    and strpos(p_name, '/') > 0
-    and folder::uuid = any (accounts);
+  -- The folder as the policies read it: an account id as text, in lower case only (an upper-case
+  -- spelling would be a folder its own members' policies do not match).
+  return strpos(p_name, '/') > 0 and folder = any (accounts::text[]);
 end
 $$;
 
