@@ -28,6 +28,7 @@ import { SecondFactor } from "./pages/SecondFactor.tsx";
 import { SetPassword } from "./pages/SetPassword.tsx";
 import { SignIn } from "./pages/SignIn.tsx";
 import { SignUp } from "./pages/SignUp.tsx";
+import { Support, TicketPage } from "./pages/Support.tsx";
 import { TransferPage } from "./pages/Transfer.tsx";
 import { ErrorState, Page } from "./ui.tsx";
 
@@ -199,6 +200,7 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   const artist = match("/artists/:id", path);
   const statement = match("/money/statements/:id", path);
   const draft = match("/money/payees/:id/draft", path);
+  const ticket = match("/support/:id", path);
   if (path === "/welcome" || path === "/set-password")
     page = <SetPassword invited={path === "/welcome"} accounts={list} />;
   else if (accounts.isPending) page = <Loading />;
@@ -235,6 +237,8 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   else if (path === "/developers" && current) page = <Developers account={current} />;
   else if (path === "/artists" && current) page = <Artists account={current} />;
   else if (path === "/transfer" && current) page = <TransferPage account={current} />;
+  else if (path === "/support" && current) page = <Support account={current} />;
+  else if (ticket?.id && current) page = <TicketPage key={ticket.id} account={current} id={ticket.id} />;
   else if (artist?.id && current) page = <ArtistPage key={artist.id} account={current} id={artist.id} />;
   else if (release?.id) page = <ReleasePage id={release.id} account={current} />;
   else
@@ -313,6 +317,13 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
                 Developers
               </Link>
             ) : null}
+            <Link
+              to="/support"
+              data-testid="nav-support"
+              aria-current={path.startsWith("/support") ? "page" : undefined}
+            >
+              Support
+            </Link>
             <NotificationsLink current={path === "/notifications"} />
           </nav>
           {list.length > 1 ? (

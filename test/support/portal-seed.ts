@@ -31,7 +31,8 @@ import { reportFile, seedSampleCatalog } from "./royalties.ts";
 export const PASSWORD = "a long portal test password";
 
 export interface PortalWorld {
-  tenant: { id: string; slug: string; anonKey: string };
+  /** `serviceKey`: the tenant's service-role key (what the operator's desk acts with on /admin/v1). */
+  tenant: { id: string; slug: string; anonKey: string; serviceKey: string };
   label: { id: string; releaseId: string };
   inviteLink: string;
   viewerEmail: string;
@@ -203,7 +204,7 @@ export async function seedPortalWorld(db: Db, config: Config): Promise<PortalWor
     { id: catalog.daybreak, title: "Daybreak", upc: "012345000027", isrcs: ["QZABC2600003"] },
   ]);
   return {
-    tenant: { id: tenant.id, slug: tenant.slug, anonKey: keys.anon_key },
+    tenant: { id: tenant.id, slug: tenant.slug, anonKey: keys.anon_key, serviceKey: keys.service_role_key },
     label: { id: label.id, releaseId },
     inviteLink,
     viewerEmail,
