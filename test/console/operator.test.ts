@@ -56,7 +56,7 @@ const PHONE = { width: 390, height: 844 };
  * a DDEX store delivering into a directory.
  */
 interface World extends DeskWorld {
-  platform: { id: string; email: string; token: string };
+  platform: { id: string; email: string; token: string; aal1Token: string };
   checked: { code: string; dir: string };
 }
 
@@ -65,6 +65,7 @@ async function seedWorld(db: Db, config: Config): Promise<World> {
   const tenant = { id: world.tenant.id } as Tenant;
   const user = await seedStaffUser(db, tenant, [{ of: "platform", role: "admin" }]);
   const token = await userToken(db, tenant, user, `${config.publicUrl}/auth/v1`, "aal2");
+  const aal1Token = await userToken(db, tenant, user, `${config.publicUrl}/auth/v1`, "aal1");
   const dir = tempDir("backline-store-check-");
   const code = "checked_store";
   await db.asService((tx) =>
@@ -81,7 +82,11 @@ async function seedWorld(db: Db, config: Config): Promise<World> {
       }),
     ]),
   );
-  return { ...world, platform: { id: user.id, email: user.email ?? "", token }, checked: { code, dir } };
+  return {
+    ...world,
+    platform: { id: user.id, email: user.email ?? "", token, aal1Token },
+    checked: { code, dir },
+  };
 }
 
 describe("the console in Chromium: dialogs that ask, tables on a phone, the audit log", { skip }, () => {
@@ -490,31 +495,34 @@ describe("the console in Chromium: dialogs that ask, tables on a phone, the audi
     assert.equal(await page.locator(tid("store-check")).count(), 0);
     assert.match(await page.locator(tid("store-connection")).innerText(), /Only platform admins/);
 
-    const session = JSON.stringify({
-      tenant: {
-        id: world.tenant.id,
-        slug: world.tenant.slug,
-        name: "Night Owl Distribution",
-        anon_key: world.tenant.anonKey,
-      },
-      session: {
-        access_token: world.platform.token,
-        refresh_token: "not used within the hour",
-        expires_at: Math.floor(Date.now() / 1000) + 3000,
-        user: { id: world.platform.id, email: world.platform.email },
-      },
-      actingTenantId: world.tenant.id,
-    });
+    const sessionWith = (token: string) =>
+      JSON.stringify({
+        tenant: {
+          id: world.tenant.id,
+          slug: world.tenant.slug,
+          name: "Night Owl Distribution",
+          anon_key: world.tenant.anonKey,
+        },
+        session: {
+          access_token: token,
+          refresh_token: "not used within the hour",
+          expires_at: Math.floor(Date.now() / 1000) + 3000,
+          user: { id: world.platform.id, email: world.platform.email },
+        },
+        actingTenantId: world.tenant.id,
+      });
     const contexts: (BrowserContext & { offsite: string[] })[] = [];
+    const handSession = (context: BrowserContext, session: string) =>
+      context.addInitScript((s) => {
+        (
+          globalThis as unknown as { localStorage: { setItem(k: string, v: string): void } }
+        ).localStorage.setItem("backline-console-session", s);
+      }, session);
     try {
       for (const device of ["desktop", "phone"] as const) {
         const context = await newContext(browser, device, stack.url);
         contexts.push(context);
-        await context.addInitScript((s) => {
-          (
-            globalThis as unknown as { localStorage: { setItem(k: string, v: string): void } }
-          ).localStorage.setItem("backline-console-session", s);
-        }, session);
+        await handSession(context, sessionWith(world.platform.token));
         const p = await context.newPage();
         watchPageErrors(p, errors);
         await p.goto(`${stack.url}/console/stores/${world.checked.code}`);
@@ -533,6 +541,21 @@ describe("the console in Chromium: dialogs that ask, tables on a phone, the audi
       await failed.waitFor();
       assert.match(await failed.innerText(), /^Failed: .*(ENOENT|no such file)/i);
       await record(p, "09-store-check-failed", "desktop");
+
+      // Without a second factor (a password sign-in: the console has no second-factor step), the
+      // refusal is said in words with the way round, not as a token's error.
+      const aal1 = await newContext(browser, "desktop", stack.url);
+      contexts.push(aal1);
+      await handSession(aal1, sessionWith(world.platform.aal1Token));
+      const q = await aal1.newPage();
+      watchPageErrors(q, errors);
+      await q.goto(`${stack.url}/console/stores/${world.checked.code}`);
+      await q.locator(tid("store-check")).click();
+      const refused = q.locator(`${tid("store-connection")} ${tid("error-state")}`);
+      await refused.waitFor();
+      assert.match(await refused.innerText(), /A second factor is needed/);
+      assert.match(await refused.innerText(), /stores configure checked_store --settings … --check/);
+      await record(q, "10-store-check-aal1", "desktop");
     } finally {
       for (const c of contexts) {
         assertNoOffsite(c);

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useId, useState } from "react";
 import { api } from "../api/admin.ts";
+import { ApiError } from "../api/errors.ts";
 import type { AdminMe } from "../api/types.ts";
 import { isPlatformAdmin } from "../roles.ts";
 import { Link } from "../router.tsx";
@@ -115,7 +116,7 @@ export default function StorePage({ id: code }: { id: string }) {
                     {check.data.message}
                   </p>
                 ) : null}
-                {check.isError ? <ErrorState error={check.error} /> : null}
+                {check.isError ? <StoreError error={check.error} code={code} /> : null}
               </>
             ) : (
               <p className="muted">Only platform admins check a store's connection.</p>
@@ -166,7 +167,7 @@ export default function StorePage({ id: code }: { id: string }) {
                     Saved.
                   </p>
                 ) : null}
-                {save.isError ? <ErrorState error={save.error} /> : null}
+                {save.isError ? <StoreError error={save.error} code={code} /> : null}
               </form>
             ) : (
               <>
@@ -179,4 +180,24 @@ export default function StorePage({ id: code }: { id: string }) {
       ) : null}
     </Page>
   );
+}
+
+/**
+ * A refusal of a store's change or check. The installation's stores need a session verified with a
+ * second factor, which the console cannot start yet: that one is said in words, with the way round.
+ */
+function StoreError({ error, code }: { error: unknown; code: string }) {
+  if (error instanceof ApiError && error.code === "aal2_required")
+    return (
+      <div className="error-state" role="alert" data-testid="error-state">
+        <strong>A second factor is needed</strong>
+        <p>
+          The installation's stores are changed and checked only from a session verified with a second factor,
+          and the console cannot verify one yet. On the server,{" "}
+          <code>backline stores configure {code} --settings … --check</code> saves the settings and checks
+          them.
+        </p>
+      </div>
+    );
+  return <ErrorState error={error} />;
 }
