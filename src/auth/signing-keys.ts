@@ -66,12 +66,12 @@ interface KeyRow {
 
 /**
  * A tenant's keys as the gateway needs them: the current private key opened, the public keys
- * whose tokens are still accepted. `jwtExpiry` (seconds) bounds how long HS256 sessions issued
+ * whose tokens are still accepted (`box` may be a getter: only a tenant with a key needs it). `jwtExpiry` (seconds) bounds how long HS256 sessions issued
  * before the switch are accepted.
  */
 export async function loadSigningKeys(
   tx: Tx,
-  box: SecretBox,
+  box: SecretBox | (() => SecretBox),
   tenantId: string,
   jwtExpiry: number,
   now: number = Date.now(),
@@ -90,7 +90,10 @@ export async function loadSigningKeys(
     first && first.private_key_sealed !== null
       ? {
           kid: first.id,
-          privateKey: createPrivateKey({ key: box.decrypt(first.private_key_sealed), format: "pem" }),
+          privateKey: createPrivateKey({
+            key: (typeof box === "function" ? box() : box).decrypt(first.private_key_sealed),
+            format: "pem",
+          }),
         }
       : undefined;
   const published = rows

@@ -49,7 +49,7 @@ export class TenantDirectory {
         ).rows[0];
         if (!row) return undefined;
         const expiry = authSettings(row.settings).jwt_expiry;
-        return { row, signing: await loadSigningKeys(tx, this.db.secrets, row.id, expiry) };
+        return { row, signing: await loadSigningKeys(tx, () => this.db.secrets, row.id, expiry) };
       },
       { readOnly: true },
     );
