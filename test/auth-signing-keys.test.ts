@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID } from "node:crypto";
+import fs from "node:fs";
 import { after, before, test } from "node:test";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import {
@@ -13,10 +14,12 @@ import {
   UnsecuredJWT,
 } from "jose";
 import { SecretBox } from "../src/secrets/box.ts";
+import { ensureDevTenant } from "../src/tenancy/dev-tenant.ts";
 import { getTenantSigningSecret } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, TEST_ENCRYPTION_KEY, tenantWithKeys } from "./support/app.ts";
 import { runCliOn } from "./support/cli-in-process.ts";
 import { describeEachEngine } from "./support/db.ts";
+import { tempDir } from "./support/process.ts";
 
 /**
  * Asymmetric signing keys (issue 42, item 2) on both engines, through supabase-js: a new tenant's
@@ -201,6 +204,19 @@ describeEachEngine("auth: asymmetric signing keys (ES256, JWKS, getClaims)", (t)
     assert.equal(claims.error, null);
     assert.ok(!c.paths.includes("/auth/v1/user"));
 
+    // Once its time is up the previous key leaves the JWKS and its tokens are refused (the clock
+    // moved by setting verify_until back); the new key's tokens are not affected.
+    await rows("update internal.signing_keys set verify_until = now() - interval '1 second' where id = $1", [
+      oldKid,
+    ]);
+    const later = await freshApp();
+    assert.deepEqual(
+      (await getJwks(later.url, env.keys.anon_key)).keys.map((k) => k.kid),
+      [newKid],
+    );
+    assert.deepEqual(await statuses(later.url, env.keys.anon_key, env.session.access_token), REFUSED);
+    assert.deepEqual(await statuses(later.url, env.keys.anon_key, freshToken), ACCEPTED);
+
     // The emergency rotation: new anon and service-role keys, and every session so far refused.
     const emergency = await cli("tenants", "rotate-keys", env.tenant.slug);
     assert.equal(typeof emergency.signing_key_id, "string");
@@ -252,6 +268,36 @@ describeEachEngine("auth: asymmetric signing keys (ES256, JWKS, getClaims)", (t)
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .sign(secret);
     assert.deepEqual(await statuses(after.url, keys.anon_key, late), REFUSED);
+  });
+
+  test("the development tenant has a key; one made before signing keys gets its first at the next start", async () => {
+    const dataDir = tempDir("backline-dev-");
+    try {
+      const first = await ensureDevTenant(t().db, { dataDir, url: app.url });
+      const keysOf = () =>
+        rows<{ id: string; retired_at: Date | null }>(
+          "select id, retired_at from internal.signing_keys where tenant_id = $1",
+          [first.file.tenant_id],
+        );
+      assert.equal((await keysOf()).length, 1);
+      await rows("delete from internal.signing_keys where tenant_id = $1", [first.file.tenant_id]);
+      const again = await ensureDevTenant(t().db, { dataDir, url: app.url });
+      assert.equal(again.file.tenant_id, first.file.tenant_id);
+      assert.equal(again.file.anon_key, first.file.anon_key, "its anon key does not change");
+      const keys = await keysOf();
+      assert.deepEqual(
+        keys.map((k) => k.retired_at),
+        [null],
+      );
+      // A third start changes nothing.
+      await ensureDevTenant(t().db, { dataDir, url: app.url });
+      assert.deepEqual(
+        (await keysOf()).map((k) => k.id),
+        keys.map((k) => k.id),
+      );
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   test("forged tokens are refused: unknown kid, alg none, HS256 keyed with the public key, another tenant's key", async () => {
