@@ -34,6 +34,14 @@ import {
   saveObject,
 } from "./objects.ts";
 import { type ObjectGrant, TokenError, type TokenSigner } from "./tokens.ts";
+import {
+  parseTransform,
+  readBounded,
+  TRANSFORM_LIMITS,
+  type TransformOptions,
+  transformClaim,
+  transformImage,
+} from "./transform.ts";
 import type { UploadLimits } from "./uploads.ts";
 
 /**
@@ -119,6 +127,10 @@ export interface ObjectHandlers {
   signUpload(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
   signedUpload(request: FastifyRequest, reply: FastifyReply): Promise<unknown>;
   upload(method: "POST" | "PUT"): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  /** /render/image/authenticated|public|sign/{bucket}/{path} (./transform.ts). */
+  render(
+    kind: "authenticated" | "public" | "sign",
+  ): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
 
 export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDeps): ObjectHandlers {
@@ -311,10 +323,38 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
       return reply.send({ Id: row.id, Key: `${bucket}/${name}` });
     });
 
-  /** Streams an object's bytes with Storage's headers. */
-  async function sendObject(reply: FastifyReply, row: ObjectRow, download: unknown, head: boolean) {
+  /**
+   * Streams an object's bytes with Storage's headers; with `transform`, the image transformed
+   * (./transform.ts) under the same headers but its own type and length.
+   */
+  async function sendObject(
+    reply: FastifyReply,
+    row: ObjectRow,
+    download: unknown,
+    head: boolean,
+    transform?: { options: TransformOptions; accept: string | undefined },
+  ) {
     const info = await store.stat(row.object_key);
     if (!info) throw STORAGE_ERRORS.noSuchKey();
+    if (transform) {
+      if (info.bytes > TRANSFORM_LIMITS.maxSourceBytes) {
+        throw STORAGE_ERRORS.tooLarge(
+          `the maximum size of an image to transform (${TRANSFORM_LIMITS.maxSourceBytes} bytes)`,
+        );
+      }
+      const source = await readBounded(await store.read(row.object_key), TRANSFORM_LIMITS.maxSourceBytes);
+      const out = await transformImage(source, transform.options, transform.accept);
+      reply
+        .header("content-type", out.contentType)
+        .header("content-length", String(out.body.length))
+        .header("cache-control", row.metadata.cacheControl || "no-cache")
+        .header("last-modified", new Date(row.updated_at).toUTCString())
+        .header("content-security-policy", "default-src 'none'; sandbox");
+      if (out.negotiated) reply.header("vary", "Accept");
+      const d = disposition(download, row.name);
+      if (d) reply.header("content-disposition", d);
+      return reply.send(out.body);
+    }
     reply
       .header("content-type", row.metadata.mimetype || "application/octet-stream")
       .header("content-length", String(info.bytes))
@@ -483,8 +523,17 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     }),
   );
 
-  /** A signed URL's path for one object the caller may read (NoSuchKey otherwise). */
-  async function signedPath(who: Caller, bucket: string, name: string, seconds: number): Promise<string> {
+  /**
+   * A signed URL's path for one object the caller may read (NoSuchKey otherwise); with a
+   * transform, a /render/image/sign URL whose token carries it (the query cannot change it).
+   */
+  async function signedPath(
+    who: Caller,
+    bucket: string,
+    name: string,
+    seconds: number,
+    transform?: TransformOptions,
+  ): Promise<string> {
     await asCaller(who, (tx) => findObject(tx, who.tenant.id, bucket, name));
     const grant: ObjectGrant = {
       use: "object-read",
@@ -492,9 +541,11 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
       tenant: who.tenant.id,
       bucket,
       name,
+      ...(transform ? { transform: transformClaim(transform) } : {}),
       exp: Math.floor(Date.now() / 1000) + seconds,
     };
-    return `/object/sign/${encodePath(bucket, name)}?token=${signer.sign(grant)}`;
+    const route = transform ? "/render/image/sign" : "/object/sign";
+    return `${route}/${encodePath(bucket, name)}?token=${signer.sign(grant)}`;
   }
 
   json.post(
@@ -529,13 +580,16 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     handle(async (req, rep, who) => {
       const { bucket, name } = objectPath(req);
       const seconds = expiresIn(body(req).expiresIn);
-      if (body(req).transform) throw STORAGE_ERRORS.notSupported("image transformation");
+      const transform = parseTransform(body(req).transform as Record<string, unknown> | undefined);
       await asCaller(who, (tx) => findBucket(tx, who.tenant.id, bucket));
-      return rep.send({ signedURL: await signedPath(who, bucket, name, seconds) });
+      return rep.send({ signedURL: await signedPath(who, bucket, name, seconds, transform) });
     })(request, reply);
 
-  /** The token is the permission: one object of one tenant's bucket, read as the server. */
-  const signedDownload = async (request: FastifyRequest, reply: FastifyReply) => {
+  /**
+   * The token is the permission: one object of one tenant's bucket, read as the server. On
+   * /render/image/sign (`render`), the image is transformed as the token says.
+   */
+  const signedDownload = async (request: FastifyRequest, reply: FastifyReply, render = false) => {
     try {
       const { bucket, name } = objectPath(request);
       const query = request.query as Record<string, unknown>;
@@ -545,27 +599,56 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
         throw new TokenError("token_invalid", "This token is not for downloading this object.");
       }
       const row = await db.asService((tx) => findObject(tx, grant.tenant, bucket, name));
-      return await sendObject(reply, row, query.download, false);
+      const transform = render
+        ? { options: parseTransform(grant.transform ?? {}) ?? {}, accept: request.headers.accept }
+        : undefined;
+      return await sendObject(reply, row, query.download, false, transform);
     } catch (error) {
       return deps.sendError(request, reply, error);
     }
   };
 
-  json.get("/object/public/:bucket/*", async (request, reply) => {
+  /** A public bucket's object, read as the server (a private bucket is not found this way). */
+  const publicDownload = async (request: FastifyRequest, reply: FastifyReply, render: boolean) => {
     const who = await deps.caller(request, reply);
     if (!who) return reply;
     try {
       const { bucket, name } = objectPath(request);
+      const query = request.query as Record<string, unknown>;
+      const transform = render
+        ? { options: parseTransform(query) ?? {}, accept: request.headers.accept }
+        : undefined;
       const row = await db.asService(async (tx) => {
         const b = await findBucket(tx, who.tenant.id, bucket);
         if (!b.public) throw STORAGE_ERRORS.noSuchBucket();
         return findObject(tx, who.tenant.id, bucket, name);
       });
-      return await sendObject(reply, row, (request.query as Record<string, unknown>).download, false);
+      return await sendObject(reply, row, query.download, false, transform);
     } catch (error) {
       return deps.sendError(request, reply, error);
     }
+  };
+  json.get("/object/public/:bucket/*", (request, reply) => publicDownload(request, reply, false));
+
+  /** An object the caller reads under the policies (as the download route), transformed. */
+  const authenticatedRender = handle(async (request, reply, who) => {
+    const { bucket, name } = objectPath(request);
+    const query = request.query as Record<string, unknown>;
+    const options = parseTransform(query) ?? {};
+    const row = await asCaller<ObjectRow>(who, async (tx) => {
+      await findBucket(tx, who.tenant.id, bucket);
+      return findObject(tx, who.tenant.id, bucket, name);
+    });
+    return sendObject(reply, row, query.download, false, { options, accept: request.headers.accept });
   });
+
+  const render =
+    (kind: "authenticated" | "public" | "sign") => (request: FastifyRequest, reply: FastifyReply) =>
+      kind === "authenticated"
+        ? authenticatedRender(request, reply)
+        : kind === "public"
+          ? publicDownload(request, reply, true)
+          : signedDownload(request, reply, true);
 
   const signUpload = (request: FastifyRequest, reply: FastifyReply) =>
     handle(async (req, rep, who) => {
@@ -616,7 +699,16 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     }
   };
 
-  return { download: downloadOf, info, sign, signedDownload, signUpload, signedUpload, upload };
+  return {
+    download: downloadOf,
+    info,
+    sign,
+    signedDownload: (request, reply) => signedDownload(request, reply),
+    signUpload,
+    signedUpload,
+    upload,
+    render,
+  };
 }
 
 /** Removes the bytes of deleted rows, 32 at a time (an emptied bucket may hold many thousands). */

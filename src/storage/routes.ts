@@ -13,6 +13,7 @@ import { BUCKETS, type Bucket, SLOT_PATHS, type Slot, slotOf, storagePathOf } fr
 import { LocalStore, TooLargeError } from "./local.ts";
 import { type ObjectHandlers, registerObjectRoutes } from "./object-routes.ts";
 import { TokenError, type TokenSigner } from "./tokens.ts";
+import { parseTransform, readBounded, TRANSFORM_LIMITS, transformImage } from "./transform.ts";
 import {
   type AssetRow,
   assetById,
@@ -195,6 +196,46 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
       .send(body);
   }
 
+  /**
+   * A release's cover transformed (/render/image/authenticated/artwork/...), read as the caller
+   * like its download; only a cover the pipeline found valid (a JPEG or PNG) is transformed.
+   */
+  async function slotRender(request: FastifyRequest, reply: FastifyReply) {
+    const who = await caller(request, reply);
+    if (!who) return reply;
+    try {
+      const options = parseTransform(request.query as Record<string, unknown>) ?? {};
+      const { slot } = slotFrom(request);
+      const asset = await currentAsset(who.claims, slot);
+      if (asset.kind !== "artwork" || asset.status !== "valid") {
+        throw new StorageError(
+          422,
+          "InvalidImage",
+          "The object cannot be transformed: only a cover that passed inspection is",
+          "Unprocessable Entity",
+        );
+      }
+      const info = await store.stat(asset.object_key);
+      if (!info) throw new StorageError(404, "not_found", "Object not found");
+      if (info.bytes > TRANSFORM_LIMITS.maxSourceBytes) {
+        throw STORAGE_ERRORS.tooLarge(
+          `the maximum size of an image to transform (${TRANSFORM_LIMITS.maxSourceBytes} bytes)`,
+        );
+      }
+      const source = await readBounded(await store.read(asset.object_key), TRANSFORM_LIMITS.maxSourceBytes);
+      const out = await transformImage(source, options, request.headers.accept);
+      if (out.negotiated) reply.header("vary", "Accept");
+      return reply
+        .header("content-type", out.contentType)
+        .header("content-disposition", "inline")
+        .header("content-length", String(out.body.length))
+        .header("cache-control", "private, max-age=0")
+        .send(out.body);
+    } catch (error) {
+      return sendError(request, reply, error);
+    }
+  }
+
   /** Storage's object info for a media slot's current file. */
   async function slotInfo(request: FastifyRequest, reply: FastifyReply) {
     const who = await caller(request, reply);
@@ -301,7 +342,9 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
       try {
         const { bucket, path, slot } = slotFrom(request);
         if ((request.body as { transform?: unknown } | undefined)?.transform) {
-          throw STORAGE_ERRORS.notSupported("image transformation");
+          throw STORAGE_ERRORS.notSupported(
+            "image transformation on a signed URL of a media slot (use /render/image/authenticated)",
+          );
         }
         const expiresIn = (request.body as { expiresIn?: unknown } | undefined)?.expiresIn;
         if (
@@ -387,6 +430,22 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
     });
 
     json.get("/object/:bucket/*", download);
+
+    // Image transforms (./transform.ts). The media slots are private: no public URL, and a slot's
+    // signed URL is not made with a transform (createSignedUrl answers NotSupported).
+    json.get("/render/image/authenticated/:bucket/*", async (request, reply) =>
+      builtIn(request) ? slotRender(request, reply) : handlers().render("authenticated")(request, reply),
+    );
+    json.get("/render/image/public/:bucket/*", async (request, reply) =>
+      builtIn(request)
+        ? sendError(request, reply, STORAGE_ERRORS.noSuchBucket())
+        : handlers().render("public")(request, reply),
+    );
+    json.get("/render/image/sign/:bucket/*", async (request, reply) =>
+      builtIn(request)
+        ? sendError(request, reply, STORAGE_ERRORS.invalidRequest("This token is not for a transform"))
+        : handlers().render("sign")(request, reply),
+    );
   });
 
   // The upload itself: the body is streamed, never parsed or buffered.

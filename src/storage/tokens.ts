@@ -45,6 +45,8 @@ export interface ObjectGrant {
   name: string;
   owner?: string;
   upsert?: boolean;
+  /** A read's image transform (./transform.ts), fixed when the URL was signed. */
+  transform?: Record<string, unknown>;
   exp: number;
 }
 

@@ -1,0 +1,230 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { crc32, deflateSync } from "node:zlib";
+import { createClient, type SupabaseClient } from "@supabase/supabase-js";
+import sharp from "sharp";
+import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
+import { describeEachEngine } from "./support/db.ts";
+
+/**
+ * Image transforms of /storage/v1 (docs/uploads.md, "Image transforms") through storage-js over
+ * real HTTP: download({ transform }) → /render/image/authenticated, getPublicUrl({ transform }) →
+ * /render/image/public, createSignedUrl({ transform }) → /render/image/sign with the transform in
+ * the token. Each output's size and format is read back with sharp.
+ */
+
+/** A PNG that declares `side` × `side` pixels in a few dozen bytes (a decompression bomb). */
+function bombPng(side: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(side, 0);
+  ihdr.writeUInt32BE(side, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", ihdr),
+    chunk("IDAT", deflateSync(Buffer.alloc(1024))),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+describeEachEngine("storage: image transforms with storage-js", (t) => {
+  let app: RunningApp;
+  let storage: SupabaseClient["storage"];
+  let anon: SupabaseClient["storage"];
+  let serviceKey: string;
+  let anonKey: string;
+  let png: Buffer;
+  let jpeg: Buffer;
+
+  const size = async (bytes: ArrayBuffer | Buffer | Blob) => {
+    const buffer =
+      bytes instanceof Blob ? Buffer.from(await bytes.arrayBuffer()) : Buffer.from(bytes as never);
+    const meta = await sharp(buffer).metadata();
+    return { width: meta.width, height: meta.height, format: meta.format, bytes: buffer.length };
+  };
+  const get = (url: string, headers: Record<string, string> = {}) =>
+    fetch(url, { headers: { apikey: serviceKey, authorization: `Bearer ${serviceKey}`, ...headers } });
+
+  before(async () => {
+    app = await startApp(t());
+    const { keys } = await tenantWithKeys(t(), { settings: UNLIMITED });
+    serviceKey = keys.service_role_key;
+    anonKey = keys.anon_key;
+    const options = { auth: { persistSession: false, autoRefreshToken: false } };
+    storage = createClient(app.url, keys.service_role_key, options).storage;
+    anon = createClient(app.url, keys.anon_key, options).storage;
+    // 400 × 200, with noise so that JPEG quality changes the size.
+    const noise = Buffer.alloc(400 * 200 * 3);
+    for (let i = 0; i < noise.length; i++) noise[i] = (i * 7919) % 251;
+    png = await sharp(noise, { raw: { width: 400, height: 200, channels: 3 } })
+      .png()
+      .toBuffer();
+    jpeg = await sharp(noise, { raw: { width: 400, height: 200, channels: 3 } })
+      .jpeg({ quality: 95 })
+      .toBuffer();
+    assert.equal((await storage.createBucket("photos", { public: false })).error, null);
+    assert.equal((await storage.createBucket("press", { public: true })).error, null);
+    const uploads: [string, string, Buffer, string][] = [
+      ["photos", "wide.png", png, "image/png"],
+      ["photos", "wide.jpg", jpeg, "image/jpeg"],
+      ["photos", "notes.txt", Buffer.from("not a picture at all\n".repeat(20)), "text/plain"],
+      ["photos", "bomb.png", bombPng(60_000), "image/png"],
+      ["press", "cover.png", png, "image/png"],
+    ];
+    for (const [bucket, name, body, contentType] of uploads) {
+      assert.equal((await storage.from(bucket).upload(name, body, { contentType })).error, null, name);
+    }
+  });
+  after(async () => {
+    await app?.close();
+  });
+
+  test("download({ transform }) resizes in each mode, as the caller reads the object", async () => {
+    const photos = storage.from("photos");
+    const cases: [Record<string, unknown>, number, number][] = [
+      [{ width: 100, height: 100 }, 100, 100], // cover (the default): cropped to the box
+      [{ width: 100, height: 100, resize: "cover" }, 100, 100],
+      [{ width: 100, height: 100, resize: "contain" }, 100, 50], // inside the box, aspect kept
+      [{ width: 100, height: 100, resize: "fill" }, 100, 100], // stretched
+      [{ width: 100 }, 100, 50],
+      [{ height: 50 }, 100, 50],
+    ];
+    for (const [transform, width, height] of cases) {
+      const { data, error } = await photos.download("wide.png", { transform });
+      assert.equal(error, null, JSON.stringify(transform));
+      const out = await size(data as Blob);
+      assert.deepEqual([out.width, out.height], [width, height], JSON.stringify(transform));
+    }
+    // Never enlarged: a side larger than the source keeps the source's.
+    const { data } = await photos.download("wide.png", { transform: { width: 2000 } });
+    const out = await size(data as Blob);
+    assert.deepEqual([out.width, out.height], [400, 200]);
+  });
+
+  test("quality and format: origin keeps the source's, webp and avif convert, Accept negotiates", async () => {
+    const photos = storage.from("photos");
+    const low = await photos.download("wide.jpg", {
+      transform: { width: 300, quality: 20, format: "origin" },
+    });
+    const high = await photos.download("wide.jpg", {
+      transform: { width: 300, quality: 100, format: "origin" },
+    });
+    const lowOut = await size(low.data as Blob);
+    const highOut = await size(high.data as Blob);
+    assert.equal(lowOut.format, "jpeg");
+    assert.equal(highOut.format, "jpeg");
+    assert.ok(
+      lowOut.bytes < highOut.bytes / 2,
+      `quality 20 (${lowOut.bytes}) < quality 100 (${highOut.bytes})`,
+    );
+    const origin = await photos.download("wide.png", { transform: { width: 50, format: "origin" } });
+    assert.equal((await size(origin.data as Blob)).format, "png");
+
+    const base = `${app.url}/storage/v1/render/image/authenticated/photos/wide.png`;
+    const webp = await get(`${base}?width=50&format=webp`);
+    assert.equal(webp.status, 200);
+    assert.equal(webp.headers.get("content-type"), "image/webp");
+    assert.equal((await size(Buffer.from(await webp.arrayBuffer()))).format, "webp");
+    const avif = await get(`${base}?width=50&format=avif`);
+    assert.equal(avif.headers.get("content-type"), "image/avif");
+    assert.equal((await size(Buffer.from(await avif.arrayBuffer()))).format, "heif");
+    // No format: WebP for a client that takes it, the source's format otherwise.
+    const negotiated = await get(`${base}?width=50`, { accept: "image/avif,image/webp,*/*" });
+    assert.equal(negotiated.headers.get("content-type"), "image/webp");
+    assert.equal(negotiated.headers.get("vary"), "Accept");
+    assert.ok(negotiated.headers.get("cache-control"), "cached as the download is");
+    const plain = await get(`${base}?width=50`, { accept: "*/*" });
+    assert.equal(plain.headers.get("content-type"), "image/png");
+  });
+
+  test("createSignedUrl({ transform }): the token carries the transform; the query cannot change it", async () => {
+    const { data, error } = await storage
+      .from("photos")
+      .createSignedUrl("wide.png", 60, { transform: { width: 80, height: 80, resize: "fill" } });
+    assert.equal(error, null);
+    const url = (data as { signedUrl: string }).signedUrl;
+    assert.match(url, /\/storage\/v1\/render\/image\/sign\/photos\/wide\.png\?token=/);
+    const response = await fetch(url);
+    assert.equal(response.status, 200);
+    const out = await size(Buffer.from(await response.arrayBuffer()));
+    assert.deepEqual([out.width, out.height], [80, 80]);
+    const tampered = await fetch(`${url}&width=300&height=20`);
+    const still = await size(Buffer.from(await tampered.arrayBuffer()));
+    assert.deepEqual([still.width, still.height], [80, 80]);
+    // A token without a transform still only reads the object it names.
+    const plain = await storage.from("photos").createSignedUrl("wide.png", 60);
+    const other = (plain.data as { signedUrl: string }).signedUrl.replace("wide.png", "wide.jpg");
+    assert.equal((await fetch(other)).status, 403);
+    // A bad transform is refused when signing.
+    const bad = await storage.from("photos").createSignedUrl("wide.png", 60, { transform: { quality: 5 } });
+    assert.ok(bad.error);
+  });
+
+  test("getPublicUrl({ transform }) on a public bucket; a private object through the public route is refused", async () => {
+    const { data } = storage
+      .from("press")
+      .getPublicUrl("cover.png", { transform: { width: 40, height: 40 } });
+    assert.match(data.publicUrl, /\/render\/image\/public\/press\/cover\.png\?/);
+    // The tenant is named by its key (docs/uploads.md): the anon key, no login.
+    const response = await fetch(data.publicUrl, { headers: { apikey: anonKey } });
+    assert.equal(response.status, 200);
+    const out = await size(Buffer.from(await response.arrayBuffer()));
+    assert.deepEqual([out.width, out.height], [40, 40]);
+
+    const secret = storage.from("photos").getPublicUrl("wide.png", { transform: { width: 40 } });
+    const refused = await fetch(secret.data.publicUrl, { headers: { apikey: anonKey } });
+    assert.equal(refused.status, 404);
+    assert.equal(((await refused.json()) as { code: string }).code, "NoSuchBucket");
+  });
+
+  test("row security: a caller who may not read the object gets no transform of it", async () => {
+    const plain = await anon.from("photos").download("wide.png");
+    const transformed = await anon.from("photos").download("wide.png", { transform: { width: 50 } });
+    assert.ok(plain.error, "anon may not download it");
+    assert.ok(transformed.error, "nor transform it");
+    assert.equal(
+      (transformed.error as { status?: number }).status,
+      (plain.error as { status?: number }).status,
+    );
+  });
+
+  test("refusals in Storage's shape: a non-image, a too-large side, a bad mode, a decompression bomb", async () => {
+    const base = `${app.url}/storage/v1/render/image/authenticated/photos`;
+    const cases: [string, number, string][] = [
+      ["notes.txt?width=10", 422, "InvalidImage"],
+      ["wide.png?width=3000", 400, "InvalidParameter"],
+      ["wide.png?height=0", 400, "InvalidParameter"],
+      ["wide.png?resize=stretch", 400, "InvalidParameter"],
+      ["wide.png?quality=101", 400, "InvalidParameter"],
+      ["wide.png?format=bmp", 400, "InvalidParameter"],
+      ["missing.png?width=10", 404, "NoSuchKey"],
+    ];
+    for (const [path, status, code] of cases) {
+      const response = await get(`${base}/${path}`);
+      const body = (await response.json()) as { code: string; statusCode: string; message: string };
+      assert.equal(response.status, status, path);
+      assert.equal(body.code, code, path);
+      assert.equal(body.statusCode, String(status));
+      assert.ok(body.message.length > 0);
+    }
+    const started = Date.now();
+    const bomb = await get(`${base}/bomb.png?width=100`);
+    const body = (await bomb.json()) as { code: string; message: string };
+    assert.equal(bomb.status, 422);
+    assert.equal(body.code, "InvalidImage");
+    assert.match(body.message, /pixels/);
+    assert.ok(Date.now() - started < 5000, "refused from the header, without decoding");
+    // storage-js shows the message.
+    const { error } = await storage.from("photos").download("bomb.png", { transform: { width: 100 } });
+    assert.ok(error);
+  });
+});
