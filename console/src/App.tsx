@@ -37,6 +37,8 @@ const MoneySettings = lazy(() => import("./pages/money/FeesSettings.tsx"));
 const MoneyTaxForms = lazy(() => import("./pages/money/TaxForms.tsx"));
 const MoneyLedger = lazy(() => import("./pages/money/Ledger.tsx"));
 const Audit = lazy(() => import("./pages/Audit.tsx"));
+const Support = lazy(() => import("./pages/Support.tsx"));
+const TicketPage = lazy(() => import("./pages/Support.tsx").then((m) => ({ default: m.TicketPage })));
 
 interface RouteDef {
   pattern: string;
@@ -48,6 +50,8 @@ const ROUTES: RouteDef[] = [
   { pattern: "/reviews", role: "reviewer", render: () => <ReviewQueue /> },
   { pattern: "/reviews/:id", role: "reviewer", render: (p) => <ReviewPage id={p.id as string} /> },
   { pattern: "/oac", role: "reviewer", render: () => <OacRequests /> },
+  { pattern: "/support", role: "reviewer", render: () => <Support /> },
+  { pattern: "/support/:id", role: "reviewer", render: (p) => <TicketPage id={p.id as string} /> },
   { pattern: "/deliveries", role: "operator", render: () => <Deliveries /> },
   { pattern: "/deliveries/:id", role: "operator", render: (p) => <DeliveryPage id={p.id as string} /> },
   { pattern: "/takedowns", role: "operator", render: () => <Takedowns /> },
@@ -81,6 +85,7 @@ const ROUTES: RouteDef[] = [
 const NAV: { to: string; label: string; role: Role; section?: string }[] = [
   { to: "/reviews", label: "Review queue", role: "reviewer" },
   { to: "/oac", label: "OAC requests", role: "reviewer" },
+  { to: "/support", label: "Support", role: "reviewer" },
   { to: "/deliveries", label: "Deliveries", role: "operator" },
   { to: "/takedowns", label: "Takedowns", role: "operator" },
   { to: "/jobs", label: "Jobs", role: "operator" },
