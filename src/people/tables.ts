@@ -149,7 +149,8 @@ export const PERSONAL_TABLES: Record<string, PersonalTable> = {
     why: 'in the rows about them, e-mail, client address and other personal keys become "erased" through internal.audit_rewrite (which records itself); actor keeps the user id, a pseudonym',
   },
   "internal.tickets": {
-    columns: ["opened_by"],
+    // assignee_user_id: the staff member a ticket is assigned to (migration 0049).
+    columns: ["opened_by", "assignee_user_id"],
     exported: "tickets",
     erasure: "kept",
     why: `the account's support history; ${PSEUDONYM}`,
