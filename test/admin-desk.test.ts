@@ -942,6 +942,85 @@ describeEachEngine("admin API: the operator's desk", (t) => {
       }
     });
 
+    test("accounts created and API keys issued by the tenant's admins; the secret once, and it works", async () => {
+      const operator = await staff(a.tenant, [{ of: a.tenant, role: "operator" }]);
+      assertProblem(
+        await call(operator, "POST", "/accounts", { body: { name: "Nope" }, doc: "/accounts" }),
+        403,
+        "insufficient_role",
+      );
+      const bad = assertProblem(
+        await call(A(), "POST", "/accounts", { body: { name: " ", kind: "band", x: 1 }, doc: "/accounts" }),
+        400,
+        "invalid_request",
+      );
+      assert.deepEqual(bad.errors?.map((e) => e.param).sort(), ["kind", "name", "x"]);
+      const admin = await staff(a.tenant, [{ of: a.tenant, role: "admin" }]);
+      const made = expectStatus(
+        await call(admin, "POST", "/accounts", {
+          body: { name: "  Made Here  ", kind: "artist" },
+          doc: "/accounts",
+        }),
+        201,
+      );
+      assert.equal(made.name, "Made Here");
+      assert.equal(made.kind, "artist");
+      assert.deepEqual(made.members, []);
+      expectStatus(await call(A(), "GET", `/accounts/${made.id}`, { doc: "/accounts/{id}" }), 200);
+      // Another tenant's admin cannot see it, nor issue a key for it.
+      assertProblem(await call(B(), "GET", `/accounts/${made.id}`), 404, "not_found");
+      assertProblem(
+        await call(B(), "POST", `/accounts/${made.id}/api-keys`, { body: { name: "x" } }),
+        404,
+        "not_found",
+      );
+
+      const keysPath = `/accounts/${made.id}/api-keys`;
+      const doc = "/accounts/{id}/api-keys";
+      assertProblem(
+        await call(operator, "POST", keysPath, { body: { name: "ci" }, doc }),
+        403,
+        "insufficient_role",
+      );
+      assertProblem(
+        await call(admin, "POST", keysPath, { body: { name: "ci", mode: "prod" }, doc }),
+        400,
+        "invalid_request",
+      );
+      const issued = expectStatus(await call(admin, "POST", keysPath, { body: { name: "ci" }, doc }), 201);
+      assert.equal(issued.account_id, made.id);
+      assert.equal(issued.key.status, "active");
+      assert.equal(issued.key.mode, "live");
+      assert.ok(issued.secret.startsWith(issued.key.prefix), "the prefix is the secret's start");
+      // The secret works on the public API at once, as the new account.
+      const asNew = publicApi(app.url, issued.secret);
+      expectStatus(await asNew("GET", "/releases"), 200);
+      // Listed afterwards without the secret.
+      const listed = expectStatus(await call(admin, "GET", keysPath, { doc }), 200);
+      assert.deepEqual(
+        listed.data.map((k: Any) => k.id),
+        [issued.key.id],
+      );
+      assert.ok(!JSON.stringify(listed).includes(issued.secret));
+      // A test key belongs to the account's sandbox twin.
+      const test = expectStatus(
+        await call(admin, "POST", keysPath, { body: { name: "tests", mode: "test" }, doc }),
+        201,
+      );
+      assert.notEqual(test.account_id, made.id);
+      assert.equal(test.key.mode, "test");
+      // The key's issuing is in the audit log as the admin's (an account's creation is not:
+      // migration 0020 records accounts' changes and removals, not their creation).
+      const audit = await rows<{ actor_type: string }>(
+        "select actor_type from internal.audit_log where action = 'insert' and object_table = 'internal.api_keys' and object_id = $1",
+        [issued.key.id],
+      );
+      assert.deepEqual(
+        audit.map((r) => r.actor_type),
+        ["user"],
+      );
+    });
+
     test("settings: lead days, auto-review and branding, validated field by field; admin only", async () => {
       const { tenant, keys } = await tenantWithKeys(t());
       const who: Who = { serviceKey: keys.service_role_key };

@@ -8,9 +8,11 @@ import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac } from "../pipeline/oac.ts";
 import { decideReview } from "../pipeline/review.ts";
 import { checkStore } from "../pipeline/store-check.ts";
+import { issueKey } from "../public-api/keys/service.ts";
 import { credentialPaths, splitCredentials } from "../secrets/at-rest.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
 import { LOGO_TYPES } from "../tenancy/brand-assets.ts";
+import { ACCOUNT_KINDS, createAccount } from "../tenancy/tenants.ts";
 import { Bodies } from "./input.ts";
 import { decision, delivery } from "./output.ts";
 import {
@@ -60,6 +62,37 @@ const StoreCheck = z
     }),
   })
   .meta({ id: "StoreCheck" });
+
+const NewAccount = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200).meta({ description: "The label's or artist's name." }),
+    kind: z.enum(ACCOUNT_KINDS).default("label").meta({ description: "label (the default) or artist." }),
+  })
+  .meta({ id: "NewAccount" });
+
+const NewApiKey = z
+  .strictObject({
+    name: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .meta({ description: "What the key is for, shown in lists (its secret never is)." }),
+    mode: z.enum(["live", "test"]).default("live").meta({
+      description: "live (the default), or test: a key of the account's sandbox twin, made on first use.",
+    }),
+  })
+  .meta({ id: "NewApiKey" });
+
+const IssuedKey = z
+  .object({
+    key: S.ApiKey,
+    account_id: Uuid.meta({ description: "The account the key acts as: the sandbox twin's for a test key." }),
+    secret: z
+      .string()
+      .meta({ description: "The key itself: shown this once, never again (only its hash is kept)." }),
+  })
+  .meta({ id: "IssuedApiKey" });
 
 const JobId = z
   .string()
@@ -508,6 +541,84 @@ export function deskRoutes(services: DeskServices): AnyAdminRoute[] {
         const a = await accountDetail(db, tenantId, params.id);
         if (!a) throw new HttpError(404, "not_found", `no account ${params.id}`, "id");
         return a;
+      },
+    }),
+    adminRoute({
+      method: "POST",
+      path: "/accounts",
+      operationId: "createAccount",
+      summary: "Create an account",
+      description:
+        "A label or an artist's company of the tenant, as `backline accounts create` makes one; its members are invited and " +
+        "its API keys issued afterwards.",
+      tag: "Accounts",
+      staffRole: "admin",
+      body: NewAccount,
+      response: { status: 201, description: "The account.", schema: S.AccountDetail },
+      handler: async ({ tenantId, body }) => {
+        const account = await createAccount(db, { tenantId, name: body.name, kind: body.kind });
+        return (await accountDetail(db, tenantId, account.id)) as NonNullable<
+          Awaited<ReturnType<typeof accountDetail>>
+        >;
+      },
+    }),
+    adminRoute({
+      method: "POST",
+      path: "/accounts/{id}/api-keys",
+      operationId: "issueAccountApiKey",
+      summary: "Issue an API key for an account",
+      description:
+        "An active key at once, as `backline keys issue` issues one, with the default scopes. Its secret is in this answer " +
+        "only: Backline keeps its hash.",
+      tag: "Accounts",
+      staffRole: "admin",
+      params: IdParams,
+      body: NewApiKey,
+      response: { status: 201, description: "The key, and its secret this once.", schema: IssuedKey },
+      errors: [404],
+      handler: async ({ tenantId, params, body }) => {
+        const found = await db.asService(
+          async (tx) =>
+            (
+              await tx.query<{ is_sandbox: boolean }>(
+                "select is_sandbox from internal.accounts where id = $1 and tenant_id = $2",
+                [params.id, tenantId],
+              )
+            ).rows[0],
+          { readOnly: true },
+        );
+        if (!found) throw new HttpError(404, "not_found", `no account ${params.id}`, "id");
+        if (found.is_sandbox && body.mode === "live")
+          throw new HttpError(422, "invalid_request", "a sandbox account has test keys only", "mode");
+        const { row, secret } = await issueKey(db, {
+          accountId: params.id,
+          mode: body.mode,
+          name: body.name,
+        });
+        // As the key list shows it (src/admin/queries.ts): never the hash.
+        const key = await db.asService(
+          async (tx) =>
+            (
+              await tx.query<Record<string, unknown>>(
+                `select id, name, mode, prefix, scopes, account_role, status, expires_at, last_used_at, created_at, revoked_at
+                 from internal.api_keys where id = $1`,
+                [row.id],
+              )
+            ).rows[0] as Record<string, unknown>,
+          { readOnly: true },
+        );
+        const at = (v: unknown) => timestamp(v as Date | null);
+        return {
+          key: {
+            ...key,
+            expires_at: at(key.expires_at),
+            last_used_at: at(key.last_used_at),
+            created_at: at(key.created_at),
+            revoked_at: at(key.revoked_at),
+          },
+          account_id: row.account_id,
+          secret,
+        };
       },
     }),
     adminRoute({
