@@ -391,6 +391,14 @@ describeEachEngine("rest: PostgREST's answers to postgrest-js's suite", (t) => {
     assert.ok((all.data as { id: number[] }[]).some((r) => r.id.length === 0));
   });
 
+  test("rpc to a function of a row (a computed column) is PGRST202 with no hint, as PostgREST", async () => {
+    const res = await client.rpc("blurb_message");
+    assert.deepEqual(
+      { status: res.status, code: res.error?.code, hint: res.error?.hint },
+      { status: 404, code: "PGRST202", hint: null },
+    );
+  });
+
   test("errors name embeds by PostgREST's aliases; the same embed twice is 42712", async () => {
     const twice = await client
       .from("best_friends")

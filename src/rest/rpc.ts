@@ -146,6 +146,12 @@ function noRoutineHint(
   callable: (r: Routine) => boolean,
 ): string | null {
   const prefix = `Perhaps you meant to call the function ${cache.schema}.`;
+  // A function of that name that takes a table's row (a computed column or relationship) exists,
+  // though no call by name reaches it: PostgREST knows it and suggests nothing else.
+  const ofARow =
+    [...cache.tables.values()].some((t) => t.computed.has(name)) ||
+    [...cache.relationships.values()].some((rs) => rs.some((r) => r.computed === name));
+  if (overloads.length === 0 && ofARow) return null;
   if (overloads.length === 0) {
     const names = [...cache.routines.entries()].filter(([, rs]) => rs.some(callable)).map(([n]) => n);
     const best = fuzzyMatches(names, name)[0];
