@@ -4,6 +4,7 @@ import { z } from "zod";
 import { type BackupSchedule, parseSchedule } from "./backup/schedule.ts";
 import type { StatementTimeouts } from "./db/db.ts";
 import type { S3Settings } from "./storage/s3.ts";
+import { TRANSFORM_LIMITS } from "./storage/transform.ts";
 import type { UploadLimits } from "./storage/uploads.ts";
 
 /**
@@ -195,6 +196,19 @@ const schema = z.object({
   UPLOAD_MAX_ARTWORK_BYTES: bytes(1, 1024 * MIB).default(50 * MIB),
   UPLOAD_MAX_AUDIO_BYTES: bytes(1, 5 * 1024 * MIB).default(2 * 1024 * MIB),
   ROYALTY_IMPORT_MAX_BYTES: bytes(1, 1024 * 1024 * MIB).default(2 * 1024 * MIB),
+  IMAGE_TRANSFORM_MAX_BYTES: bytes(1, 1024 * MIB).default(50 * MIB),
+  IMAGE_TRANSFORM_MAX_PIXELS: z.coerce
+    .number({ message: "must be a number" })
+    .int({ message: "must be a whole number of pixels" })
+    .min(1_000_000, { message: "must be 1000000 to 1000000000 pixels" })
+    .max(1_000_000_000, { message: "must be 1000000 to 1000000000 pixels" })
+    .default(100_000_000),
+  IMAGE_TRANSFORM_TIMEOUT_SECONDS: z.coerce
+    .number({ message: "must be a number" })
+    .int({ message: "must be a whole number of seconds" })
+    .min(1, { message: "must be 1 to 300 seconds" })
+    .max(300, { message: "must be 1 to 300 seconds" })
+    .default(10),
   WORKER_STORE_CONCURRENCY: z.coerce
     .number({ message: "must be a number" })
     .int({ message: "must be a whole number" })
@@ -459,6 +473,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     uploads: {
       urlTtlSeconds: e.UPLOAD_URL_TTL_SECONDS,
       maxBytes: { artwork: e.UPLOAD_MAX_ARTWORK_BYTES, audio: e.UPLOAD_MAX_AUDIO_BYTES },
+      transform: {
+        ...TRANSFORM_LIMITS,
+        maxSourceBytes: e.IMAGE_TRANSFORM_MAX_BYTES,
+        maxInputPixels: e.IMAGE_TRANSFORM_MAX_PIXELS,
+        timeoutSeconds: e.IMAGE_TRANSFORM_TIMEOUT_SECONDS,
+      },
     },
     royaltyImportMaxBytes: e.ROYALTY_IMPORT_MAX_BYTES,
     rateLimitSyncMs: e.RATE_LIMIT_SYNC_MS,

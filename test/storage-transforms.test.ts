@@ -3,8 +3,15 @@ import { after, before, test } from "node:test";
 import { crc32, deflateSync } from "node:zlib";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import sharp from "sharp";
-import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
+import { loadConfig } from "../src/config.ts";
+import { Worker } from "../src/jobs/worker.ts";
+import { pipelineHandlers } from "../src/pipeline/handlers.ts";
+import { openStorage } from "../src/storage/open.ts";
+import { TRANSFORM_LIMITS, transformImage } from "../src/storage/transform.ts";
+import { loadSecretBox } from "../src/webhooks/secrets.ts";
+import { type RunningApp, startApp, TEST_ENCRYPTION_KEY, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
+import { artworkJpeg } from "./support/media-fixtures.ts";
 
 /**
  * Image transforms of /storage/v1 (docs/uploads.md, "Image transforms") through storage-js over
@@ -197,6 +204,44 @@ describeEachEngine("storage: image transforms with storage-js", (t) => {
     );
   });
 
+  test("IMAGE_TRANSFORM_MAX_BYTES and IMAGE_TRANSFORM_MAX_PIXELS bound what a server transforms", async () => {
+    assert.throws(
+      () => loadConfig({ IMAGE_TRANSFORM_MAX_PIXELS: "10", ENCRYPTION_KEY: TEST_ENCRYPTION_KEY }),
+      /IMAGE_TRANSFORM_MAX_PIXELS/,
+    );
+    // The same files (DATA_DIR) and database as the first server, tighter bounds.
+    const strict = await startApp(t(), {
+      DATA_DIR: app.config.dataDir,
+      IMAGE_TRANSFORM_MAX_BYTES: "20000",
+      IMAGE_TRANSFORM_MAX_PIXELS: "1000000",
+    });
+    try {
+      // 1200 × 1000 of one colour: a few kilobytes, 1.2 million pixels.
+      const plain = await sharp({ create: { width: 1200, height: 1000, channels: 3, background: "#0a0" } })
+        .png()
+        .toBuffer();
+      assert.ok(plain.length < 20000);
+      assert.equal(
+        (await storage.from("photos").upload("plain.png", plain, { contentType: "image/png" })).error,
+        null,
+      );
+      const base = `${strict.url}/storage/v1/render/image/authenticated/photos`;
+      const big = await get(`${base}/wide.jpg?width=10`);
+      assert.equal(big.status, 413, "the 400 × 200 JPEG is over 20000 bytes");
+      assert.equal(((await big.json()) as { code: string }).code, "EntityTooLarge");
+      const many = await get(`${base}/plain.png?width=10`);
+      assert.equal(many.status, 422);
+      assert.match(((await many.json()) as { message: string }).message, /1000000 pixels/);
+      // The default server transforms both.
+      assert.equal(
+        (await get(`${app.url}/storage/v1/render/image/authenticated/photos/plain.png?width=10`)).status,
+        200,
+      );
+    } finally {
+      await strict.close();
+    }
+  });
+
   test("refusals in Storage's shape: a non-image, a too-large side, a bad mode, a decompression bomb", async () => {
     const base = `${app.url}/storage/v1/render/image/authenticated/photos`;
     const cases: [string, number, string][] = [
@@ -227,4 +272,98 @@ describeEachEngine("storage: image transforms with storage-js", (t) => {
     const { error } = await storage.from("photos").download("bomb.png", { transform: { width: 100 } });
     assert.ok(error);
   });
+});
+
+describeEachEngine("storage: transforms of the artwork slot", (t) => {
+  let app: RunningApp;
+  let worker: Worker;
+  before(async () => {
+    app = await startApp(t());
+    const { store } = openStorage(app.config, loadSecretBox(app.config));
+    worker = new Worker({ db: t().db, handlers: pipelineHandlers(t().db, { store }), pollMs: 20 });
+    worker.start();
+  });
+  after(async () => {
+    await worker?.stop();
+    await app?.close();
+  });
+
+  test("a valid cover transforms for its account's member, not for another account's", async () => {
+    const { keys } = await tenantWithKeys(t(), {
+      auth: { email_confirmation: false },
+      settings: { ...UNLIMITED, require_media: true },
+    });
+    const member = async () => {
+      const client = createClient(app.url, keys.anon_key, {
+        auth: { persistSession: false, autoRefreshToken: false },
+      });
+      const email = `transform-${Date.now()}-${Math.random().toString(36).slice(2)}@example.org`;
+      const { error } = await client.auth.signUp({ email, password: "correct horse battery staple" });
+      assert.equal(error, null);
+      return client;
+    };
+    const user = await member();
+    const artist = await user.from("artist_profiles").insert({ name: "Mira Vale" }).select().single();
+    const release = await user
+      .from("releases")
+      .insert({ artist_id: (artist.data as { id: string }).id, title: "Signals", release_type: "single" })
+      .select()
+      .single();
+    const path = `${(release.data as { id: string }).id}/cover.jpg`;
+    const signed = await user.storage.from("artwork").createSignedUploadUrl(path);
+    assert.equal(signed.error, null);
+    const up = await user.storage
+      .from("artwork")
+      .uploadToSignedUrl(
+        path,
+        signed.data?.token as string,
+        new Blob([await artworkJpeg()], { type: "image/jpeg" }),
+      );
+    assert.equal(up.error, null);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const { data } = await user
+        .from("media_assets")
+        .select("status")
+        .eq("kind", "artwork")
+        .in("status", ["valid", "invalid"]);
+      if ((data ?? []).length > 0) {
+        assert.equal((data as { status: string }[])[0]?.status, "valid");
+        break;
+      }
+      assert.ok(Date.now() < deadline, "cover not judged");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+
+    const { data, error } = await user.storage
+      .from("artwork")
+      .download(path, { transform: { width: 120, height: 120, format: "origin" } });
+    assert.equal(error, null, JSON.stringify(error));
+    const meta = await sharp(Buffer.from(await (data as Blob).arrayBuffer())).metadata();
+    assert.deepEqual([meta.width, meta.height, meta.format], [120, 120, "jpeg"]);
+
+    const stranger = await member();
+    const refused = await stranger.storage.from("artwork").download(path, { transform: { width: 120 } });
+    assert.ok(refused.error, "another account's member reads no transform of the cover");
+    // No public URL and no transform on a slot's signed URL.
+    const sign = await user.storage.from("artwork").createSignedUrl(path, 60, { transform: { width: 120 } });
+    assert.ok(sign.error);
+  });
+});
+
+test("at most `concurrency` transforms run, `queue` wait; beyond, 503 SlowDown", async () => {
+  const image = await sharp({ create: { width: 64, height: 64, channels: 3, background: "#123456" } })
+    .png()
+    .toBuffer();
+  const limits = { ...TRANSFORM_LIMITS, concurrency: 1, queue: 0 };
+  const results = await Promise.allSettled([
+    transformImage(image, { width: 10 }, undefined, limits),
+    transformImage(image, { width: 10 }, undefined, limits),
+  ]);
+  assert.equal(results[0].status, "fulfilled");
+  assert.equal(results[1].status, "rejected");
+  assert.equal(((results[1] as PromiseRejectedResult).reason as { code: string }).code, "SlowDown");
+  // Once the first is done, the next runs.
+  const after = await transformImage(image, { width: 10 }, undefined, limits);
+  assert.equal((await sharp(after.body).metadata()).width, 10);
 });

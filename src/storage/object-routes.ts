@@ -36,11 +36,10 @@ import {
 import { type ObjectGrant, TokenError, type TokenSigner } from "./tokens.ts";
 import {
   parseTransform,
-  readBounded,
   TRANSFORM_LIMITS,
   type TransformOptions,
   transformClaim,
-  transformImage,
+  transformStored,
 } from "./transform.ts";
 import type { UploadLimits } from "./uploads.ts";
 
@@ -136,6 +135,7 @@ export interface ObjectHandlers {
 export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDeps): ObjectHandlers {
   const { db, store, signer, limits } = deps;
   const maxObject = limits.maxBytes.audio;
+  const transformLimits = limits.transform ?? TRANSFORM_LIMITS;
   const handle =
     (fn: (request: FastifyRequest, reply: FastifyReply, who: Caller) => Promise<unknown>) =>
     async (request: FastifyRequest, reply: FastifyReply) => {
@@ -337,13 +337,14 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     const info = await store.stat(row.object_key);
     if (!info) throw STORAGE_ERRORS.noSuchKey();
     if (transform) {
-      if (info.bytes > TRANSFORM_LIMITS.maxSourceBytes) {
-        throw STORAGE_ERRORS.tooLarge(
-          `the maximum size of an image to transform (${TRANSFORM_LIMITS.maxSourceBytes} bytes)`,
-        );
-      }
-      const source = await readBounded(await store.read(row.object_key), TRANSFORM_LIMITS.maxSourceBytes);
-      const out = await transformImage(source, transform.options, transform.accept);
+      const out = await transformStored(
+        store,
+        row.object_key,
+        info.bytes,
+        transform.options,
+        transform.accept,
+        transformLimits,
+      );
       reply
         .header("content-type", out.contentType)
         .header("content-length", String(out.body.length))
@@ -580,7 +581,10 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     handle(async (req, rep, who) => {
       const { bucket, name } = objectPath(req);
       const seconds = expiresIn(body(req).expiresIn);
-      const transform = parseTransform(body(req).transform as Record<string, unknown> | undefined);
+      const transform = parseTransform(
+        body(req).transform as Record<string, unknown> | undefined,
+        transformLimits,
+      );
       await asCaller(who, (tx) => findBucket(tx, who.tenant.id, bucket));
       return rep.send({ signedURL: await signedPath(who, bucket, name, seconds, transform) });
     })(request, reply);
@@ -600,7 +604,10 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
       }
       const row = await db.asService((tx) => findObject(tx, grant.tenant, bucket, name));
       const transform = render
-        ? { options: parseTransform(grant.transform ?? {}) ?? {}, accept: request.headers.accept }
+        ? {
+            options: parseTransform(grant.transform ?? {}, transformLimits) ?? {},
+            accept: request.headers.accept,
+          }
         : undefined;
       return await sendObject(reply, row, query.download, false, transform);
     } catch (error) {
@@ -616,7 +623,7 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
       const { bucket, name } = objectPath(request);
       const query = request.query as Record<string, unknown>;
       const transform = render
-        ? { options: parseTransform(query) ?? {}, accept: request.headers.accept }
+        ? { options: parseTransform(query, transformLimits) ?? {}, accept: request.headers.accept }
         : undefined;
       const row = await db.asService(async (tx) => {
         const b = await findBucket(tx, who.tenant.id, bucket);
@@ -634,7 +641,7 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
   const authenticatedRender = handle(async (request, reply, who) => {
     const { bucket, name } = objectPath(request);
     const query = request.query as Record<string, unknown>;
-    const options = parseTransform(query) ?? {};
+    const options = parseTransform(query, transformLimits) ?? {};
     const row = await asCaller<ObjectRow>(who, async (tx) => {
       await findBucket(tx, who.tenant.id, bucket);
       return findObject(tx, who.tenant.id, bucket, name);

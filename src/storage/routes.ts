@@ -13,7 +13,7 @@ import { BUCKETS, type Bucket, SLOT_PATHS, type Slot, slotOf, storagePathOf } fr
 import { LocalStore, TooLargeError } from "./local.ts";
 import { type ObjectHandlers, registerObjectRoutes } from "./object-routes.ts";
 import { TokenError, type TokenSigner } from "./tokens.ts";
-import { parseTransform, readBounded, TRANSFORM_LIMITS, transformImage } from "./transform.ts";
+import { parseTransform, TRANSFORM_LIMITS, transformStored } from "./transform.ts";
 import {
   type AssetRow,
   assetById,
@@ -131,6 +131,7 @@ function slotFrom(request: FastifyRequest): { bucket: Bucket; path: string; slot
 
 export async function storageRoutes(app: FastifyInstance, options: StorageRoutesOptions): Promise<void> {
   const { db, directory, store, signer, limits } = options;
+  const transformLimits = limits.transform ?? TRANSFORM_LIMITS;
 
   // No answer of /storage/v1 is ever sniffed into another type than it says (a file, an error, a redirect).
   app.addHook("onSend", async (_request, reply) => {
@@ -204,7 +205,7 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
     const who = await caller(request, reply);
     if (!who) return reply;
     try {
-      const options = parseTransform(request.query as Record<string, unknown>) ?? {};
+      const options = parseTransform(request.query as Record<string, unknown>, transformLimits) ?? {};
       const { slot } = slotFrom(request);
       const asset = await currentAsset(who.claims, slot);
       if (asset.kind !== "artwork" || asset.status !== "valid") {
@@ -217,13 +218,14 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
       }
       const info = await store.stat(asset.object_key);
       if (!info) throw new StorageError(404, "not_found", "Object not found");
-      if (info.bytes > TRANSFORM_LIMITS.maxSourceBytes) {
-        throw STORAGE_ERRORS.tooLarge(
-          `the maximum size of an image to transform (${TRANSFORM_LIMITS.maxSourceBytes} bytes)`,
-        );
-      }
-      const source = await readBounded(await store.read(asset.object_key), TRANSFORM_LIMITS.maxSourceBytes);
-      const out = await transformImage(source, options, request.headers.accept);
+      const out = await transformStored(
+        store,
+        asset.object_key,
+        info.bytes,
+        options,
+        request.headers.accept,
+        transformLimits,
+      );
       if (out.negotiated) reply.header("vary", "Accept");
       return reply
         .header("content-type", out.contentType)

@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import type { ObjectStore } from "./driver.ts";
 import { STORAGE_ERRORS, StorageError } from "./errors.ts";
 
 /**
@@ -34,9 +35,13 @@ export interface TransformLimits {
   queue: number;
 }
 
+/**
+ * The defaults (IMAGE_TRANSFORM_MAX_BYTES, IMAGE_TRANSFORM_MAX_PIXELS, IMAGE_TRANSFORM_TIMEOUT_SECONDS
+ * in src/config.ts): the largest cover an upload takes (50 MiB, 10000 × 10000) can be transformed.
+ */
 export const TRANSFORM_LIMITS: TransformLimits = {
-  maxSourceBytes: 25 * 1024 * 1024,
-  maxInputPixels: 50_000_000,
+  maxSourceBytes: 50 * 1024 * 1024,
+  maxInputPixels: 100_000_000,
   maxDimension: 2500,
   timeoutSeconds: 10,
   concurrency: 2,
@@ -269,4 +274,25 @@ function refusal(error: unknown, limits: TransformLimits): unknown {
   }
   if (/pixel limit/i.test(message)) return tooManyPixels(limits);
   return notImage("it is not an image this server can read");
+}
+
+/**
+ * Reads a stored object of `bytes` bytes (refused beyond the source limit before a byte is read)
+ * and transforms it.
+ */
+export async function transformStored(
+  store: ObjectStore,
+  key: string,
+  bytes: number,
+  options: TransformOptions,
+  accept: string | undefined,
+  limits: TransformLimits = TRANSFORM_LIMITS,
+): Promise<Transformed> {
+  if (bytes > limits.maxSourceBytes) {
+    throw STORAGE_ERRORS.tooLarge(
+      `the maximum size of an image to transform (${limits.maxSourceBytes} bytes)`,
+    );
+  }
+  const source = await readBounded(await store.read(key), limits.maxSourceBytes);
+  return transformImage(source, options, accept, limits);
 }

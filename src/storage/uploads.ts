@@ -5,6 +5,7 @@ import type { Tx } from "../db/types.ts";
 import { enqueue } from "../jobs/queue.ts";
 import { type ObjectStore, stagingKey, type UploadTarget } from "./driver.ts";
 import { inspectArtwork, inspectAudio, trackDurationOf } from "./inspect.ts";
+import type { TransformLimits } from "./transform.ts";
 
 /**
  * Media uploads (docs/uploads.md), the same for /api/public/v1 and /storage/v1:
@@ -23,6 +24,8 @@ export interface UploadLimits {
   /** How long an upload URL takes bytes. */
   urlTtlSeconds: number;
   maxBytes: { artwork: number; audio: number };
+  /** Image transforms' bounds (./transform.ts); unset: TRANSFORM_LIMITS. */
+  transform?: TransformLimits;
 }
 
 export const DEFAULT_UPLOAD_LIMITS: UploadLimits = {
