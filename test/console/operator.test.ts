@@ -488,6 +488,34 @@ describe("the console in Chromium: dialogs that ask, tables on a phone, the audi
     }
   });
 
+  test("an admin creates an account and issues its API key; the secret is shown once and works", async () => {
+    await page.goto(`${stack.url}/console/accounts`);
+    await page.locator(`${tid("account-new")} summary`).click();
+    await page.locator(tid("account-new-name")).fill("Harbour Lights Records");
+    await page.locator(tid("account-new-submit")).click();
+    await page.getByRole("heading", { level: 1, name: "Account: Harbour Lights Records" }).waitFor();
+    const accountId = new URL(page.url()).pathname.split("/").pop() as string;
+    await page.locator(tid("api-key-new-name")).fill("the label's catalogue tool");
+    await page.locator(tid("api-key-issue")).click();
+    await page.locator(tid("api-key-issued")).waitFor();
+    const secret = await page.locator(tid("api-key-secret")).inputValue();
+    assert.ok(secret.length > 20, secret);
+    await page.locator(tid("api-key-row")).first().waitFor();
+    await record(page, "11-api-key-issued", "desktop");
+    // The key acts as the new account on the public API at once.
+    const asNew = publicApi(stack.url, secret);
+    expectStatus(await asNew("GET", "/releases"), 200);
+    // Shown once: the page opened again lists the key by name and prefix, never the secret.
+    await page.reload();
+    await page.locator(tid("api-key-row")).first().waitFor();
+    assert.equal(await page.locator(tid("api-key-secret")).count(), 0);
+    assert.ok(!(await page.locator("main").innerText()).includes(secret));
+    assert.match(await page.locator(tid("api-key-row")).first().innerText(), /the label's catalogue tool/);
+    await phonePage.goto(`${stack.url}/console/accounts/${accountId}`);
+    await phonePage.locator(tid("api-key-row")).first().waitFor();
+    await record(phonePage, "11-account", "phone");
+  });
+
   test("a store's Check connection runs what stores configure --check runs, for platform admins", async () => {
     // A tenant's admin sees the store and that only platform admins check it.
     await page.goto(`${stack.url}/console/stores/${world.checked.code}`);

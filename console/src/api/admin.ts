@@ -104,6 +104,9 @@ export const api = {
   accounts: (params: Params) => get<Page<AccountDetail>>("/accounts", params),
   account: (accountId: string) => get<AccountDetail>(`/accounts/${id(accountId)}`),
   apiKeys: (accountId: string) => get<Page<ApiKey>>(`/accounts/${id(accountId)}/api-keys`),
+  createAccount: (body: { name: string; kind: "label" | "artist" }) => post<AccountDetail>("/accounts", body),
+  issueApiKey: (accountId: string, body: { name: string; mode: "live" | "test" }) =>
+    post<{ key: ApiKey; account_id: string; secret: string }>(`/accounts/${id(accountId)}/api-keys`, body),
 
   stores: () => get<Page<Store>>("/stores"),
   store: (code: string) => get<Store>(`/stores/${id(code)}`),

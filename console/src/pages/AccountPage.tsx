@@ -1,4 +1,5 @@
-import { useQuery } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import { Link } from "../router.tsx";
 import { Empty, ErrorState, Fields, Loading, Page, Status, TableWrap, When } from "../ui/common.tsx";
@@ -70,6 +71,7 @@ export default function AccountPage({ id }: { id: string }) {
       ) : null}
       <section className="card" aria-labelledby="k-h" data-testid="account-api-keys">
         <h2 id="k-h">API keys</h2>
+        <IssueKey accountId={id} />
         {keys.isPending ? (
           <Loading />
         ) : keys.isError ? (
@@ -118,5 +120,90 @@ export default function AccountPage({ id }: { id: string }) {
         )}
       </section>
     </Page>
+  );
+}
+
+/**
+ * Issues a key (POST /admin/v1/accounts/{id}/api-keys): its secret is shown here once, to be
+ * copied into the label's software; Backline keeps only its hash.
+ */
+function IssueKey({ accountId }: { accountId: string }) {
+  const ids = useId();
+  const client = useQueryClient();
+  const [name, setName] = useState("");
+  const [mode, setMode] = useState<"live" | "test">("live");
+  const issue = useMutation({
+    mutationFn: () => api.issueApiKey(accountId, { name: name.trim(), mode }),
+    onSuccess: () => {
+      setName("");
+      void client.invalidateQueries({ queryKey: ["api-keys", accountId] });
+      void client.invalidateQueries({ queryKey: ["account", accountId] });
+    },
+  });
+  return (
+    <>
+      <form
+        className="filters"
+        aria-label="Issue an API key"
+        onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          if (name.trim()) issue.mutate();
+        }}
+      >
+        <div>
+          <label htmlFor={`${ids}-name`}>New key's name</label>
+          <input
+            id={`${ids}-name`}
+            value={name}
+            required
+            maxLength={200}
+            placeholder="what it is for"
+            onChange={(e) => setName(e.target.value)}
+            data-testid="api-key-new-name"
+          />
+        </div>
+        <div>
+          <label htmlFor={`${ids}-mode`}>Mode</label>
+          <select
+            id={`${ids}-mode`}
+            value={mode}
+            onChange={(e) => setMode(e.target.value as "live" | "test")}
+            data-testid="api-key-new-mode"
+          >
+            <option value="live">live</option>
+            <option value="test">test (the account's sandbox)</option>
+          </select>
+        </div>
+        <div>
+          <button
+            type="submit"
+            className="primary"
+            disabled={!name.trim() || issue.isPending}
+            data-testid="api-key-issue"
+          >
+            Issue key
+          </button>
+        </div>
+      </form>
+      {issue.isError ? <ErrorState error={issue.error} /> : null}
+      {issue.isSuccess ? (
+        <div className="card" role="status" data-testid="api-key-issued">
+          <p>
+            <strong>Copy this key now: it is not shown again.</strong> Backline keeps only its hash.
+          </p>
+          <label htmlFor={`${ids}-secret`}>The key “{issue.data.key.name}”</label>
+          <input
+            id={`${ids}-secret`}
+            readOnly
+            value={issue.data.secret}
+            onFocus={(e) => e.currentTarget.select()}
+            data-testid="api-key-secret"
+          />
+          {issue.data.account_id !== accountId ? (
+            <p className="help">A test key: it acts as this account's sandbox twin.</p>
+          ) : null}
+        </div>
+      ) : null}
+    </>
   );
 }

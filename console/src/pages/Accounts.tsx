@@ -1,7 +1,9 @@
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useId, useState } from "react";
 import { api } from "../api/admin.ts";
 import type { AccountDetail } from "../api/types.ts";
-import { Link } from "../router.tsx";
-import { Page, When } from "../ui/common.tsx";
+import { Link, navigate } from "../router.tsx";
+import { ErrorState, Page, When } from "../ui/common.tsx";
 import { PagedTable } from "../ui/PagedTable.tsx";
 import { useCursorPage } from "../ui/paging.ts";
 
@@ -10,6 +12,7 @@ export default function Accounts() {
   const page = useCursorPage<AccountDetail>("accounts", api.accounts, {}, 50);
   return (
     <Page title="Accounts" testid="page-accounts">
+      <NewAccount />
       <PagedTable
         page={page}
         label="Accounts"
@@ -37,5 +40,67 @@ export default function Accounts() {
         )}
       />
     </Page>
+  );
+}
+
+/** Creates an account (POST /admin/v1/accounts) and opens it, to issue its keys. */
+function NewAccount() {
+  const ids = useId();
+  const client = useQueryClient();
+  const [name, setName] = useState("");
+  const [kind, setKind] = useState<"label" | "artist">("label");
+  const create = useMutation({
+    mutationFn: () => api.createAccount({ name: name.trim(), kind }),
+    onSuccess: (a) => {
+      void client.invalidateQueries({ queryKey: ["accounts"] });
+      navigate(`/accounts/${a.id}`);
+    },
+  });
+  return (
+    <details className="card" data-testid="account-new">
+      <summary>New account</summary>
+      <form
+        className="filters"
+        onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          if (name.trim()) create.mutate();
+        }}
+      >
+        <div>
+          <label htmlFor={`${ids}-name`}>Name</label>
+          <input
+            id={`${ids}-name`}
+            value={name}
+            required
+            maxLength={200}
+            onChange={(e) => setName(e.target.value)}
+            data-testid="account-new-name"
+          />
+        </div>
+        <div>
+          <label htmlFor={`${ids}-kind`}>Kind</label>
+          <select
+            id={`${ids}-kind`}
+            value={kind}
+            onChange={(e) => setKind(e.target.value as "label" | "artist")}
+            data-testid="account-new-kind"
+          >
+            <option value="label">label</option>
+            <option value="artist">artist</option>
+          </select>
+        </div>
+        <div>
+          <button
+            type="submit"
+            className="primary"
+            disabled={!name.trim() || create.isPending}
+            data-testid="account-new-submit"
+          >
+            Create
+          </button>
+        </div>
+      </form>
+      {create.isError ? <ErrorState error={create.error} /> : null}
+    </details>
   );
 }
