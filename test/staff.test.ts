@@ -515,7 +515,7 @@ describeEachEngine("staff roles", (t) => {
       await named?.close();
     });
 
-    test("by slug: the tenant's id, slug, name, anon key and URL; the key opens its /auth/v1", async () => {
+    test("by slug: the tenant's id, slug, name, anon key, URL and branding; the key opens its /auth/v1", async () => {
       const res = await fetch(`${app.url}/console/tenant.json?slug=${tenant.slug}`);
       assert.equal(res.status, 200);
       assert.equal(res.headers.get("cache-control"), "no-cache");
@@ -526,6 +526,14 @@ describeEachEngine("staff roles", (t) => {
         name: tenant.name,
         anon_key: keys.anon_key,
         url: app.config.publicUrl,
+        // The branding the console wears once signed in (the same public branding as the portal's).
+        branding: {
+          display_name: tenant.name,
+          logo_url: null,
+          primary_color: null,
+          support_email: null,
+          custom_css_url: null,
+        },
       });
       const settings = await fetch(`${app.url}/auth/v1/settings`, {
         headers: { apikey: String(body.anon_key) },
