@@ -21,7 +21,8 @@ import { publicApi } from "../support/public-api.ts";
  * The console's Support pages (docs/operator.md, "Support desk") in Chromium against `npm start`
  * on the embedded database: an account files two tickets through the public API; a reviewer sees
  * the figures and the queue (oldest wait first), opens a ticket, adds an internal note, answers,
- * assigns it to themself; the account reads the answer and not the note, and the figures follow.
+ * assigns it to themself; the account reads the answer and not the note, and the figures follow,
+ * on the Support page and on the front page (the review queue).
  */
 
 const skip =
@@ -118,6 +119,13 @@ describe("the console in Chromium: the support desk", { skip }, () => {
     await page.locator(tid("stat-waiting")).filter({ hasText: /^1$/ }).waitFor();
     assert.equal(await page.locator(tid("stat-open")).innerText(), "1");
     assert.notEqual(await page.locator(tid("stat-median")).innerText(), "—");
+
+    // The front page (the review queue) shows the desk's figures too.
+    await page.getByRole("link", { name: "Review queue" }).click();
+    await page.locator(tid("support-summary")).waitFor();
+    assert.equal(await page.locator(tid("support-summary-open")).innerText(), "1");
+    assert.notEqual(await page.locator(tid("support-summary-median")).innerText(), "—");
+    await assertAccessible(page, "review queue with the support figures");
     assert.deepEqual(pageErrors, []);
     assertNoOffsite(context);
   });

@@ -5,6 +5,7 @@ import { Link } from "../router.tsx";
 import { Page, Status, When } from "../ui/common.tsx";
 import { PagedTable } from "../ui/PagedTable.tsx";
 import { firstPageQuery, prefetchFirstPage, useCursorPage } from "../ui/paging.ts";
+import { SupportSummary } from "../ui/SupportSummary.tsx";
 
 const KEY = "reviews";
 const LIMIT = 50;
@@ -32,6 +33,7 @@ export function ReviewQueue() {
           ))}
         </ul>
       ) : null}
+      <SupportSummary />
       <PagedTable
         page={page}
         label="Review queue"
