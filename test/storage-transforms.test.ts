@@ -162,6 +162,7 @@ describeEachEngine("storage: image transforms with storage-js", (t) => {
     assert.match(url, /\/storage\/v1\/render\/image\/sign\/photos\/wide\.png\?token=/);
     const response = await fetch(url);
     assert.equal(response.status, 200);
+    assert.equal(response.headers.get("x-transformations"), "height:80,width:80,resizing_type:force");
     const out = await size(Buffer.from(await response.arrayBuffer()));
     assert.deepEqual([out.width, out.height], [80, 80]);
     const tampered = await fetch(`${url}&width=300&height=20`);

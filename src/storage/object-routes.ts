@@ -352,6 +352,7 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
         .header("last-modified", new Date(row.updated_at).toUTCString())
         .header("content-security-policy", "default-src 'none'; sandbox");
       if (out.negotiated) reply.header("vary", "Accept");
+      if (out.applied) reply.header("x-transformations", out.applied);
       const d = disposition(download, row.name);
       if (d) reply.header("content-disposition", d);
       return reply.send(out.body);

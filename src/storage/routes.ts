@@ -227,6 +227,7 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
         transformLimits,
       );
       if (out.negotiated) reply.header("vary", "Accept");
+      if (out.applied) reply.header("x-transformations", out.applied);
       return reply
         .header("content-type", out.contentType)
         .header("content-disposition", "inline")

@@ -184,6 +184,26 @@ export interface Transformed {
   contentType: string;
   /** True when the output's format followed the request's Accept header (answer with Vary: Accept). */
   negotiated: boolean;
+  /** What was applied, as Storage's `X-Transformations` header says it. */
+  applied: string;
+}
+
+/**
+ * The `X-Transformations` header Storage answers with: its renderer's (imgproxy's) words, where
+ * cover is `fill`, contain `fit` and fill `force`.
+ */
+export function transformationsHeader(options: TransformOptions): string {
+  const parts: string[] = [];
+  if (options.height) parts.push(`height:${options.height}`);
+  if (options.width) parts.push(`width:${options.width}`);
+  if (options.width || options.height) {
+    parts.push(
+      `resizing_type:${{ cover: "fill", contain: "fit", fill: "force" }[options.resize ?? "cover"]}`,
+    );
+  }
+  if (options.quality) parts.push(`quality:${options.quality}`);
+  if (options.format && options.format !== "origin") parts.push(`format:${options.format}`);
+  return parts.join(",");
 }
 
 /**
@@ -245,7 +265,12 @@ export async function transformImage(
     else pipeline = pipeline.gif();
     try {
       const body = await pipeline.toBuffer();
-      return { body, contentType: TYPE_OF[outFormat] ?? "application/octet-stream", negotiated };
+      return {
+        body,
+        contentType: TYPE_OF[outFormat] ?? "application/octet-stream",
+        negotiated,
+        applied: transformationsHeader(options),
+      };
     } catch (error) {
       throw refusal(error, limits);
     }
