@@ -1009,6 +1009,51 @@ describeEachEngine("admin API: the operator's desk", (t) => {
       );
       assert.notEqual(test.account_id, made.id);
       assert.equal(test.key.mode, "test");
+      // Members: a proven user of the tenant is added at once; another address is invited.
+      const membersPath = `/accounts/${made.id}/members`;
+      const mdoc = "/accounts/{id}/members";
+      assertProblem(
+        await call(operator, "POST", membersPath, { body: { email: "x@example.com" }, doc: mdoc }),
+        403,
+        "insufficient_role",
+      );
+      const badMember = assertProblem(
+        await call(admin, "POST", membersPath, {
+          body: { email: "not an address", role: "boss" },
+          doc: mdoc,
+        }),
+        400,
+        "invalid_request",
+      );
+      assert.deepEqual(badMember.errors?.map((e) => e.param).sort(), ["email", "role"]);
+      const known = await seedUser(db(), a.tenant);
+      const added = expectStatus(
+        await call(admin, "POST", membersPath, { body: { email: known.email, role: "admin" }, doc: mdoc }),
+        200,
+      );
+      assert.equal(added.status, "added");
+      assert.equal(added.user_id, known.id);
+      const invited = expectStatus(
+        await call(admin, "POST", membersPath, { body: { email: `new-${tag}@example.com` }, doc: mdoc }),
+        200,
+      );
+      assert.equal(invited.status, "invited");
+      assert.equal(invited.role, "member");
+      const detail = expectStatus(await call(admin, "GET", `/accounts/${made.id}`), 200);
+      assert.deepEqual(
+        detail.members.map((m: Any) => [m.user_id, m.role]),
+        [[known.id, "admin"]],
+      );
+      assert.deepEqual(
+        detail.invitations.map((i: Any) => i.email),
+        [`new-${tag}@example.com`],
+      );
+      assertProblem(
+        await call(B(), "POST", membersPath, { body: { email: "x@example.com" } }),
+        404,
+        "not_found",
+      );
+
       // The key's issuing is in the audit log as the admin's (an account's creation is not:
       // migration 0020 records accounts' changes and removals, not their creation).
       const audit = await rows<{ actor_type: string }>(

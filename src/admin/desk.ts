@@ -12,6 +12,7 @@ import { issueKey } from "../public-api/keys/service.ts";
 import { credentialPaths, splitCredentials } from "../secrets/at-rest.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
 import { LOGO_TYPES } from "../tenancy/brand-assets.ts";
+import { addMember, MEMBERSHIP_ROLES, MembershipError } from "../tenancy/memberships.ts";
 import { ACCOUNT_KINDS, createAccount } from "../tenancy/tenants.ts";
 import { Bodies } from "./input.ts";
 import { decision, delivery } from "./output.ts";
@@ -45,6 +46,8 @@ export interface DeskServices {
   publicUrl: string;
   /** Whether the request is platform staff with the admin role (stores). */
   isPlatformAdmin: (request: import("fastify").FastifyRequest) => boolean;
+  /** Sends the invitations of members added to an account. */
+  mailer?: import("../mail/mailer.ts").Mailer | undefined;
 }
 
 const STORE_CODE = z
@@ -83,6 +86,30 @@ const NewApiKey = z
     }),
   })
   .meta({ id: "NewApiKey" });
+
+const NewMember = z
+  .strictObject({
+    email: z.email().max(320).meta({ description: "The person's e-mail address." }),
+    role: z
+      .enum(MEMBERSHIP_ROLES)
+      .default("member")
+      .meta({ description: "owner, admin, member (default) or viewer." }),
+  })
+  .meta({ id: "NewMember" });
+
+const MemberAdded = z
+  .object({
+    status: z.enum(["added", "invited"]).meta({
+      description:
+        "added: a user of the tenant with this proven address is a member now; invited: an invite link was mailed.",
+    }),
+    account_id: Uuid,
+    role: z.enum(MEMBERSHIP_ROLES),
+    user_id: Uuid.optional(),
+    invitation_id: Uuid.optional(),
+    email: z.string().optional(),
+  })
+  .meta({ id: "MemberAdded" });
 
 const IssuedKey = z
   .object({
@@ -560,6 +587,48 @@ export function deskRoutes(services: DeskServices): AnyAdminRoute[] {
         return (await accountDetail(db, tenantId, account.id)) as NonNullable<
           Awaited<ReturnType<typeof accountDetail>>
         >;
+      },
+    }),
+    adminRoute({
+      method: "POST",
+      path: "/accounts/{id}/members",
+      operationId: "addAccountMember",
+      summary: "Add a member to an account, or invite them",
+      description:
+        "As `backline accounts add-member` does: a user of the tenant whose address is proven becomes a member at once; " +
+        "any other address gets an invitation mailed in the tenant's name (accepting it makes them a member). Adding again " +
+        "changes the role.",
+      tag: "Accounts",
+      staffRole: "admin",
+      params: IdParams,
+      body: NewMember,
+      response: { status: 200, description: "Added, or invited.", schema: MemberAdded },
+      errors: [404, 422, 503],
+      handler: async ({ tenantId, params, body }) => {
+        const found = await db.asService(
+          async (tx) =>
+            (
+              await tx.query("select 1 from internal.accounts where id = $1 and tenant_id = $2", [
+                params.id,
+                tenantId,
+              ])
+            ).rows.length > 0,
+          { readOnly: true },
+        );
+        if (!found) throw new HttpError(404, "not_found", `no account ${params.id}`, "id");
+        if (!services.mailer)
+          throw new HttpError(503, "unavailable", "This server sends no mail, so it cannot invite anyone.");
+        try {
+          return await addMember(
+            db,
+            { accountId: params.id, email: body.email, role: body.role },
+            { mailer: services.mailer, publicUrl: services.publicUrl },
+          );
+        } catch (error) {
+          if (error instanceof MembershipError)
+            throw new HttpError(422, "invalid_request", error.message, "email");
+          throw error;
+        }
       },
     }),
     adminRoute({

@@ -58,6 +58,7 @@ export function adminRouteSpecs(
       signer: options.signer,
       publicUrl: options.publicUrl,
       isPlatformAdmin,
+      mailer: options.mailer,
     }),
     ...royaltySpecs({ db: options.db, tenantOf, maxBytes: options.royaltyImportMaxBytes }),
     ...moneySpecs({
