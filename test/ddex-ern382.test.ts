@@ -7,7 +7,7 @@ import type { Db } from "../src/db/db.ts";
 import { Worker } from "../src/jobs/worker.ts";
 import { ddexSettingsOf } from "../src/pipeline/ddex/adapter.ts";
 import { choreographyErrors } from "../src/pipeline/ddex/choreography.ts";
-import { buildNewReleaseMessage, type ErnMessageInput, type ErnTrack } from "../src/pipeline/ddex/ern.ts";
+import { buildNewReleaseMessage, type ErnMessageInput } from "../src/pipeline/ddex/ern.ts";
 import { ERN_WRITERS } from "../src/pipeline/ddex/ern-writers.ts";
 import { buildNewReleaseMessage382, ERN_382_NAMESPACE } from "../src/pipeline/ddex/ern382.ts";
 import { reportDelivery } from "../src/pipeline/delivery.ts";
@@ -21,6 +21,9 @@ import {
   all,
   at,
   configureDdexStore,
+  ERN_CREATED,
+  ERN_RELEASE_ID,
+  ernTrack,
   gtin13,
   has,
   hashesOf,
@@ -56,25 +59,9 @@ import { SHARED_REQUIRED, sharedPath } from "./support/shared.ts";
  * test/ddex-schema.test.ts.
  */
 
-const RELEASE_ID = "6b1f6f0e-1d1c-4c57-9a0e-0d3c6c1f5a01";
-const CREATED = new Date("2026-05-01T12:00:00.123Z");
-
-function track(n: number, over: Partial<ErnTrack> = {}): ErnTrack {
-  return {
-    id: `1111111${n}-1111-4111-8111-111111111111`,
-    title: `Track ${n}`,
-    version: null,
-    isrc: `QZDDX260000${n}`,
-    duration: 185 + n,
-    track_number: n,
-    disc_number: 1,
-    artist_name: null,
-    explicit: false,
-    language: null,
-    contributors: [],
-    ...over,
-  };
-}
+const RELEASE_ID = ERN_RELEASE_ID;
+const CREATED = ERN_CREATED;
+const track = ernTrack;
 
 /** Every role Backline has, on the first track; a featured artist; a role no store knows. */
 const EVERY_ROLE = [

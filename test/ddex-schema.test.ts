@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { buildNewReleaseMessage, type ErnMessageInput, type ErnTrack } from "../src/pipeline/ddex/ern.ts";
+import { buildNewReleaseMessage, type ErnMessageInput } from "../src/pipeline/ddex/ern.ts";
 import { buildNewReleaseMessage382 } from "../src/pipeline/ddex/ern382.ts";
-import { RECIPIENT, SENDER } from "./support/ddex.ts";
+import { ERN_CREATED, ERN_RELEASE_ID, ernTrack, RECIPIENT, SENDER } from "./support/ddex.ts";
 import {
   ERN_SCHEMA_DIR,
   ERN382_SCHEMA_DIR,
@@ -24,25 +24,9 @@ import {
  * test/ddex-identifiers.test.ts.
  */
 
-const RELEASE_ID = "6b1f6f0e-1d1c-4c57-9a0e-0d3c6c1f5a01";
-const CREATED = new Date("2026-05-01T12:00:00.123Z");
-
-function track(n: number, over: Partial<ErnTrack> = {}): ErnTrack {
-  return {
-    id: `1111111${n}-1111-4111-8111-111111111111`,
-    title: `Track ${n}`,
-    version: null,
-    isrc: `QZDDX260000${n}`,
-    duration: 185 + n,
-    track_number: n,
-    disc_number: 1,
-    artist_name: null,
-    explicit: false,
-    language: null,
-    contributors: [],
-    ...over,
-  };
-}
+const RELEASE_ID = ERN_RELEASE_ID;
+const CREATED = ERN_CREATED;
+const track = ernTrack;
 
 function input(over: Partial<ErnMessageInput> = {}): ErnMessageInput {
   const t1 = track(1, {

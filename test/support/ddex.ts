@@ -4,6 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import type { Db } from "../../src/db/db.ts";
+import type { ErnTrack } from "../../src/pipeline/ddex/ern.ts";
 import { configureStore } from "../../src/pipeline/stores.ts";
 import type { LocalMedia } from "../../src/storage/media.ts";
 
@@ -742,6 +743,28 @@ export function placeMedia(
 
 export const SENDER = { dpid: "PADPIDA2026112201B", name: "Backline Distribution" };
 export const RECIPIENT = { dpid: "PADPIDA2026112202S", name: "Drop Store" };
+
+/** The release id and creation time the message tests build their ERN input with. */
+export const ERN_RELEASE_ID = "6b1f6f0e-1d1c-4c57-9a0e-0d3c6c1f5a01";
+export const ERN_CREATED = new Date("2026-05-01T12:00:00.123Z");
+
+/** Track `n` of a message test's release, with `over` in place of its defaults. */
+export function ernTrack(n: number, over: Partial<ErnTrack> = {}): ErnTrack {
+  return {
+    id: `1111111${n}-1111-4111-8111-111111111111`,
+    title: `Track ${n}`,
+    version: null,
+    isrc: `QZDDX260000${n}`,
+    duration: 185 + n,
+    track_number: n,
+    disc_number: 1,
+    artist_name: null,
+    explicit: false,
+    language: null,
+    contributors: [],
+    ...over,
+  };
+}
 
 /** Adds (or reconfigures) a store that delivers through the ddex adapter. */
 export async function configureDdexStore(db: Db, code: string, ddex: Record<string, unknown>): Promise<void> {
