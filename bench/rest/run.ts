@@ -7,7 +7,8 @@
 // Options (environment): BENCH_DURATION (seconds per measurement, default 10), BENCH_CONNECTIONS
 // (default 10), BENCH_ROUNDS (default 2: each pair measured this many times, order alternating),
 // BENCH_ACCOUNTS (default 51: the catalogue's size, bench/rest/catalog.ts), BENCH_ENGINES (default
-// postgres,pglite; postgres skips the embedded figures).
+// postgres,pglite; postgres skips the embedded figures), BENCH_STATEMENTS (default 200: runs per
+// mode of the statement-alone comparison).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -32,6 +33,7 @@ import {
   load,
   type Measure,
   ROUNDS,
+  SMOKE,
   startServer,
   stopServer,
   withDatabase,
@@ -132,7 +134,7 @@ async function statementFigures(
   claims: Claims,
   queries: ReturnType<typeof QUERIES>,
 ): Promise<string> {
-  const RUNS = Number(process.env.BENCH_STATEMENTS ?? 200);
+  const RUNS = SMOKE ? 10 : Number(process.env.BENCH_STATEMENTS ?? 200);
   const db = new Db(new PostgresEngine({ url, poolSize: 1 }));
   const modes = ["unnamed", "prepared", "prepared, custom plans"] as const;
   const lines = [
