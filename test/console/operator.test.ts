@@ -16,7 +16,7 @@ import {
   screenshot,
   watchPageErrors,
 } from "../support/browser.ts";
-import { type ConsoleStack, startConsoleStack } from "../support/console.ts";
+import { type ConsoleStack, startConsoleStack, waitForMail } from "../support/console.ts";
 import { type DeskWorld, PASSWORD, seedDeskWorld } from "../support/console-seed.ts";
 import { signInWithPassword, tid } from "../support/console-ui.ts";
 import { ENGINES } from "../support/db.ts";
@@ -511,6 +511,20 @@ describe("the console in Chromium: dialogs that ask, tables on a phone, the audi
     assert.equal(await page.locator(tid("api-key-secret")).count(), 0);
     assert.ok(!(await page.locator("main").innerText()).includes(secret));
     assert.match(await page.locator(tid("api-key-row")).first().innerText(), /the label's catalogue tool/);
+    // A member invited by address: the invitation is listed and mailed.
+    const before = stack.smtp.received.length;
+    await page.locator(tid("member-new-email")).fill("ana@harbourlights.example");
+    await page.locator(tid("member-add")).click();
+    await page.locator(`${tid("member-added")}[data-status="invited"]`).waitFor();
+    await page.locator(tid("account-invitation")).filter({ hasText: "ana@harbourlights.example" }).waitFor();
+    await waitForMail(stack.smtp, "ana@harbourlights.example", /Harbour Lights Records/, { after: before });
+    // An existing user of the tenant with a proven address is added at once.
+    await page.locator(tid("member-new-email")).fill(world.outsider.email);
+    await page.locator(tid("member-new-role")).selectOption("admin");
+    await page.locator(tid("member-add")).click();
+    await page.locator(`${tid("member-added")}[data-status="added"]`).waitFor();
+    await page.locator(tid("account-member")).filter({ hasText: world.outsider.email }).waitFor();
+    await record(page, "12-account-members", "desktop");
     await phonePage.goto(`${stack.url}/console/accounts/${accountId}`);
     await phonePage.locator(tid("api-key-row")).first().waitFor();
     await record(phonePage, "11-account", "phone");

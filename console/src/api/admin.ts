@@ -105,6 +105,11 @@ export const api = {
   account: (accountId: string) => get<AccountDetail>(`/accounts/${id(accountId)}`),
   apiKeys: (accountId: string) => get<Page<ApiKey>>(`/accounts/${id(accountId)}/api-keys`),
   createAccount: (body: { name: string; kind: "label" | "artist" }) => post<AccountDetail>("/accounts", body),
+  addMember: (accountId: string, body: { email: string; role: string }) =>
+    post<{ status: "added" | "invited"; role: string; email?: string }>(
+      `/accounts/${id(accountId)}/members`,
+      body,
+    ),
   issueApiKey: (accountId: string, body: { name: string; mode: "live" | "test" }) =>
     post<{ key: ApiKey; account_id: string; secret: string }>(`/accounts/${id(accountId)}/api-keys`, body),
 

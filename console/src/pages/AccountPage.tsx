@@ -54,6 +54,7 @@ export default function AccountPage({ id }: { id: string }) {
                 ))}
               </ul>
             )}
+            <AddMember accountId={id} />
             <h2>Invitations</h2>
             {(a.invitations ?? []).length === 0 ? (
               <Empty>No open invitations.</Empty>
@@ -203,6 +204,79 @@ function IssueKey({ accountId }: { accountId: string }) {
             <p className="help">A test key: it acts as this account's sandbox twin.</p>
           ) : null}
         </div>
+      ) : null}
+    </>
+  );
+}
+
+/** Adds a member (a user with a proven address) or mails an invitation (POST …/members). */
+function AddMember({ accountId }: { accountId: string }) {
+  const ids = useId();
+  const client = useQueryClient();
+  const [email, setEmail] = useState("");
+  const [role, setRole] = useState("member");
+  const add = useMutation({
+    mutationFn: () => api.addMember(accountId, { email: email.trim(), role }),
+    onSuccess: () => {
+      setEmail("");
+      void client.invalidateQueries({ queryKey: ["account", accountId] });
+    },
+  });
+  return (
+    <>
+      <form
+        className="filters"
+        aria-label="Add a member"
+        onSubmit={(e: FormEvent) => {
+          e.preventDefault();
+          if (email.trim()) add.mutate();
+        }}
+      >
+        <div>
+          <label htmlFor={`${ids}-email`}>E-mail address</label>
+          <input
+            id={`${ids}-email`}
+            type="email"
+            value={email}
+            required
+            maxLength={320}
+            onChange={(e) => setEmail(e.target.value)}
+            data-testid="member-new-email"
+          />
+        </div>
+        <div>
+          <label htmlFor={`${ids}-role`}>Role</label>
+          <select
+            id={`${ids}-role`}
+            value={role}
+            onChange={(e) => setRole(e.target.value)}
+            data-testid="member-new-role"
+          >
+            {["member", "admin", "owner", "viewer"].map((r) => (
+              <option key={r} value={r}>
+                {r}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <button
+            type="submit"
+            className="primary"
+            disabled={!email.trim() || add.isPending}
+            data-testid="member-add"
+          >
+            Add or invite
+          </button>
+        </div>
+      </form>
+      {add.isError ? <ErrorState error={add.error} /> : null}
+      {add.isSuccess ? (
+        <p role="status" data-testid="member-added" data-status={add.data.status}>
+          {add.data.status === "added"
+            ? `Added as ${add.data.role}.`
+            : `Invited: a link was mailed to ${add.data.email ?? "the address"}.`}
+        </p>
       ) : null}
     </>
   );
