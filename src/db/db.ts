@@ -190,6 +190,11 @@ export class Db {
     );
   }
 
+  /** /rest/v1's schema was read again: its prepared statements go (see Engine.forgetGenerated). */
+  forgetGeneratedStatements(): void {
+    this.engine.forgetGenerated?.();
+  }
+
   /** Calls `onNotice` after each committed pg_notify on `channel` (see Engine.listen). */
   listen(channel: string, onNotice: () => void): Promise<() => Promise<void>> {
     return this.engine.listen(channel, onNotice);

@@ -42,6 +42,8 @@ interface ParsedStatements {
 interface GeneratedCache {
   used: Map<string, string>;
   evicted: Set<string>;
+  /** The engine's generation it was filled in: an older one is emptied (forgetGenerated). */
+  generation: number;
 }
 
 /**
@@ -56,6 +58,7 @@ export class PostgresEngine implements Engine {
   private readonly notices: NoticeConnection;
   private readonly generatedLimit: number;
   private readonly generatedCaches = new WeakMap<pg.PoolClient, GeneratedCache>();
+  private generation = 0;
 
   constructor(options: PostgresOptions) {
     this.notices = new NoticeConnection({
@@ -90,8 +93,14 @@ export class PostgresEngine implements Engine {
     let broken = false;
     let cache = this.generatedCaches.get(client);
     if (!cache) {
-      cache = { used: new Map(), evicted: new Set() };
+      cache = { used: new Map(), evicted: new Set(), generation: this.generation };
       this.generatedCaches.set(client, cache);
+    }
+    if (cache.generation !== this.generation) {
+      // Deallocated at the end of this transaction, unless it uses them again.
+      for (const name of cache.used.keys()) cache.evicted.add(name);
+      cache.used.clear();
+      cache.generation = this.generation;
     }
     const generated = cache;
     const parsed = (client as unknown as ParsedStatements).connection.parsedStatements;
@@ -112,6 +121,9 @@ export class PostgresEngine implements Engine {
         return await client.query({ name, text: statement.text, values });
       } catch (error) {
         if (isCachedPlanChange(error)) failedGenerated = name;
+        // Planned again for a schema that no longer fits it (a column or table gone): no use
+        // keeping it until it is the least recently used.
+        if (isCachedPlanChange(error) || isStale(error)) forget(name);
         throw error;
       } finally {
         // A statement that failed to parse was never prepared.
@@ -147,8 +159,7 @@ export class PostgresEngine implements Engine {
       // A prepared statement whose result type a migration changed fails on this connection for
       // as long as it lives: a generated one is deallocated (the caller may try again, and it is
       // prepared afresh); for any other, drop the connection rather than answer the same error again.
-      if (failedGenerated !== undefined && isCachedPlanChange(error)) forget(failedGenerated);
-      else if (isCachedPlanChange(error)) broken = true;
+      if (isCachedPlanChange(error) && failedGenerated === undefined) broken = true;
       try {
         await client.query("rollback");
       } catch {
@@ -160,6 +171,10 @@ export class PostgresEngine implements Engine {
         broken = !(await deallocate(client, generated.evicted, parsed));
       client.release(broken);
     }
+  }
+
+  forgetGenerated(): void {
+    this.generation++;
   }
 
   stats(): PoolStats {
@@ -176,6 +191,12 @@ export class PostgresEngine implements Engine {
     await this.pool.end();
   }
 }
+
+/** A statement the schema no longer accepts (class 42: a missing column, table, function...). */
+const isStale = (error: unknown): boolean => {
+  const code = (error as { code?: string }).code;
+  return typeof code === "string" && code.startsWith("42") && code !== "42501";
+};
 
 const isCachedPlanChange = (error: unknown): boolean =>
   (error as { code?: string }).code === "0A000" && /cached plan/.test(String((error as Error).message));

@@ -40,6 +40,12 @@ export interface Engine {
    * is called. Best effort: a lost connection is reopened, and listeners also poll.
    */
   listen(channel: string, onNotice: () => void): Promise<() => Promise<void>>;
+  /**
+   * Deallocates every connection's generated statements (`generated()`, src/db/prepared.ts), each
+   * at the end of its next transaction: after a schema change, so that the shapes of the old schema
+   * do not wait for their eviction. Engines that prepare nothing omit it.
+   */
+  forgetGenerated?(): void;
   /** How its connections are used now (for /metrics); engines without a pool of their own omit it. */
   stats?(): PoolStats;
   /** The embedded engine only: its files as one tar between transactions (a backup, src/backup). */

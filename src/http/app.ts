@@ -204,6 +204,8 @@ export function buildApp(given: AppDeps): FastifyInstance {
       next.then(
         () => {
           schemaCaches.set(schema, next);
+          // The statements prepared for the old schema's shapes are deallocated (src/db/postgres.ts).
+          deps.db.forgetGeneratedStatements();
           logger.info({ schema }, "rest: schema cache reloaded");
         },
         (error: unknown) =>
