@@ -2,14 +2,8 @@ import { z } from "zod";
 import { type AnyAdminRoute, adminRoute, Uuid } from "../admin/spec.ts";
 import type { Db } from "../db/db.ts";
 import { HttpError } from "../http/problem.ts";
-import {
-  erasePerson,
-  exportPerson,
-  findPeople,
-  PERSON_EXPORT_FORMAT,
-  PERSON_EXPORT_VERSION,
-  PeopleError,
-} from "./service.ts";
+import { PersonExport } from "./export-schema.ts";
+import { erasePerson, exportPerson, findPeople, PeopleError } from "./service.ts";
 
 /**
  * People's own data under /admin/v1 (docs/privacy.md), for a tenant's admins (or its service-role
@@ -31,15 +25,7 @@ const Person = z
   .object({ object: z.literal("person"), user_id: Uuid, email: z.string().nullable() })
   .meta({ id: "Person" });
 
-const Export = z
-  .object({
-    format: z.literal(PERSON_EXPORT_FORMAT),
-    version: z.literal(PERSON_EXPORT_VERSION),
-    exported_at: z.string(),
-    user: z.record(z.string(), z.unknown()),
-  })
-  .catchall(z.unknown())
-  .meta({ id: "PersonExport", description: "Everything Backline holds about a person (docs/privacy.md)." });
+const Export = PersonExport;
 
 const Erasure = z
   .object({

@@ -24,7 +24,7 @@ begin
   return jsonb_build_object(
     'format', 'backline.person-export',
     'version', 1,
-    'exported_at', now(),
+    'exported_at', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
     'user', jsonb_build_object(
       'id', u.id, 'tenant_id', u.tenant_id, 'email', u.email, 'phone', u.phone,
       'email_confirmed_at', u.email_confirmed_at, 'phone_confirmed_at', u.phone_confirmed_at,

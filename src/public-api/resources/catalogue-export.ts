@@ -38,6 +38,7 @@ const CatalogueExport = z
   .object({
     format: z.literal(CATALOGUE_EXPORT_FORMAT),
     version: z.literal(1).meta({
+      type: "integer",
       description: "The shape's version: a field may be added within a version, never removed or changed.",
     }),
     exported_at: Timestamp,

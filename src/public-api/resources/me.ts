@@ -1,5 +1,5 @@
-import { z } from "zod";
-import { exportMine, PERSON_EXPORT_FORMAT, PERSON_EXPORT_VERSION } from "../../people/service.ts";
+import { PersonExport } from "../../people/export-schema.ts";
+import { exportMine } from "../../people/service.ts";
 import { route } from "../route.ts";
 
 /**
@@ -7,42 +7,6 @@ import { route } from "../route.ts";
  * signed-in person as one JSON document (GDPR articles 15 and 20). Their access token only, never
  * an API key; the database builds it (internal.my_export, migration 0043) for the token's user.
  */
-
-const Rows = z.array(z.record(z.string(), z.unknown()));
-
-const PersonExport = z
-  .object({
-    format: z.literal(PERSON_EXPORT_FORMAT),
-    version: z.literal(PERSON_EXPORT_VERSION).meta({
-      description: "The shape's version: a field may be added within a version, never removed or changed.",
-    }),
-    exported_at: z.string().meta({ description: "When the export was made (ISO 8601)." }),
-    user: z.record(z.string(), z.unknown()).meta({
-      description: "The /auth/v1 user: e-mail, phone, confirmations, metadata, times. No password or hash.",
-    }),
-    identities: Rows,
-    sessions: Rows.meta({
-      description: "Sign-in sessions: client address, user agent, assurance level, times.",
-    }),
-    mfa_factors: Rows.meta({ description: "Second factors: name, type, status. Never the secret." }),
-    memberships: Rows,
-    staff_roles: Rows,
-    invitations_received: Rows,
-    invitations_sent: Rows,
-    notifications: Rows,
-    tickets: Rows.meta({ description: "Support tickets opened or answered, with their public replies." }),
-    api_keys_created: Rows.meta({ description: "API keys this person created: metadata, never the key." }),
-    payees: Rows.meta({
-      description: "The payees this person is (by user or e-mail), without the sealed tax id.",
-    }),
-    statements: Rows,
-    payouts: Rows,
-    mail: Rows.meta({ description: "Mail sent to this person's address: subject, kind and times, no body." }),
-    audit: Rows.meta({
-      description: "Audit log entries about this person: as actor, as subject, or naming their address.",
-    }),
-  })
-  .meta({ id: "PersonExport", description: "Everything Backline holds about a person (docs/privacy.md)." });
 
 export const meRoutes = [
   route({

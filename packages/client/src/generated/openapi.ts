@@ -2548,7 +2548,11 @@ export interface components {
        * @constant
        */
       version: 1;
-      /** @description When the export was made (ISO 8601). */
+      /**
+       * Format: date-time
+       * @description When the export was made.
+       * @example 2026-11-26T03:45:12.345Z
+       */
       exported_at: string;
       /** @description The /auth/v1 user: e-mail, phone, confirmations, metadata, times. No password or hash. */
       user: {
