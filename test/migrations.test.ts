@@ -182,6 +182,67 @@ describe("migrating the embedded database", () => {
     }
   });
 
+  // The same from older levels, back to the first with a catalogue (0003): a label's release and
+  // track written then come through every later migration, and today's rules read them. Each
+  // level is an earlier stop's (migrations are never edited once merged).
+  for (const at of [3, 7, 14, 20, 26]) {
+    test(`an upgrade from migration ${String(at).padStart(4, "0")}: the catalogue written then comes through`, async () => {
+      const engine = await PgliteEngine.open();
+      try {
+        await migrate(engine, all.slice(0, at));
+        const release = await engine.transaction(
+          async (tx) => {
+            const one = async (sql: string, params: unknown[]) =>
+              ((await tx.query<{ id: string }>(sql, params)).rows[0] as { id: string }).id;
+            const tenant = await one(
+              "insert into internal.tenants (slug, name, jwt_secret) values ('old', 'Old', repeat('s', 40)) returning id",
+              [],
+            );
+            const account = await one(
+              "insert into internal.accounts (tenant_id, name) values ($1, 'Old Label') returning id",
+              [tenant],
+            );
+            const artist = await one(
+              "insert into public.artist_profiles (account_id, name) values ($1, 'Old Artist') returning id",
+              [account],
+            );
+            const id = await one(
+              "insert into public.releases (account_id, artist_id, title) values ($1, $2, 'Old Release') returning id",
+              [account, artist],
+            );
+            await tx.query(
+              "insert into public.tracks (account_id, release_id, title, track_number) values ($1, $2, 'Old Track', 1)",
+              [account, id],
+            );
+            return id;
+          },
+          { readOnly: false },
+        );
+        assert.equal((await migrate(engine)).length, all.length - at);
+        const after = await engine.transaction(
+          (tx) =>
+            tx.query<{ title: string; status: string; tracks: number; problems: string }>(
+              `select r.title, r.status, (select count(*)::int from public.tracks t where t.release_id = r.id) as tracks,
+                 jsonb_typeof(internal.release_problems(r.id)) as problems
+               from public.releases r where r.id = $1`,
+              [release],
+            ),
+          { readOnly: true },
+        );
+        // Still a draft with its track, and today's submission rules read it (a list of problems).
+        assert.deepEqual(after.rows[0], {
+          title: "Old Release",
+          status: "draft",
+          tracks: 1,
+          problems: "array",
+        });
+        assert.equal((await status(engine)).pending.length, 0);
+      } finally {
+        await engine.close();
+      }
+    });
+  }
+
   test("`backline migrate` applies them to DATA_DIR and `--status --json` reports them", async () => {
     const dataDir = tempDir();
     try {
