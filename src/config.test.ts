@@ -121,6 +121,15 @@ describe("loadConfig", () => {
     assert.deepEqual(local.uploads, {
       urlTtlSeconds: 900,
       maxBytes: { artwork: 50 * 1024 * 1024, audio: 2 * 1024 * 1024 * 1024 },
+      // Image transforms (docs/uploads.md): sized to the largest cover an upload takes.
+      transform: {
+        concurrency: 2,
+        maxDimension: 2500,
+        maxInputPixels: 100_000_000,
+        maxSourceBytes: 50 * 1024 * 1024,
+        queue: 16,
+        timeoutSeconds: 10,
+      },
     });
     const s3 = loadConfig({
       STORAGE_DRIVER: "s3",

@@ -39,7 +39,7 @@ describe("backline CLI: errors", () => {
       name: "a group without its command",
       args: () => ["tenants"],
       message:
-        /^tenants needs a command: create, list, keys, rotate-keys, set-lead-days, set-portal-domains, set-identifiers$/,
+        /^tenants needs a command: create, list, keys, rotate-keys, signing-keys, set-lead-days, set-portal-domains, set-identifiers$/,
       code: "usage",
       help: "backline tenants --help",
     },
