@@ -1,0 +1,1 @@
+-- Plans, usage metering and invoices for white-label tenants (issue 43, item 2).
