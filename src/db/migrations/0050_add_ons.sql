@@ -1,0 +1,1 @@
+-- Add-ons (issue 43, item 3): a tenant's catalogue of paid extras and the orders members place for their releases.
