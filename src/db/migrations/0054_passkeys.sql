@@ -1,0 +1,1 @@
+-- Passkeys (supabase-js auth.passkey, docs/auth.md "Passkeys"): WebAuthn credentials and their challenges.
