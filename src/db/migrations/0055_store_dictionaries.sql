@@ -1,0 +1,1 @@
+-- Store dictionaries (issue 41, item 4): claimed; the genre check follows.
