@@ -10,6 +10,7 @@ import { royaltyAdminRoutes, royaltySpecs } from "../royalties/admin.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
 import { supportSpecs } from "../support/admin.ts";
 import { LOGO_MAX_BYTES, LOGO_TYPES, saveLogo } from "../tenancy/brand-assets.ts";
+import { customScriptSpecs } from "../tenancy/custom-scripts.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { transferAdminRoutes, transferSpecs } from "../transfer/admin.ts";
 import { auditSpec } from "./audit.ts";
@@ -71,6 +72,7 @@ export function adminRouteSpecs(
       db: options.db,
       mail: options.mailer ? { mailer: options.mailer, publicUrl: options.publicUrl } : undefined,
     }),
+    ...customScriptSpecs({ db: options.db }),
     auditSpec(options.db),
   ];
 }

@@ -12,7 +12,7 @@ import { FieldsError } from "./errors.ts";
  * admin API's (docs/operator.md, "Admin API"): a path id that does not parse names nothing (404
  * not_found), a bad query or body is 400 invalid_request listing every failing field.
  */
-export type Method = "GET" | "POST" | "PATCH";
+export type Method = "GET" | "POST" | "PATCH" | "DELETE";
 
 /**
  * Who may call a route (CONSOLE.md "Staff"; src/admin/auth.ts enforces it from the route's
@@ -129,6 +129,8 @@ const RESOURCES: Record<string, string> = {
   jobs: "job",
   accounts: "account",
   stores: "store",
+  "custom-scripts": "custom script",
+  partners: "partner",
 };
 
 /** What a path's id names, for a 404's message: "no release <id>". */

@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.ts";
+import { type PageScripts, scriptTags } from "../tenancy/custom-scripts.ts";
 
 /**
  * The Backline Console's files (docs/console.md), served under /console by the same process as
@@ -39,6 +40,12 @@ export interface ConsoleStaticOptions {
    * under Vite's dev server); a failure to find it is the same.
    */
   startData?: (request: FastifyRequest) => Promise<unknown>;
+  /**
+   * The portal's tenant's own scripts (src/tenancy/custom-scripts.ts), given what startData
+   * answered: their elements go into the start page and their origins into that page's CSP
+   * (script-src, connect-src). undefined: none, the page's own policy.
+   */
+  pageScripts?: (start: unknown) => Promise<PageScripts | undefined>;
 }
 
 /** Where signed media URLs point when they are not Backline's own: the object store's origin. */
@@ -84,18 +91,22 @@ const COMPRESSIBLE = new Set([
   ".webmanifest",
 ]);
 
-export function consoleSecurityHeaders(mediaOrigins: string[] = []): Record<string, string> {
+export function consoleSecurityHeaders(
+  mediaOrigins: string[] = [],
+  extra: { scriptOrigins?: string[]; connectOrigins?: string[] } = {},
+): Record<string, string> {
   const media = ["'self'", "blob:", "data:", ...mediaOrigins].join(" ");
+  const connect = [...new Set(["'self'", ...mediaOrigins, ...(extra.connectOrigins ?? [])])];
   return {
     "content-security-policy": [
       "default-src 'self'",
-      "script-src 'self'",
+      `script-src ${["'self'", ...(extra.scriptOrigins ?? [])].join(" ")}`,
       "style-src 'self'",
       "font-src 'self'",
       `img-src ${media}`,
       `media-src ${media}`,
       // An upload goes straight to the object store's signed URL (the portal's release editor).
-      `connect-src ${["'self'", ...mediaOrigins].join(" ")}`,
+      `connect-src ${connect.join(" ")}`,
       "object-src 'none'",
       "base-uri 'self'",
       "form-action 'self'",
@@ -244,8 +255,22 @@ export async function consoleStatic(app: FastifyInstance, options: ConsoleStatic
       data === undefined
         ? ""
         : `<script type="application/json" id="backline-start">${JSON.stringify(data).replace(/</g, "\\u003c")}</script>`;
-    const html = block ? page.html.replace("</head>", `${block}</head>`) : page.html;
-    reply.headers(headers);
+    let html = block ? page.html.replace("</head>", `${block}</head>`) : page.html;
+    let scripts: PageScripts | undefined;
+    try {
+      scripts = data && options.pageScripts ? await options.pageScripts(data) : undefined;
+    } catch (error) {
+      // Without them the page is the portal's own: nothing from another origin.
+      request.log.warn({ err: error }, "custom scripts");
+      scripts = undefined;
+    }
+    if (scripts) {
+      html = html
+        // Function replacers: a `$` in an address is text, never a replacement pattern.
+        .replace("</head>", () => `${scriptTags(scripts.scripts, "head")}</head>`)
+        .replace("</body>", () => `${scriptTags(scripts.scripts, "body_end")}</body>`);
+    }
+    reply.headers(scripts ? consoleSecurityHeaders(options.mediaOrigins, scripts) : headers);
     reply.header("content-type", TYPES[".html"] as string);
     reply.header("cache-control", "no-cache");
     if (request.method === "HEAD") return reply.header("content-length", Buffer.byteLength(html)).send();

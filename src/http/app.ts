@@ -21,6 +21,7 @@ import { loadSchemaCache, SCHEMA_CHANNEL, type SchemaCache } from "../rest/schem
 import { openStorage } from "../storage/open.ts";
 import { storageRoutes } from "../storage/routes.ts";
 import { brandAssetRoutes } from "../tenancy/brand-assets.ts";
+import { portalScripts } from "../tenancy/custom-scripts.ts";
 import { TenantDirectory } from "../tenancy/directory.ts";
 import { loadSecretBox } from "../webhooks/secrets.ts";
 import { checkJsonLimits, drainBeforeRefusal } from "./body-limits.ts";
@@ -293,6 +294,11 @@ export function buildApp(given: AppDeps): FastifyInstance {
       const slug = m?.[1];
       if (slug !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(slug)) return undefined;
       return (await tenantConfigs.portal(request.hostname, slug)) ?? null;
+    },
+    // The tenant's own scripts, when its admin enabled some (docs/operator.md, "Custom scripts").
+    pageScripts: async (start) => {
+      const id = (start as { id?: unknown } | null)?.id;
+      return typeof id === "string" ? portalScripts(deps.db, id) : undefined;
     },
   });
   // The admin API's OpenAPI document, outside its authentication: it describes, it holds no data.
