@@ -11,6 +11,7 @@ import type { TokenSigner } from "../storage/tokens.ts";
 import { supportSpecs } from "../support/admin.ts";
 import { LOGO_MAX_BYTES, LOGO_TYPES, saveLogo } from "../tenancy/brand-assets.ts";
 import { customScriptSpecs } from "../tenancy/custom-scripts.ts";
+import { partnerSpecs } from "../tenancy/partners.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { transferAdminRoutes, transferSpecs } from "../transfer/admin.ts";
 import { auditSpec } from "./audit.ts";
@@ -73,6 +74,7 @@ export function adminRouteSpecs(
       mail: options.mailer ? { mailer: options.mailer, publicUrl: options.publicUrl } : undefined,
     }),
     ...customScriptSpecs({ db: options.db }),
+    ...partnerSpecs({ db: options.db }),
     auditSpec(options.db),
   ];
 }
