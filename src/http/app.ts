@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import path from "node:path";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -19,6 +20,7 @@ import { publicApiRoutes } from "../public-api/plugin.ts";
 import { restRoutes } from "../rest/routes.ts";
 import { loadSchemaCache, SCHEMA_CHANNEL, type SchemaCache } from "../rest/schema-cache.ts";
 import { openStorage } from "../storage/open.ts";
+import { TUS_REQUEST_HEADERS } from "../storage/resumable.ts";
 import { storageRoutes } from "../storage/routes.ts";
 import { brandAssetRoutes } from "../tenancy/brand-assets.ts";
 import { portalScripts } from "../tenancy/custom-scripts.ts";
@@ -138,6 +140,8 @@ export function buildApp(given: AppDeps): FastifyInstance {
       "backline-account",
       "if-match",
       "if-none-match",
+      // Resumable uploads (TUS, /storage/v1/upload/resumable).
+      ...TUS_REQUEST_HEADERS,
     ],
     exposedHeaders: [
       "content-range",
@@ -150,6 +154,11 @@ export function buildApp(given: AppDeps): FastifyInstance {
       "idempotent-replayed",
       "www-authenticate",
       "etag",
+      "location",
+      "tus-resumable",
+      "upload-offset",
+      "upload-length",
+      "upload-expires",
     ],
     maxAge: 86400,
   });
@@ -245,6 +254,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
     store: storage.store,
     signer: storage.signer,
     limits: deps.config.uploads,
+    resumableDir: path.join(deps.config.dataDir, "resumable"),
   });
   app.register(publicApiRoutes, {
     prefix: "/api/public/v1",

@@ -74,7 +74,7 @@ export function objectPath(request: FastifyRequest): { bucket: string; name: str
 
 const body = (request: FastifyRequest) => (request.body ?? {}) as Record<string, unknown>;
 
-function mimeAllowed(type: string, allowed: string[] | null): boolean {
+export function mimeAllowed(type: string, allowed: string[] | null): boolean {
   if (!allowed || allowed.length === 0) return true;
   const base = type.split(";")[0]?.trim().toLowerCase() ?? "";
   return allowed.some((a) => {

@@ -12,6 +12,7 @@ import { STORAGE_ERRORS, StorageError } from "./errors.ts";
 import { BUCKETS, type Bucket, SLOT_PATHS, type Slot, slotOf, storagePathOf } from "./keys.ts";
 import { LocalStore, TooLargeError } from "./local.ts";
 import { type ObjectHandlers, registerObjectRoutes } from "./object-routes.ts";
+import { registerResumableRoutes } from "./resumable.ts";
 import { TokenError, type TokenSigner } from "./tokens.ts";
 import { parseTransform, TRANSFORM_LIMITS, transformStored } from "./transform.ts";
 import {
@@ -43,6 +44,8 @@ export interface StorageRoutesOptions {
   store: ObjectStore;
   signer: TokenSigner;
   limits: UploadLimits;
+  /** Where resumable uploads are staged (DATA_DIR/resumable; ./resumable.ts); unset: no TUS endpoint. */
+  resumableDir?: string;
 }
 
 const ERROR_NAMES: Record<number, string> = {
@@ -521,6 +524,17 @@ export async function storageRoutes(app: FastifyInstance, options: StorageRoutes
       }
     };
     raw.put("/object/upload/sign/:bucket/*", upload);
+    // Resumable uploads (TUS): /upload/resumable, its bodies streamed to the staging files.
+    if (options.resumableDir) {
+      registerResumableRoutes(raw, {
+        db,
+        store,
+        limits,
+        dir: options.resumableDir,
+        caller: async (request, reply) => (await caller(request, reply)) as never,
+        sendError,
+      });
+    }
   });
 }
 
