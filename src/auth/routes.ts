@@ -6,6 +6,7 @@ import { adminRoutes, requireAdmin } from "./admin-routes.ts";
 import { validateEmail } from "./email-address.ts";
 import type { VerifyType } from "./email-tokens.ts";
 import { AuthError, authErrorBody, validationFailed } from "./errors.ts";
+import { passkeyRoutes } from "./passkey-routes.ts";
 import type { AuthService, RequestInfo, TokenUser } from "./service.ts";
 import { authSettings, redirectAllowed } from "./settings.ts";
 import { jwks } from "./signing-keys.ts";
@@ -33,7 +34,7 @@ declare module "fastify" {
   }
 }
 
-function body(request: FastifyRequest): Record<string, unknown> {
+export function body(request: FastifyRequest): Record<string, unknown> {
   const b = request.body;
   if (b === undefined || b === null) return {};
   if (typeof b !== "object" || Array.isArray(b))
@@ -46,13 +47,13 @@ function query(request: FastifyRequest, name: string): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
 }
 
-function info(request: FastifyRequest): RequestInfo {
+export function info(request: FastifyRequest): RequestInfo {
   if (!request.caller) throw new Error("auth route without a caller");
   return { tenant: request.caller.tenant, ip: request.ip, userAgent: request.headers["user-agent"] };
 }
 
 /** The user an access token names, or GoTrue's error for a request without one. */
-function tokenUser(request: FastifyRequest): TokenUser {
+export function tokenUser(request: FastifyRequest): TokenUser {
   const user = request.caller?.user;
   if (!bearerOf(request)) {
     throw new AuthError(401, "no_authorization", "This endpoint requires a Bearer token");
@@ -245,6 +246,7 @@ export async function authRoutes(
   });
 
   await adminRoutes(app, auth);
+  await passkeyRoutes(app, auth.passkeys);
   await unsupportedRoutes(app);
 
   // Any other path: GoTrue's JSON error shape, so auth-js shows a message (not Backline's problem+json).

@@ -27,6 +27,7 @@ import {
 } from "./errors.ts";
 import { inviteAddress } from "./invite.ts";
 import { challengeFactor, enrollFactor, loadSession, unenrollFactor, verifyFactor } from "./mfa.ts";
+import { Passkeys } from "./passkeys.ts";
 import { checkPassword, hashPassword, verifyPassword } from "./passwords.ts";
 import {
   endSessions,
@@ -121,11 +122,15 @@ export class AuthService {
   /** GoTrue's admin API for a tenant's service-role key (src/auth/admin.ts). */
   readonly admin: AuthAdmin;
 
+  /** Passkeys (src/auth/passkeys.ts). */
+  readonly passkeys: Passkeys;
+
   constructor(deps: { db: Db; mailer: Mailer; publicUrl: string }) {
     this.db = deps.db;
     this.mailer = deps.mailer;
     this.publicUrl = deps.publicUrl;
     this.admin = new AuthAdmin({ db: deps.db, publicUrl: deps.publicUrl });
+    this.passkeys = new Passkeys({ db: deps.db, publicUrl: deps.publicUrl });
   }
 
   /**

@@ -50,6 +50,16 @@ const schema = z.object({
    * "secure password change".
    */
   secure_password_change: z.boolean().default(false),
+  /**
+   * Passkeys (supabase-js auth.passkey, signInWithPasskey): off unless turned on (docs/auth.md,
+   * "Passkeys"). `passkey_rp_id` names the relying party (a host name: the passkeys then work on
+   * that host and every host under it); without it, the host of the tenant's page that asks.
+   */
+  passkeys: z.boolean().default(false),
+  passkey_rp_id: z
+    .string()
+    .regex(/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/)
+    .optional(),
   rate_limits: z
     .object({
       /** Password sign-ins from one client address, whatever the e-mail address. */

@@ -5,13 +5,12 @@ import { AuthError } from "./errors.ts";
 /**
  * GoTrue endpoints Backline does not offer (docs/auth.md, "What /auth/v1 answers"), answered as
  * GoTrue answers them when the feature is turned off, so auth-js shows its usual message instead
- * of a bare 404: SAML single sign-on, passkeys, OAuth providers, identity linking, Backline as an
+ * of a bare 404: SAML single sign-on, OAuth providers, identity linking, Backline as an
  * OAuth server. Phone and Web3 sign-ins are refused where their requests land (/signup, /otp,
  * /verify, /token: src/auth/routes.ts and service.ts).
  */
 
 const samlDisabled = () => new AuthError(404, "saml_provider_disabled", "SAML 2.0 is disabled");
-const passkeysDisabled = () => new AuthError(404, "passkey_disabled", "Passkeys are disabled");
 const oauthServerDisabled = () => new AuthError(404, "feature_disabled", "OAuth server is disabled");
 const linkingDisabled = () => new AuthError(404, "manual_linking_disabled", "Manual linking is disabled");
 
@@ -89,12 +88,6 @@ export async function unsupportedRoutes(app: FastifyInstance): Promise<void> {
   app.post("/sso", refuse(samlDisabled));
   app.all("/sso/*", refuse(samlDisabled));
   app.all("/admin/sso/*", adminRefuse(samlDisabled));
-
-  // Passkeys (auth.passkey) and their admin API.
-  app.all("/passkeys", refuse(passkeysDisabled));
-  app.all("/passkeys/*", refuse(passkeysDisabled));
-  app.all("/admin/users/:id/passkeys", adminRefuse(passkeysDisabled));
-  app.all("/admin/users/:id/passkeys/*", adminRefuse(passkeysDisabled));
 
   // Sign-in with an OAuth provider (signInWithOAuth opens this in the browser).
   app.get("/authorize", async (request) => {
