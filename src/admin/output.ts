@@ -16,6 +16,7 @@ export function queuedRelease(r: QueuedRelease) {
     artist_name: r.artist_name,
     status: r.status,
     submitted_at: iso(r.submitted_at),
+    priority: r.priority,
     problems: r.problems.map((p) => ({ param: p.param, code: p.code, message: p.message })),
   };
 }

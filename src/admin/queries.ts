@@ -64,14 +64,33 @@ async function cursorKey<K extends Record<string, unknown>>(
 const JOB_COLUMNS = `j.id::text as id, j.kind, j.status, j.payload, j.attempts, j.max_attempts, j.run_at, j.last_error,
   j.created_at, j.updated_at, j.finished_at`;
 
-/** The review queue's page: $1 tenant, $2 whether after a cursor, $3 its submitted_at, $4 its id, $5 limit + 1. Walks releases_review_queue. */
+/**
+ * The review queue's page: $1 tenant, $2 whether after a cursor, $3 its submitted_at, $4 its id, $5 limit + 1,
+ * $6 whether the cursor's release has priority. Releases with a priority_review add-on (migration 0051)
+ * first, then the rest, each oldest first: a walk of the tenant's few priority orders, and one of
+ * releases_review_queue skipping them.
+ */
 export const REVIEW_PAGE_SQL = `select q.*, coalesce(internal.release_problems(q.id), '[]'::jsonb) as problems from (
-           select r.id, r.account_id, r.title, r.artist_name, r.status, r.submitted_at
-           from public.releases r join internal.accounts a on a.id = r.account_id
-           where r.status in ('submitted', 'in_review') and a.tenant_id = $1
-             and ($2::boolean is false or (r.submitted_at, r.id) > ($3::timestamptz, $4::uuid))
-           order by r.submitted_at, r.id limit $5) q
-         order by q.submitted_at, q.id`;
+           (select r.id, r.account_id, r.title, r.artist_name, r.status, r.submitted_at, true as priority
+            from public.releases r join internal.accounts a on a.id = r.account_id
+            where r.status in ('submitted', 'in_review') and a.tenant_id = $1
+              and r.id in (select o.release_id from internal.add_on_orders o
+                where o.tenant_id = $1 and o.effect = 'priority_review' and (o.expires_at is null or o.expires_at > now()))
+              and ($2::boolean is false or ($6::boolean and (r.submitted_at, r.id) > ($3::timestamptz, $4::uuid)))
+            order by r.submitted_at, r.id limit $5)
+           union all
+           (select r.id, r.account_id, r.title, r.artist_name, r.status, r.submitted_at, false as priority
+            from public.releases r join internal.accounts a on a.id = r.account_id
+            where r.status in ('submitted', 'in_review') and a.tenant_id = $1
+              and not exists (select 1 from internal.add_on_orders o where o.release_id = r.id
+                and o.effect = 'priority_review' and (o.expires_at is null or o.expires_at > now()))
+              and ($2::boolean is false or $6::boolean or (r.submitted_at, r.id) > ($3::timestamptz, $4::uuid))
+            order by r.submitted_at, r.id limit $5)) q
+         order by q.priority desc, q.submitted_at, q.id limit $5`;
+
+/** Whether release `r` has priority review now (an active priority_review add-on). */
+export const PRIORITY_SQL = `exists (select 1 from internal.add_on_orders o where o.release_id = r.id
+  and o.effect = 'priority_review' and (o.expires_at is null or o.expires_at > now()))`;
 
 /** The review queue's counts: $1 tenant. Counts the entries of the partial index releases_review_queue. */
 export const REVIEW_COUNTS_SQL = `select count(*) filter (where r.status = 'submitted') as submitted,
@@ -136,10 +155,11 @@ const read = <T>(db: Db, fn: (tx: Tx) => Promise<T>) => db.asService(fn, { readO
 
 export async function reviewPage(db: Db, tenantId: string, q: { limit: number; starting_after?: string }) {
   return read(db, async (tx) => {
-    const after = await cursorKey<{ submitted_at: Date | string | null }>(
+    const after = await cursorKey<{ submitted_at: Date | string | null; priority: boolean }>(
       tx,
       q.starting_after,
-      `select r.submitted_at::text as submitted_at from public.releases r join internal.accounts a on a.id = r.account_id
+      `select r.submitted_at::text as submitted_at, ${PRIORITY_SQL} as priority
+           from public.releases r join internal.accounts a on a.id = r.account_id
            where r.id = $1 and a.tenant_id = $2`,
       tenantId,
     );
@@ -152,6 +172,7 @@ export async function reviewPage(db: Db, tenantId: string, q: { limit: number; s
         artist_name: string | null;
         status: "submitted" | "in_review";
         submitted_at: Date | null;
+        priority: boolean;
         problems: { param: string; code: string; message: string }[];
       }>(REVIEW_PAGE_SQL, [
         tenantId,
@@ -159,6 +180,7 @@ export async function reviewPage(db: Db, tenantId: string, q: { limit: number; s
         after?.submitted_at ?? null,
         after?.id ?? null,
         q.limit + 1,
+        after?.priority ?? false,
       ])
     ).rows;
     const counts = (await tx.query<{ submitted: string; in_review: string }>(REVIEW_COUNTS_SQL, [tenantId]))
@@ -174,6 +196,7 @@ export async function reviewPage(db: Db, tenantId: string, q: { limit: number; s
           artist_name: r.artist_name,
           status: r.status,
           submitted_at: iso(r.submitted_at),
+          priority: r.priority,
           problems: r.problems.map((p) => ({ param: p.param, code: p.code, message: p.message })),
         })),
         q.limit,

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { addOnSpecs } from "../add-ons/admin.ts";
 import type { Db } from "../db/db.ts";
 import { operatorScope } from "../db/operator-scope.ts";
 import { HttpError } from "../http/problem.ts";
@@ -75,6 +76,7 @@ export function adminRouteSpecs(
     }),
     ...customScriptSpecs({ db: options.db }),
     ...partnerSpecs({ db: options.db }),
+    ...addOnSpecs({ db: options.db }),
     auditSpec(options.db),
   ];
 }

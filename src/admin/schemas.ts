@@ -28,6 +28,9 @@ export const QueuedRelease = z
     artist_name: nullable(z.string()),
     status: z.enum(["submitted", "in_review"]),
     submitted_at: nullable(Ts),
+    priority: z
+      .boolean()
+      .meta({ description: "A priority_review add-on was bought for it: such releases come first." }),
     problems: z.array(Problem).meta({ description: "What the automatic checks say now." }),
   })
   .meta({ id: "QueuedRelease" });

@@ -8,7 +8,7 @@
  *   row_type, period, payee_id, payee_name, currency,
  *   release_title, track_title, isrc, store, territory, original_currency, rate,
  *   earned, fees, recouped, net,
- *   payout_id, payout_status, payout_at, withholding
+ *   payout_id, payout_status, payout_at, withholding, description
  *
  * `row_type` says what a record is, in this order:
  *
@@ -19,6 +19,10 @@
  * - `payment`, one per payout request, payment or failure of the period: the payout's id, status
  *   (requested, paid, failed), time (ISO 8601) and withholding, and its effect on the balance in
  *   `net` (negative when money left it);
+ * - `charge`, one per add-on the account bought in the period (the account's own statement only,
+ *   from 1.2.0): the release's title, the amount charged in `fees` (in `original_currency`, the
+ *   currency it was charged in), the add-on in `description`, and `net` empty — the charge is an
+ *   expense recouped from later earnings (their `recouped` column), not taken from the balance;
  * - `adjustments`: the period's adjustments in `net`;
  * - `closing_balance`: the balance carried to the next period, in `net`.
  *
@@ -61,10 +65,11 @@ export const STATEMENT_CSV_COLUMNS = [
   "payout_status",
   "payout_at",
   "withholding",
+  "description",
 ] as const;
 
 type Column = (typeof STATEMENT_CSV_COLUMNS)[number];
-type RowType = "earning" | "opening_balance" | "payment" | "adjustments" | "closing_balance";
+type RowType = "earning" | "opening_balance" | "payment" | "charge" | "adjustments" | "closing_balance";
 
 /** The columns copied verbatim when they hold a plain decimal. */
 const AMOUNT_COLUMNS: ReadonlySet<Column> = new Set([
@@ -115,6 +120,14 @@ export function statementCsv(doc: StatementDocument): string {
       payout_status: p.status,
       payout_at: p.at,
       withholding: p.withholding,
+    });
+  }
+  for (const c of doc.charges ?? []) {
+    push("charge", {
+      release_title: c.release_title,
+      original_currency: c.currency,
+      fees: c.amount,
+      description: `Add-on: ${c.name}`,
     });
   }
   push("adjustments", { net: doc.adjustments_total });

@@ -5,7 +5,13 @@ import type { Tx } from "../db/types.ts";
 import { add, format, largestRemainder, minorUnits, roundHalfUp, sub, sum } from "./decimal.ts";
 import { MoneyError } from "./errors.ts";
 import { mailStatement, type StatementMail } from "./statement-mail.ts";
-import type { StatementDocument, StatementEarning, StatementPayment, StatementRecoupable } from "./types.ts";
+import type {
+  StatementCharge,
+  StatementDocument,
+  StatementEarning,
+  StatementPayment,
+  StatementRecoupable,
+} from "./types.ts";
 
 /**
  * Statements (docs/payouts.md, "Statements"): what a payee earned and was paid in one accounting
@@ -25,6 +31,7 @@ export const monthOf = (period: string) => `${period.slice(0, 7)}-01`;
 
 interface PayeeRow {
   id: string;
+  kind: "account" | "person";
   tenant_id: string;
   account_id: string;
   name: string | null;
@@ -51,7 +58,7 @@ interface EarningRow {
 
 async function payeeRow(tx: Tx, payeeId: string): Promise<PayeeRow | undefined> {
   const r = await tx.query<PayeeRow>(
-    `select p.id, p.tenant_id, p.account_id, p.name, p.email, p.currency, a.name as account_name, t.name as tenant_name
+    `select p.id, p.kind, p.tenant_id, p.account_id, p.name, p.email, p.currency, a.name as account_name, t.name as tenant_name
      from internal.payees p join internal.accounts a on a.id = p.account_id join internal.tenants t on t.id = p.tenant_id
      where p.id = $1`,
     [payeeId],
@@ -168,9 +175,50 @@ async function draftStatement(tx: Tx, payeeId: string, p: string): Promise<State
       [payee.tenant_id, p, cur, payeeId],
     )
   ).rows;
-  if (earnings.length === 0 && payments.length === 0 && adjustments === "0" && opening === "0")
+  // Add-ons bought in the period (migration 0051): on the account's own statement, charged as
+  // expenses (in recoupables above) — listed so the statement says what was bought.
+  const charges =
+    payee.kind === "account"
+      ? (
+          await tx.query<{
+            order_id: string;
+            add_on: string;
+            name: string;
+            release_id: string;
+            release_title: string | null;
+            currency: string;
+            amount: string;
+            at: Date;
+          }>(
+            `select o.id as order_id, o.add_on, o.name, o.release_id, r.title as release_title, o.currency,
+               o.price::text as amount, o.created_at as at
+             from internal.add_on_orders o
+             join internal.ledger_entries e on e.recoupable_id = o.recoupable_id and e.txn_kind = 'add_on'
+             left join public.releases r on r.id = o.release_id
+             where o.account_id = $1 and e.period = $2
+             order by o.created_at, o.id`,
+            [payee.account_id, p],
+          )
+        ).rows.map(
+          (c): StatementCharge => ({
+            ...c,
+            kind: "add_on",
+            amount: format(c.amount, minorUnits(c.currency)),
+            at: c.at.toISOString(),
+          }),
+        )
+      : [];
+  if (
+    earnings.length === 0 &&
+    payments.length === 0 &&
+    charges.length === 0 &&
+    adjustments === "0" &&
+    opening === "0"
+  )
     return undefined;
-  return stateStatement(payee, p, opening, earnings, adjustments, payments, recoupables, rates, places);
+  const doc = stateStatement(payee, p, opening, earnings, adjustments, payments, recoupables, rates, places);
+  if (charges.length > 0) doc.charges = charges;
+  return doc;
 }
 
 /** Rounds the exact figures into the stated document (the rule in this module's comment). */
@@ -330,10 +378,16 @@ export async function approvePeriod(
         `approve ${earlier.period} first: statements are approved in order, each opening with the last one's closing balance`,
       );
     }
+    // Every payee with entries in the period, and the own payee of each account charged for an
+    // add-on in it (migration 0051), whose statement shows the charge.
     const payees = (
       await tx.query<{ payee_id: string }>(
-        `select distinct payee_id from internal.ledger_entries
-         where tenant_id = $1 and period = $2 and payee_id is not null order by payee_id`,
+        `select payee_id from internal.ledger_entries
+         where tenant_id = $1 and period = $2 and payee_id is not null
+         union
+         select internal.account_payee(x.account_id) from (select distinct account_id from internal.ledger_entries
+           where tenant_id = $1 and period = $2 and txn_kind = 'add_on') x
+         order by 1`,
         [tenantId, p],
       )
     ).rows;

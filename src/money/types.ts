@@ -37,6 +37,21 @@ export interface StatementRecoupable {
   unrecouped: string;
 }
 
+/** Something the account bought in the period and was charged for (an add-on, migration 0051). */
+export interface StatementCharge {
+  kind: "add_on";
+  order_id: string;
+  /** The add-on's code and its name when bought. */
+  add_on: string;
+  name: string;
+  release_id: string;
+  release_title: string | null;
+  /** The currency it was charged in (an expense in it is recouped from earnings in it). */
+  currency: string;
+  amount: string;
+  at: string;
+}
+
 export interface StatementPayment {
   payout_id: string;
   status: "requested" | "paid" | "failed";
@@ -71,6 +86,8 @@ export interface StatementDocument {
   adjustments_total: string;
   closing_balance: string;
   recoupables: StatementRecoupable[];
+  /** The account's own statement: add-ons bought in the period (absent when none, and before 1.2.0). */
+  charges?: StatementCharge[];
   rates: { from: string; to: string; rate: string }[];
 }
 

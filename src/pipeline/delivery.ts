@@ -1,3 +1,4 @@
+import { lockedStores } from "../add-ons/add-ons.ts";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { enqueue } from "../jobs/queue.ts";
@@ -72,19 +73,24 @@ export async function deliverRelease(db: Db, releaseId: string): Promise<void> {
   await db.asService(async (tx) => {
     const release = await lockRelease(tx, releaseId);
     if (release?.status !== "approved") return;
-    const stores = (
+    const offered = (
       await tx.query<{ code: string }>(
         `select code from internal.stores where enabled and (cardinality($1::text[]) = 0 or code = any ($1::text[]))
          order by sort, code`,
         [release.services],
       )
     ).rows.map((s) => s.code);
+    // A store an add-on unlocks goes only to releases that have that add-on (src/add-ons/add-ons.ts).
+    const locked = await lockedStores(tx, releaseId);
+    const stores = offered.filter((code) => !locked.has(code));
     await tx.query("update public.releases set status = 'delivering' where id = $1", [releaseId]);
     await startDeliveries(tx, release, stores, "insert");
     if (stores.length === 0) {
       await tx.query("update public.releases set status_reason = $2 where id = $1", [
         releaseId,
-        "None of the release's stores is enabled; the operator must enable one and deliver again.",
+        offered.length > 0
+          ? "Each of the release's stores is unlocked by an add-on it does not have; buy one, or name other stores, and deliver again."
+          : "None of the release's stores is enabled; the operator must enable one and deliver again.",
       ]);
     }
   });

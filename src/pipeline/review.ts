@@ -145,22 +145,26 @@ export interface QueuedRelease {
   artist_name: string | null;
   status: string;
   submitted_at: Date | null;
+  /** A priority_review add-on was bought for it (migration 0051): it comes first. */
+  priority: boolean;
   problems: Problem[];
 }
 
-/** The review queue: submitted and in-review releases, oldest first, with what the checks say now. */
+/** The review queue: submitted and in-review releases, priority review first, then oldest first, with what the checks say now. */
 export async function reviewQueue(db: Db, tenantId?: string): Promise<QueuedRelease[]> {
   return db.asService(
     async (tx) =>
       (
         await tx.query<QueuedRelease>(
           `select r.id, t.slug as tenant, r.account_id, r.title, r.artist_name, r.status, r.submitted_at,
+                  exists (select 1 from internal.add_on_orders o where o.release_id = r.id
+                    and o.effect = 'priority_review' and (o.expires_at is null or o.expires_at > now())) as priority,
                   coalesce(internal.release_problems(r.id), '[]'::jsonb) as problems
            from public.releases r
            join internal.accounts a on a.id = r.account_id
            join internal.tenants t on t.id = a.tenant_id
            where r.status in ('submitted', 'in_review') and ($1::uuid is null or t.id = $1::uuid)
-           order by r.submitted_at nulls last, r.id`,
+           order by priority desc, r.submitted_at nulls last, r.id`,
           [tenantId ?? null],
         )
       ).rows,

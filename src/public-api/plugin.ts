@@ -18,6 +18,7 @@ import { deprecationHeaders } from "./deprecation.ts";
 import { ApiError, renderError } from "./errors.ts";
 import { claimIdempotencyKey, requestHash, type StoredResponse } from "./idempotency.ts";
 import { openApiDocument } from "./openapi.ts";
+import { addOnRoutes } from "./resources/add-ons.ts";
 import { keyRoutes } from "./resources/api-keys.ts";
 import { artistRoutes } from "./resources/artists.ts";
 import { catalogueExportRoutes } from "./resources/catalogue-export.ts";
@@ -67,6 +68,7 @@ export const ROUTES: readonly AnyRoute[] = [
   ...catalogueExportRoutes,
   ...meRoutes,
   ...ticketRoutes,
+  ...addOnRoutes,
 ];
 
 /** Per API key (or user), unless the tenant's settings.public_api_rate_limit says otherwise. */

@@ -12,7 +12,8 @@ import { TransferJob } from "../transfer/job.ts";
  * voiding one royalties.voided; approving a period writes statement.ready for each statement, and
  * a payout's request and settlement payout.requested, payout.paid or payout.failed (migration
  * 0036, docs/payouts.md); a catalogue transfer of the public API writes transfer.completed when its
- * job ends (src/transfer/job.ts, migration 0038).
+ * job ends (src/transfer/job.ts, migration 0038); buying an add-on for a release writes
+ * add_on.purchased (internal.buy_add_on, migration 0051).
  */
 export const WEBHOOK_EVENT_TYPES = [
   "release.submitted",
@@ -27,6 +28,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "payout.paid",
   "payout.failed",
   "transfer.completed",
+  "add_on.purchased",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -155,6 +157,25 @@ const PayoutObject = z
   })
   .meta({ id: "WebhookPayoutObject", description: "The payout request, as GET /payouts shows it." });
 
+const AddOnOrderObject = z
+  .looseObject({
+    id: z.uuid(),
+    object: z.literal("add_on_order"),
+    account_id: z.uuid(),
+    release_id: z.uuid(),
+    add_on: z.string().meta({ description: "The add-on's code." }),
+    name: z.string(),
+    effect: z.enum(["unlock_store", "priority_review", "informational"]),
+    store_codes: z.array(z.string()),
+    billing: z.enum(["per_release", "per_year"]),
+    currency: Currency,
+    price: Money.meta({ description: "What it was bought at, charged to the account." }),
+    active: z.boolean(),
+    created_at: z.string().meta({ description: "When it was bought." }),
+    expires_at: z.string().nullable().meta({ description: "per_year: when it runs out." }),
+  })
+  .meta({ id: "WebhookAddOnOrderObject", description: "The order, as GET /releases/{id}/add-ons lists it." });
+
 function envelope(type: string, object: z.ZodType, id: string, extra: Record<string, z.ZodType> = {}) {
   return z
     .object({
@@ -240,5 +261,11 @@ export const WEBHOOK_EVENTS: { type: WebhookEventType; summary: string; schema: 
     summary:
       "A catalogue transfer asked for through POST /transfers ended: completed (see its counts and problems) or failed.",
     schema: envelope("transfer.completed", TransferJob, "TransferCompletedEvent"),
+  },
+  {
+    type: "add_on.purchased",
+    summary:
+      "An add-on was bought for one of the account's releases (its price is charged to the account as a recoupable expense).",
+    schema: envelope("add_on.purchased", AddOnOrderObject, "AddOnPurchasedEvent"),
   },
 ];

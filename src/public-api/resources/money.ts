@@ -156,6 +156,26 @@ const Statement = z
         unrecouped: Money,
       }),
     ),
+    charges: z
+      .array(
+        z.object({
+          kind: z.literal("add_on"),
+          order_id: Id,
+          add_on: z.string().meta({ description: "The add-on's code." }),
+          name: z.string(),
+          release_id: Id,
+          release_title: z.string().nullable(),
+          currency: Currency,
+          amount: Money,
+          at: Timestamp,
+        }),
+      )
+      .optional()
+      .meta({
+        description:
+          "The account's own statement: add-ons bought in the period (GET /add-ons), each an expense in recoupables " +
+          "too. Absent when there were none.",
+      }),
     rates: z.array(z.object({ from: Currency, to: Currency, rate: z.string() })),
   })
   .meta({
