@@ -30,6 +30,7 @@ import { SignIn } from "./pages/SignIn.tsx";
 import { SignUp } from "./pages/SignUp.tsx";
 import { Support, TicketPage } from "./pages/Support.tsx";
 import { TransferPage } from "./pages/Transfer.tsx";
+import { YourData } from "./pages/YourData.tsx";
 import { ErrorState, Page } from "./ui.tsx";
 
 // The money pages (statements, getting paid) load as a chunk of their own, when first opened.
@@ -215,6 +216,7 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   else if (path === "/releases" || path === "/") page = <Releases account={current} />;
   else if (path === "/releases/new") page = <NewRelease account={current} />;
   else if (path === "/notifications") page = <Notifications />;
+  else if (path === "/your-data") page = <YourData account={current} />;
   else if (path === "/royalties" && current) page = <Royalties account={current} />;
   else if (path === "/money")
     page = (
@@ -325,6 +327,13 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
               Support
             </Link>
             <NotificationsLink current={path === "/notifications"} />
+            <Link
+              to="/your-data"
+              data-testid="nav-your-data"
+              aria-current={path === "/your-data" ? "page" : undefined}
+            >
+              Your data
+            </Link>
           </nav>
           {list.length > 1 ? (
             <span className="account-switch">
