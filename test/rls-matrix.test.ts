@@ -1432,13 +1432,16 @@ describeEachEngine("RLS matrix: the audit log and the MFA tables (migration 0020
 
   // The server's own tables: code-guess counts per address and the event outbox (migration 0030),
   // a tenant's uploaded logo (served publicly by the server, written by the admin API), tenants'
-  // session signing keys (migration 0048), are read and written on the service path only, so no
+  // session signing keys (migration 0048), tenants' OpenID Connect providers and sign-ins in
+  // progress with them (migration 0052), are read and written on the service path only, so no
   // request role, the tenant's service key included, may read or change them.
   for (const table of [
     "internal.email_code_failures",
     "internal.events",
     "internal.brand_assets",
     "internal.signing_keys",
+    "internal.oidc_providers",
+    "internal.oauth_flow_states",
   ]) {
     describe(table, () => {
       for (const caller of CALLERS) {

@@ -326,6 +326,7 @@ describeEachEngine("secrets at rest (issue 26, item 10)", (t) => {
         idempotent_answers: 0,
         mfa_secrets: 0,
         session_signing_keys: 0,
+        oidc_client_secrets: 0,
       });
       const [stored] = await rows<{ v: string }>(
         "select response_ciphertext as v from internal.idempotency_keys where response_ciphertext is not null",

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { addOnSpecs } from "../add-ons/admin.ts";
+import { oidcProviderSpecs } from "../auth/oidc-admin.ts";
 import type { Db } from "../db/db.ts";
 import { operatorScope } from "../db/operator-scope.ts";
 import { HttpError } from "../http/problem.ts";
@@ -78,6 +79,7 @@ export function adminRouteSpecs(
     ...partnerSpecs({ db: options.db }),
     ...addOnSpecs({ db: options.db }),
     auditSpec(options.db),
+    ...oidcProviderSpecs({ db: options.db, publicUrl: options.publicUrl }),
   ];
 }
 

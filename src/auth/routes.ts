@@ -1,12 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { asDbError, mapDbError } from "../db/errors.ts";
-import { bearerOf, type Caller, identify } from "../http/gateway.ts";
+import { apikeyOf, bearerOf, type Caller, identify } from "../http/gateway.ts";
 import type { TenantDirectory } from "../tenancy/directory.ts";
 import { adminRoutes, requireAdmin } from "./admin-routes.ts";
 import { validateEmail } from "./email-address.ts";
 import type { VerifyType } from "./email-tokens.ts";
 import { AuthError, authErrorBody, validationFailed } from "./errors.ts";
 import { passkeyRoutes } from "./passkey-routes.ts";
+import { oidcRoutes, sessionContext } from "./oidc-routes.ts";
 import type { AuthService, RequestInfo, TokenUser } from "./service.ts";
 import { authSettings, redirectAllowed } from "./settings.ts";
 import { jwks } from "./signing-keys.ts";
@@ -68,6 +69,7 @@ export async function authRoutes(
   opts: { auth: AuthService; directory: TenantDirectory },
 ) {
   const { auth, directory } = opts;
+  const publicUrl = auth.oidc.publicUrl;
 
   app.setErrorHandler((error, request, reply) => {
     const apiVersion = request.headers[VERSION_HEADER];
@@ -120,9 +122,16 @@ export async function authRoutes(
     // token names its tenant).
     const path = request.url.split("?")[0] ?? "";
     if (path.endsWith("/health") || (request.method === "GET" && path.endsWith("/verify"))) return;
-    // signInWithOAuth sends the browser here without a key, as to GoTrue; no tenant has a provider
-    // on, so the answer needs none (src/auth/unsupported-routes.ts).
-    if (request.method === "GET" && path.endsWith("/authorize") && !path.endsWith("/identities/authorize"))
+    // The provider sends the browser back to /callback: the state names the flow and its tenant.
+    if (path.endsWith("/callback")) return;
+    // signInWithOAuth sends the browser here: the tenant's apikey comes as a query parameter
+    // (options.queryParams.apikey); without it no tenant's provider is found (src/auth/oidc-routes.ts).
+    if (
+      request.method === "GET" &&
+      path.endsWith("/authorize") &&
+      !path.endsWith("/identities/authorize") &&
+      !apikeyOf(request)
+    )
       return;
     const identified = await identify(directory, request);
     if (identified.ok) {
@@ -183,9 +192,9 @@ export async function authRoutes(
     // GoTrue's answers for the grants of features Backline does not offer (docs/auth.md).
     if (grant === "id_token") throw idTokenProviderDisabled(body(request));
     if (grant === "web3") throw new AuthError(422, "web3_provider_disabled", "Web3 provider is disabled");
+    // exchangeCodeForSession: the code a sign-in with a provider ended with (src/auth/oidc.ts).
     if (grant === "pkce")
-      // No flow starts here (no OAuth provider, no PKCE e-mail flow), so no code can name one.
-      throw new AuthError(404, "flow_state_not_found", "invalid flow state, no valid flow state found");
+      return auth.oidc.exchangeCode(sessionContext(info(request).tenant, publicUrl, request), body(request));
     throw new AuthError(400, "invalid_credentials", "unsupported_grant_type");
   });
 
@@ -247,6 +256,7 @@ export async function authRoutes(
 
   await adminRoutes(app, auth);
   await passkeyRoutes(app, auth.passkeys);
+  await oidcRoutes(app, { auth, directory, oidc: auth.oidc, publicUrl });
   await unsupportedRoutes(app);
 
   // Any other path: GoTrue's JSON error shape, so auth-js shows a message (not Backline's problem+json).

@@ -27,6 +27,7 @@ import {
 } from "./errors.ts";
 import { inviteAddress } from "./invite.ts";
 import { challengeFactor, enrollFactor, loadSession, unenrollFactor, verifyFactor } from "./mfa.ts";
+import { enabledProviders, OidcFlows } from "./oidc.ts";
 import { Passkeys } from "./passkeys.ts";
 import { checkPassword, hashPassword, verifyPassword } from "./passwords.ts";
 import {
@@ -122,6 +123,9 @@ export class AuthService {
   /** GoTrue's admin API for a tenant's service-role key (src/auth/admin.ts). */
   readonly admin: AuthAdmin;
 
+  /** Sign-in with the tenant's OpenID Connect providers (src/auth/oidc.ts). */
+  readonly oidc: OidcFlows;
+
   /** Passkeys (src/auth/passkeys.ts). */
   readonly passkeys: Passkeys;
 
@@ -130,6 +134,7 @@ export class AuthService {
     this.mailer = deps.mailer;
     this.publicUrl = deps.publicUrl;
     this.admin = new AuthAdmin({ db: deps.db, publicUrl: deps.publicUrl });
+    this.oidc = new OidcFlows({ db: deps.db, publicUrl: deps.publicUrl });
     this.passkeys = new Passkeys({ db: deps.db, publicUrl: deps.publicUrl });
   }
 
@@ -753,10 +758,19 @@ export class AuthService {
     );
   }
 
-  settings(req: RequestInfo) {
+  async settings(req: RequestInfo) {
     const s = authSettings(req.tenant.settings);
+    // The tenant's OpenID Connect providers that are on: true in `external`, as GoTrue's, and
+    // their names for buttons in `external_labels` (Backline's own; the portal's sign-in page).
+    const providers = await enabledProviders(this.db, req.tenant.id);
     return {
-      external: { email: true, phone: false, anonymous_users: s.anonymous_users },
+      external: {
+        ...Object.fromEntries(providers.map((p) => [p.name, true])),
+        email: true,
+        phone: false,
+        anonymous_users: s.anonymous_users,
+      },
+      external_labels: Object.fromEntries(providers.map((p) => [p.name, p.display_name])),
       disable_signup: s.disable_signup,
       mailer_autoconfirm: !s.email_confirmation,
       phone_autoconfirm: false,

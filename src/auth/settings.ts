@@ -60,6 +60,11 @@ const schema = z.object({
     .string()
     .regex(/^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/)
     .optional(),
+  /**
+   * Linking and unlinking identities by a signed-in user (supabase-js linkIdentity,
+   * unlinkIdentity): off unless turned on, as GoTrue's manual linking (docs/auth.md).
+   */
+  manual_linking: z.boolean().default(false),
   rate_limits: z
     .object({
       /** Password sign-ins from one client address, whatever the e-mail address. */

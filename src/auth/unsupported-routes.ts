@@ -12,7 +12,6 @@ import { AuthError } from "./errors.ts";
 
 const samlDisabled = () => new AuthError(404, "saml_provider_disabled", "SAML 2.0 is disabled");
 const oauthServerDisabled = () => new AuthError(404, "feature_disabled", "OAuth server is disabled");
-const linkingDisabled = () => new AuthError(404, "manual_linking_disabled", "Manual linking is disabled");
 
 /** The OAuth providers GoTrue knows by name; any other name "could not be found". */
 const KNOWN_PROVIDERS = new Set([
@@ -89,14 +88,7 @@ export async function unsupportedRoutes(app: FastifyInstance): Promise<void> {
   app.all("/sso/*", refuse(samlDisabled));
   app.all("/admin/sso/*", adminRefuse(samlDisabled));
 
-  // Sign-in with an OAuth provider (signInWithOAuth opens this in the browser).
-  app.get("/authorize", async (request) => {
-    const provider = (request.query as Record<string, unknown> | undefined)?.provider;
-    throw providerNotEnabled(typeof provider === "string" ? provider : "");
-  });
-
-  // Linking identities (linkIdentity, unlinkIdentity).
-  app.all("/user/identities/*", refuse(linkingDisabled));
+  // Sign-in with an OAuth provider and linking identities: src/auth/oidc-routes.ts.
 
   // Backline as an OAuth 2.1 server (auth.oauth, auth.admin.oauth).
   app.all("/oauth/*", refuse(oauthServerDisabled));

@@ -40,6 +40,13 @@ export const SEALED_COLUMNS = [
     id: "id uuid",
     column: "private_key_sealed",
   },
+  // Tenants' OpenID Connect providers' client secrets (migration 0052).
+  {
+    name: "oidc_client_secrets",
+    table: "internal.oidc_providers",
+    id: "id uuid",
+    column: "client_secret_sealed",
+  },
 ] as const;
 export type SealedName = (typeof SEALED_COLUMNS)[number]["name"];
 export type SealedCounts = Record<SealedName, number>;
@@ -51,6 +58,7 @@ const zero = (): SealedCounts => ({
   idempotent_answers: 0,
   mfa_secrets: 0,
   session_signing_keys: 0,
+  oidc_client_secrets: 0,
 });
 
 /**
