@@ -8,6 +8,7 @@ import { OperatorError } from "../pipeline/errors.ts";
 import { decideOac } from "../pipeline/oac.ts";
 import { decideReview } from "../pipeline/review.ts";
 import { checkStore } from "../pipeline/store-check.ts";
+import { genreMapJson } from "../pipeline/stores.ts";
 import { issueKey } from "../public-api/keys/service.ts";
 import { credentialPaths, splitCredentials } from "../secrets/at-rest.ts";
 import type { TokenSigner } from "../storage/tokens.ts";
@@ -930,7 +931,7 @@ async function updateStore(services: DeskServices, code: string, body: z.infer<t
     await tx.query(
       `update internal.stores set name = coalesce($2, name), enabled = coalesce($3, enabled),
          offers_oac = coalesce($4, offers_oac), sort = coalesce($5, sort), settings = $6, credentials_sealed = $7,
-         updated_at = now()
+         genre_map = $8, updated_at = now()
        where code = $1`,
       [
         code,
@@ -940,6 +941,7 @@ async function updateStore(services: DeskServices, code: string, body: z.infer<t
         body.sort ?? null,
         JSON.stringify(settings),
         sealed,
+        genreMapJson(settings),
       ],
     );
     return (await storeRows(tx, code))[0];

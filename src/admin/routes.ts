@@ -19,6 +19,7 @@ import { transferAdminRoutes, transferSpecs } from "../transfer/admin.ts";
 import { auditSpec } from "./audit.ts";
 import { type AdminCaller, adminCaller, operatorCallerOf } from "./auth.ts";
 import { deskRoutes, settingsOf } from "./desk.ts";
+import { dictionarySpecs } from "./dictionaries.ts";
 import { adminErrorHandler } from "./errors.ts";
 import { meRoutes, meSpec } from "./me.ts";
 import { ADMIN_API_VERSION, adminOpenApiDocument } from "./openapi.ts";
@@ -78,6 +79,7 @@ export function adminRouteSpecs(
     ...customScriptSpecs({ db: options.db }),
     ...partnerSpecs({ db: options.db }),
     ...addOnSpecs({ db: options.db }),
+    ...dictionarySpecs({ db: options.db, isPlatformAdmin }),
     auditSpec(options.db),
     ...oidcProviderSpecs({ db: options.db, publicUrl: options.publicUrl }),
   ];

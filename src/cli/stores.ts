@@ -129,6 +129,128 @@ export function register(program: Command, cli: Cli): void {
           throw new CliError(`store ${code} did not answer: ${check.message}`, "store_unreachable");
       });
     });
+  const collect = (value: string, all: string[] = []) => [...all, value];
+  /** `<key>=<value>` pairs of a repeatable option, as an object. */
+  const pairs = (given: string[] | undefined, option: string): Record<string, string> | undefined => {
+    if (!given) return undefined;
+    const out: Record<string, string> = {};
+    for (const pair of given) {
+      const at = pair.indexOf("=");
+      if (at <= 0)
+        throw new UsageError(`${option} takes <backline name>=<store name>, not ${JSON.stringify(pair)}`);
+      out[pair.slice(0, at).trim()] = pair.slice(at + 1).trim();
+    }
+    return out;
+  };
+  stores
+    .command("dictionaries")
+    .description("the built-in store dictionaries: each store's genre list and role names, and their sources")
+    .action(async () => {
+      const { dictionaries } = await import("../pipeline/dictionaries.ts");
+      const all = dictionaries();
+      const rows = all.map((d) => ({
+        id: d.id,
+        name: d.name,
+        genres: d.genres.length,
+        mapped: Object.keys(d.genre_map).length,
+        roles: Object.keys(d.roles).length,
+        source: `${d.source.document} (${d.source.version})`,
+      }));
+      cli.output(table(rows, ["id", "name", "genres", "mapped", "roles", "source"]), all);
+    });
+  stores
+    .command("dictionary")
+    .description(
+      "a store's dictionary (its genre list and role names) and every mapping; with options, change them (ddex stores)",
+    )
+    .argument("<code>", "store code")
+    .option(
+      "--use <dictionary>",
+      "choose a built-in dictionary (apple-music, amazon-music, beatport), or none",
+    )
+    .option(
+      "--genre <genre=store genre>",
+      "map a Backline genre to one of the dictionary's genres (repeatable)",
+      collect,
+    )
+    .option(
+      "--unset-genre <genre>",
+      "drop a genre's override: back to the dictionary's (repeatable)",
+      collect,
+    )
+    .option("--role <role=store role>", "name a contributor role the store's way (repeatable)", collect)
+    .option("--unset-role <role>", "drop a role's override (repeatable)", collect)
+    .action(
+      async (
+        code: string,
+        opts: {
+          use?: string;
+          genre?: string[];
+          unsetGenre?: string[];
+          role?: string[];
+          unsetRole?: string[];
+        },
+      ) => {
+        const { DictionaryError, storeDictionary, updateStoreDictionary } = await import(
+          "../pipeline/store-dictionary.ts"
+        );
+        const genres: Record<string, string | null> | undefined =
+          opts.genre || opts.unsetGenre
+            ? {
+                ...pairs(opts.genre, "--genre"),
+                ...Object.fromEntries((opts.unsetGenre ?? []).map((g) => [g, null])),
+              }
+            : undefined;
+        const roles: Record<string, string | null> | undefined =
+          opts.role || opts.unsetRole
+            ? {
+                ...pairs(opts.role, "--role"),
+                ...Object.fromEntries((opts.unsetRole ?? []).map((r) => [r, null])),
+              }
+            : undefined;
+        const change = opts.use !== undefined || genres !== undefined || roles !== undefined;
+        await cli.withDb(async (db) => {
+          let view: Awaited<ReturnType<typeof storeDictionary>>;
+          try {
+            view = change
+              ? await updateStoreDictionary(db, code, {
+                  dictionary: opts.use === undefined ? undefined : opts.use === "none" ? null : opts.use,
+                  genres,
+                  roles,
+                })
+              : await storeDictionary(db, code);
+          } catch (error) {
+            if (!(error instanceof DictionaryError)) throw error;
+            if (error.status === 404) throw notFound("store", code);
+            throw new CliError(error.message, error.code);
+          }
+          if (!view) throw notFound("store", code);
+          const d = view.dictionary;
+          const human = [
+            `Store ${view.store} (${view.name}): ${
+              d ? `dictionary ${d.id} (${d.name})` : "no dictionary: genres go as Backline's display names"
+            }`,
+            d ? `Source: ${d.source.document}, ${d.source.version}. ${d.source.transcribed}` : "",
+            view.checks_genres
+              ? "Submission refuses a release whose genre has no store genre here."
+              : "Submission does not check genres for this store.",
+            "",
+            table(
+              view.genres.map((g) => ({ ...g, store_genre: g.store_genre ?? "(none)", from: g.from ?? "" })),
+              ["genre", "name", "store_genre", "from"],
+            ),
+            "",
+            table(
+              view.roles.map((r) => ({ ...r, store_role: r.store_role ?? "(DDEX's)", from: r.from ?? "" })),
+              ["role", "ddex_role", "store_role", "from"],
+            ),
+          ]
+            .filter((line, i) => line !== "" || i > 2)
+            .join("\n");
+          cli.output(human, view);
+        });
+      },
+    );
   for (const [name, enabled] of [
     ["enable", true],
     ["disable", false],

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
 import { credentialPaths, mergeCredentials, splitCredentials } from "../secrets/at-rest.ts";
+import { storeGenreMapColumn } from "./dictionaries.ts";
 
 /**
  * Store adapters (docs/operator.md, "Stores"): how a delivery reaches a store. Each store row of
@@ -107,17 +108,52 @@ export async function configureStore(
   const row = (
     await db.asService((tx) =>
       tx.query<{ code: string; name: string; enabled: boolean; settings: Record<string, unknown> }>(
-        `update internal.stores set settings = $2, credentials_sealed = $3 where code = $1
+        `update internal.stores set settings = $2, credentials_sealed = $3, genre_map = $4 where code = $1
          returning code, name, enabled, settings`,
         [
           code,
           JSON.stringify(split.settings),
           split.credentials ? db.secrets.encrypt(JSON.stringify(split.credentials)) : null,
+          genreMapJson(split.settings),
         ],
       ),
     )
   ).rows[0];
   return row && { ...row, credentials: credentialPaths(split.credentials) };
+}
+
+/** internal.stores.genre_map for these settings, as a query parameter (null: no dictionary). */
+export function genreMapJson(settings: Record<string, unknown>): string | null {
+  const map = storeGenreMapColumn(settings);
+  return map ? JSON.stringify(map) : null;
+}
+
+/**
+ * Writes every store's genre_map again from its settings and today's dictionary files (at start:
+ * a newer Backline's dictionaries apply to the submission checks at once). The stores changed.
+ */
+export async function refreshStoreGenreMaps(db: Db): Promise<string[]> {
+  return db.asService(async (tx) => {
+    const rows = (
+      await tx.query<{ code: string; settings: Record<string, unknown>; genre_map: unknown }>(
+        "select code, settings, genre_map from internal.stores order by code for update",
+      )
+    ).rows;
+    const changed: string[] = [];
+    for (const row of rows) {
+      const next = storeGenreMapColumn(row.settings);
+      // jsonb keeps its own key order: compare the entries, sorted.
+      const same = (a: unknown) =>
+        a && typeof a === "object" ? JSON.stringify(Object.entries(a).sort()) : JSON.stringify(a ?? null);
+      if (same(next) === same(row.genre_map)) continue;
+      await tx.query("update internal.stores set genre_map = $2 where code = $1", [
+        row.code,
+        next ? JSON.stringify(next) : null,
+      ]);
+      changed.push(row.code);
+    }
+    return changed;
+  });
 }
 
 /** A store's settings with its credentials opened, for the adapter that delivers to it (service path only). */

@@ -13,6 +13,7 @@ import { createMetrics, listenForMetrics } from "../observability/http.ts";
 import { startTracing } from "../observability/tracing.ts";
 import { pipelineHandlers } from "../pipeline/handlers.ts";
 import { scheduleStorePolls } from "../pipeline/store-inbox.ts";
+import { refreshStoreGenreMaps } from "../pipeline/stores.ts";
 import { LocalStore } from "../storage/local.ts";
 import { LocalMedia, StoreMedia } from "../storage/media.ts";
 import { openStorage } from "../storage/open.ts";
@@ -208,6 +209,10 @@ function startBackground(
   // Every store with an enabled inbox has its recurring poll job (docs/ddex.md); one per store.
   scheduleStorePolls(db).catch((error: unknown) =>
     logger.warn({ err: error }, "scheduling store polls failed"),
+  );
+  // The stores' genre maps follow this version's dictionary files (docs/ddex.md, "Store dictionaries").
+  refreshStoreGenreMaps(db).catch((error: unknown) =>
+    logger.warn({ err: error }, "refreshing the stores' genre maps failed"),
   );
   scheduleBackups(db, config).catch((error: unknown) =>
     logger.warn({ err: error }, "scheduling backups failed"),

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { z } from "zod";
 import type { MediaFile, MediaSource } from "../../storage/media.ts";
+import { DICTIONARY_IDS, dictionary, resolveVocabulary } from "../dictionaries.ts";
 import {
   DeliveryConfigError,
   type DeliveryRequest,
@@ -11,6 +12,7 @@ import {
 import { batchIdAt, buildManifestMessage } from "./choreography.ts";
 import { type Destination, dropBatch, type PackageFile } from "./drop.ts";
 import type { ErnAudioFile, ErnImageFile, ErnRelease, ErnTrack } from "./ern.ts";
+import { CONTRIBUTOR_ROLE } from "./ern-input.ts";
 import { ERN_VERSIONS, ERN_WRITERS } from "./ern-writers.ts";
 import { SftpSettings } from "./sftp.ts";
 
@@ -43,6 +45,9 @@ export const USE_TYPES = [
   "ConditionalDownload",
   "TetheredDownload",
 ] as const;
+
+/** The contributor roles a store may name its own way (artists are DisplayArtists, not roles). */
+export const STORE_ROLE_KEYS = Object.keys(CONTRIBUTOR_ROLE) as [string, ...string[]];
 
 const DEFAULT_DEALS = [
   { commercial_model: "SubscriptionModel", use_types: ["OnDemandStream", "NonInteractiveStream"] },
@@ -111,17 +116,35 @@ export const DdexSettings = z
     test_messages: z.boolean().default(false),
     // The ERN version the store takes: 4.3, or 3.8.2 for stores still on ERN 3 (docs/ddex.md).
     ern_version: z.enum(ERN_VERSIONS).default("4.3"),
-    // The store's own genre names for Backline's genre codes, for stores with their own list.
+    // The store's genre list and role vocabulary: a built-in dictionary (src/pipeline/dictionaries).
+    dictionary: z.enum(DICTIONARY_IDS).optional(),
+    // The store's own genre names for Backline's genre codes, for stores with their own list; with
+    // a dictionary, overrides of its mappings, each one of the dictionary's genres.
     genres: z
       .record(
         z.string().regex(/^[a-z0-9-]{1,60}$/, "a Backline genre code (GET /api/public/v1/rules)"),
         z.string().trim().min(1).max(100),
       )
       .default({}),
+    // The store's own names for Backline's contributor roles (overriding the dictionary's).
+    roles: z.partialRecord(z.enum(STORE_ROLE_KEYS), z.string().trim().min(1).max(100)).default({}),
     live_after_ms: z.number().int().min(0).nullable().default(null),
     inbox: InboxSettings.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((s, ctx) => {
+    if (!s.dictionary) return;
+    const names = new Set(dictionary(s.dictionary).genres.map((g) => g.name));
+    for (const [code, name] of Object.entries(s.genres)) {
+      if (!names.has(name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["genres", code],
+          message: `${JSON.stringify(name)} is not a genre of the ${s.dictionary} dictionary`,
+        });
+      }
+    }
+  });
 export type DdexSettings = z.infer<typeof DdexSettings>;
 
 /** The store's ddex settings, or a DeliveryConfigError naming every field at fault. */
@@ -132,6 +155,15 @@ export function ddexSettingsOf(store: { code: string; settings: Record<string, u
     .map((i) => `${["ddex", ...i.path].join(".")}: ${i.message}`)
     .join("; ");
   throw new DeliveryConfigError(`store ${store.code} has bad ddex settings: ${problems}`);
+}
+
+/** The genre and role names the store reads: its dictionary's, with its overrides. */
+function vocabularyOf(settings: DdexSettings): {
+  genreMap: Record<string, string>;
+  roleMap: Record<string, string>;
+} {
+  const resolved = resolveVocabulary(settings);
+  return { genreMap: resolved.genres, roleMap: resolved.roles };
 }
 
 interface Hashed {
@@ -231,7 +263,7 @@ export function ddexStore(media: MediaSource, now: () => Date = () => new Date()
         artwork,
         deals: settings.deals.map((d) => ({ commercialModel: d.commercial_model, useTypes: d.use_types })),
         endDealsAt: request.action === "takedown" ? createdAt : undefined,
-        genreMap: settings.genres,
+        ...vocabularyOf(settings),
       }),
     );
     files.unshift({ path: `${folder}/${folder}.xml`, source: { data: xml }, ...hashData(xml) });

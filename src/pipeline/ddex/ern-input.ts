@@ -98,6 +98,25 @@ export interface ErnMessageInput {
   endDealsAt?: Date | undefined;
   /** The store's own genre names, by Backline genre code (the store's `ddex.genres` setting). */
   genreMap?: Record<string, string> | undefined;
+  /** The store's own role names, by Backline contributor role (its dictionary's, `ddex.roles`). */
+  roleMap?: Record<string, string> | undefined;
+}
+
+/**
+ * A contributor's role as the message writes it: DDEX's value, or — for a store that names the
+ * role its own way (its dictionary) — `UserDefined` with the store's name as the UserDefinedValue,
+ * in the store's namespace (its DDEX Party ID), which both ERN versions allow.
+ */
+export function storeRole(
+  input: ErnMessageInput,
+  role: string,
+  ddexRole: { role: string; userDefined?: string | undefined },
+): { value: string; attributes: Record<string, string | undefined> } {
+  const own = input.roleMap && Object.hasOwn(input.roleMap, role) ? input.roleMap[role] : undefined;
+  if (own === undefined || own === ddexRole.role) {
+    return { value: ddexRole.role, attributes: { UserDefinedValue: ddexRole.userDefined } };
+  }
+  return { value: "UserDefined", attributes: { Namespace: input.recipient.dpid, UserDefinedValue: own } };
 }
 
 /**

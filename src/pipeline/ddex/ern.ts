@@ -11,6 +11,7 @@ import {
   RELEASE_TYPE,
   releaseArtist,
   releaseGenres,
+  storeRole,
 } from "./ern-input.ts";
 import { opt, toXml, type XmlChild, x } from "./xml.ts";
 
@@ -140,14 +141,15 @@ export function buildNewReleaseMessage(input: ErnMessageInput): string {
           x("DisplayArtistRole", "FeaturedArtist"),
         ),
       ),
-      credited.map((c, n) =>
-        x(
+      credited.map((c, n) => {
+        const role = storeRole(input, c.role, { role: CONTRIBUTOR_ROLE[c.role] as string });
+        return x(
           "Contributor",
           { SequenceNumber: n + 1 },
           x("ContributorPartyReference", parties.ref(c.name)),
-          x("Role", CONTRIBUTOR_ROLE[c.role] as string),
-        ),
-      ),
+          x("Role", role.attributes, role.value),
+        );
+      }),
       x("Duration", isoDuration(t.duration ?? 0)),
       parental(t.explicit),
       opt("LanguageOfPerformance", t.language ?? release.language),

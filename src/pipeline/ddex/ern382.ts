@@ -10,6 +10,7 @@ import {
   RELEASE_TYPE,
   releaseArtist,
   releaseGenres,
+  storeRole,
 } from "./ern-input.ts";
 import { opt, toXml, type XmlChild, x } from "./xml.ts";
 
@@ -93,19 +94,18 @@ function displayArtists(main: string, featured: string[]): XmlChild[] {
   ];
 }
 
-function contributors(track: ErnTrack, kind: ContributorKind): XmlChild[] {
+function contributors(input: ErnMessageInput, track: ErnTrack, kind: ContributorKind): XmlChild[] {
   const roleElement =
     kind === "ResourceContributor" ? "ResourceContributorRole" : "IndirectResourceContributorRole";
   return track.contributors
     .filter((c) => CONTRIBUTOR_ROLE_382[c.role]?.kind === kind)
     .map((c, n) => {
-      const role = CONTRIBUTOR_ROLE_382[c.role] as { role: string; userDefined?: string };
-      return x(
-        kind,
-        { SequenceNumber: n + 1 },
-        party(c.name),
-        x(roleElement, { UserDefinedValue: role.userDefined }, role.role),
+      const role = storeRole(
+        input,
+        c.role,
+        CONTRIBUTOR_ROLE_382[c.role] as { role: string; userDefined?: string },
       );
+      return x(kind, { SequenceNumber: n + 1 }, party(c.name), x(roleElement, role.attributes, role.value));
     });
 }
 
@@ -156,8 +156,8 @@ export function buildNewReleaseMessage382(input: ErnMessageInput): string {
         WORLDWIDE,
         titles(t.title, t.version),
         displayArtists(artistOf(t), featuredOf(t)),
-        contributors(t, "ResourceContributor"),
-        contributors(t, "IndirectResourceContributor"),
+        contributors(input, t, "ResourceContributor"),
+        contributors(input, t, "IndirectResourceContributor"),
         x("DisplayArtistName", artistOf(t)),
         opt("LabelName", release.label_name),
         copyrightLine("P", release.phonographic_copyright, release.phonographic_year),
