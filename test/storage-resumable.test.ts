@@ -145,6 +145,7 @@ function suite(env: Record<string, string>) {
         name: string;
         contentType?: string;
         upsert?: boolean;
+        duringCreation?: boolean;
         onUpload?: (u: tus.Upload, sent: number) => void;
       },
     ): { upload: tus.Upload; done: Promise<string> } {
@@ -153,6 +154,7 @@ function suite(env: Record<string, string>) {
         upload = new tus.Upload(data, {
           ...(o.uploadUrl ? { uploadUrl: o.uploadUrl } : { endpoint: o.endpoint ?? endpoint() }),
           chunkSize: CHUNK,
+          uploadDataDuringCreation: o.duringCreation === true,
           retryDelays: [0, 100, 300, 1000],
           removeFingerprintOnSuccess: true,
           headers: {
@@ -200,6 +202,7 @@ function suite(env: Record<string, string>) {
         token: alice.token,
         bucket: "masters",
         name,
+        duringCreation: true,
         onUpload: (_u, sent) => patches.push(sent),
       });
       const url = await done;

@@ -137,7 +137,7 @@ export function registerResumableRoutes(raw: FastifyInstance, deps: ResumableDep
     namingFunction: () => randomUUID().replaceAll("-", ""),
     allowedOrigins: () => true,
     allowedHeaders: ["apikey", "authorization", "x-upsert", "x-client-info"],
-    exposedHeaders: ["x-request-id"],
+    exposedHeaders: ["x-request-id", "backline-asset-id"],
     onUploadCreate: async (req, upload) => {
       const { who, request } = callerOf(req);
       try {
@@ -157,7 +157,8 @@ export function registerResumableRoutes(raw: FastifyInstance, deps: ResumableDep
         throw tusError(e);
       }
       await datastore.remove(upload.id).catch(() => {});
-      return {};
+      // A media slot's upload names its asset, whose checks the client follows (docs/storage.md).
+      return upload.metadata?.assetId ? { headers: { "Backline-Asset-Id": upload.metadata.assetId } } : {};
     },
   };
   const tus = new Server(options);

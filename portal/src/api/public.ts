@@ -5,7 +5,7 @@
  * `Backline-Account`: the member's role in that account decides (viewer: read only). Failures
  * come out as `PlainError`s with every field's problem in plain words (`fields`).
  */
-import { accessToken, PlainError, plainFromStatus } from "./portal.ts";
+import { accessToken, currentTenant, PlainError, plainFromStatus } from "./portal.ts";
 
 const BASE = "/api/public/v1";
 
@@ -333,6 +333,10 @@ export async function upload(
   file: File,
   onProgress: (share: number) => void,
 ): Promise<string> {
+  const objectPath = slotPath(releaseId, trackId, file);
+  if (file.size > RESUMABLE_FROM && objectPath) {
+    return resumable(trackId ? "audio" : "artwork", objectPath, file, onProgress);
+  }
   const path = trackId
     ? `/releases/${releaseId}/tracks/${trackId}/audio-upload-url`
     : `/releases/${releaseId}/artwork-upload-url`;
@@ -361,6 +365,87 @@ export async function upload(
   }
   onProgress(1);
   return slot.asset_id;
+}
+
+/** Files over this size go resumably (TUS, in 6 MB chunks as Supabase Storage takes them). */
+const RESUMABLE_FROM = 6 * 1024 * 1024;
+const CHUNK = 6 * 1024 * 1024;
+
+/** The slot's object path in /storage/v1 (docs/storage.md); undefined for a type no slot takes. */
+function slotPath(releaseId: string, trackId: string | undefined, file: File): string | undefined {
+  const ext = (file.name.split(".").pop() ?? "").toLowerCase();
+  const type = file.type.toLowerCase();
+  if (trackId) {
+    const audio =
+      type.includes("flac") || ext === "flac"
+        ? "flac"
+        : type.includes("wav") || ext === "wav"
+          ? "wav"
+          : undefined;
+    return audio ? `${releaseId}/${trackId}.${audio}` : undefined;
+  }
+  const image =
+    type === "image/png" || ext === "png"
+      ? "png"
+      : type === "image/jpeg" || ext === "jpg" || ext === "jpeg"
+        ? "jpg"
+        : undefined;
+  return image ? `${releaseId}/cover.${image}` : undefined;
+}
+
+/**
+ * A large file through /storage/v1/upload/resumable (tus-js-client): a dropped connection is
+ * retried from where it stopped, and the same file chosen again after a reload resumes its upload
+ * (tus-js-client remembers the upload's URL in localStorage). Resolves with the asset id.
+ */
+async function resumable(
+  bucket: "artwork" | "audio",
+  objectName: string,
+  file: File,
+  onProgress: (share: number) => void,
+): Promise<string> {
+  const { Upload } = await import("tus-js-client");
+  const token = await accessToken();
+  return new Promise((resolve, reject) => {
+    const tus = new Upload(file, {
+      endpoint: "/storage/v1/upload/resumable",
+      chunkSize: CHUNK,
+      retryDelays: [0, 1000, 3000, 5000, 10000],
+      removeFingerprintOnSuccess: true,
+      headers: { apikey: currentTenant().anon_key, authorization: `Bearer ${token}` },
+      metadata: { bucketName: bucket, objectName, contentType: file.type || "application/octet-stream" },
+      onProgress: (sent, total) => onProgress(total ? sent / total : 0),
+      onSuccess: ({ lastResponse }) => {
+        const assetId = lastResponse.getHeader("backline-asset-id");
+        if (assetId) resolve(assetId);
+        else reject(new PlainError("The storage did not confirm the file. Try again."));
+      },
+      onError: (error) => {
+        const response = (error as { originalResponse?: { getStatus(): number; getBody(): string } | null })
+          .originalResponse;
+        if (!response) {
+          reject(
+            new PlainError("The upload was cut off. Check your connection and try again.", {
+              code: "network",
+            }),
+          );
+          return;
+        }
+        // Storage's error shape (docs/storage.md): its message is the sentence.
+        let parsed: { code?: string; message?: string } = {};
+        try {
+          parsed = JSON.parse(response.getBody()) as typeof parsed;
+        } catch {
+          parsed = {};
+        }
+        reject(failure(response.getStatus(), { code: parsed.code, detail: parsed.message }));
+      },
+    });
+    void tus.findPreviousUploads().then((previous) => {
+      if (previous[0]) tus.resumeFromPreviousUpload(previous[0]);
+      tus.start();
+    }, reject);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
