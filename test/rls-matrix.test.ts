@@ -2170,3 +2170,141 @@ describeEachEngine("RLS matrix: the support desk (migration 0049)", (t) => {
     });
   }
 });
+
+// Add-ons (migration 0051): seed 000's internal add_on_settings, now the tenant's catalogue, and
+// add_on_orders. A member or key of the tenant reads its add-ons on sale (never one off sale, never
+// another tenant's) and the orders of the releases it sees; tenant_service its tenant's whole
+// catalogue and orders; no client writes either table. Buying goes through internal.buy_add_on:
+// whoever may change the release (member, not a viewer; a key with catalog:write), nobody else.
+describeEachEngine("RLS matrix: add-ons (migration 0051)", (t) => {
+  let seeded: World | undefined;
+  const labels = new Map<string, string>();
+  before(async () => {
+    const w = await seedWorld(t().db, "account-members");
+    seeded = w;
+    await t().db.asService(async (tx) => {
+      for (const [tenant, code, enabled] of [
+        [w.tenants[1], "on_sale", true],
+        [w.tenants[1], "off_sale", false],
+        [w.tenants[2], "theirs", true],
+      ] as const) {
+        await tx.query(
+          `insert into internal.add_on_settings (tenant_id, add_on, name, price, currency, enabled)
+           values ($1, $2, $2, '1.00', 'USD', $3)`,
+          [tenant.id, code, enabled],
+        );
+        labels.set(code, code);
+      }
+      for (const group of ["A", "A2", "B", "C"] as const) {
+        const code = group === "C" ? "theirs" : "on_sale";
+        const r = await tx.query<{ order_id: string }>("select order_id from internal.buy_add_on($1, $2)", [
+          w.catalog[group].draft,
+          code,
+        ]);
+        labels.set(r.rows[0]?.order_id as string, `order ${group}`);
+      }
+    });
+  });
+  const world = (): World => {
+    if (!seeded) throw new Error("world not seeded");
+    return seeded;
+  };
+
+  /** The labels of the rows a caller reads, or the refusal's SQLSTATE. */
+  async function read(caller: Caller, sql: string): Promise<string[] | string> {
+    try {
+      const rows = await t().db.withRequestContext(
+        world().claims[caller],
+        async (tx) => (await tx.query<{ id: string }>(sql)).rows,
+      );
+      return rows.map((r) => labels.get(r.id) ?? r.id).sort();
+    } catch (error) {
+      return asDbError(error)?.sqlstate ?? String(error);
+    }
+  }
+
+  /** A statement, rolled back: "ok" or the refusal's SQLSTATE. */
+  async function attempt(caller: Caller, sql: string, params: unknown[] = []): Promise<string> {
+    try {
+      await t().db.withRequestContext(world().claims[caller], async (tx) => {
+        const r = await tx.query(sql, params);
+        throw Object.assign(new Error("rollback"), { rows: r.rowCount });
+      });
+      return "committed";
+    } catch (error) {
+      const rows = (error as { rows?: number }).rows;
+      if (rows !== undefined) return rows === 0 ? "no rows" : `changed ${rows}`;
+      return asDbError(error)?.sqlstate ?? String(error);
+    }
+  }
+
+  const A = ["order A", "order A2"];
+  const SEES: Record<Caller, [string[] | string, string[] | string]> = {
+    anon: [DENIED, DENIED],
+    memberA: [["on_sale"], A],
+    memberA2: [["on_sale"], A],
+    memberB: [["on_sale"], ["order B"]],
+    viewerA: [["on_sale"], A],
+    tenant2User: [["theirs"], ["order C"]],
+    keyA: [["on_sale"], A],
+    viewerKeyA: [["on_sale"], A],
+    service: [
+      ["off_sale", "on_sale", "theirs"],
+      ["order A", "order A2", "order B", "order C"],
+    ],
+    tenantService1: [
+      ["off_sale", "on_sale"],
+      ["order A", "order A2", "order B"],
+    ],
+    tenantService2: [["theirs"], ["order C"]],
+    tamperedUser: [[], []],
+    tamperedKey: [[], []],
+    tamperedService: [[], []],
+    reviewer1: [[], []],
+    operator1: [[], []],
+    platformOperator: [[], []],
+    unprovenReviewer1: [[], []],
+  };
+  const BUYS = new Set<Caller>(["memberA", "memberA2", "keyA", "service"]);
+
+  for (const caller of CALLERS) {
+    describe(`add-ons as ${caller}`, () => {
+      const [catalogue, orders] = SEES[caller];
+      test(`reads add-ons ${JSON.stringify(catalogue)} and orders ${JSON.stringify(orders)}`, async () => {
+        assert.deepEqual(await read(caller, "select add_on as id from internal.add_on_settings"), catalogue);
+        assert.deepEqual(await read(caller, "select id from internal.add_on_orders"), orders);
+      });
+      if (caller !== "service") {
+        test("writes neither table", async () => {
+          const w = world();
+          for (const [sql, params] of [
+            [
+              "insert into internal.add_on_settings (tenant_id, add_on, name, price, currency) values ($1, 'mine', 'Mine', 0, 'USD')",
+              [w.tenants[1].id],
+            ],
+            ["update internal.add_on_settings set price = 0", []],
+            ["delete from internal.add_on_settings", []],
+            [
+              `insert into internal.add_on_orders (tenant_id, account_id, release_id, add_on, name, effect, billing, currency, price)
+               values ($1, $2, $3, 'on_sale', 'x', 'informational', 'per_release', 'USD', 0)`,
+              [w.tenants[1].id, w.accounts.A.id, w.catalog.A.live],
+            ],
+            ["update internal.add_on_orders set price = 0", []],
+            ["delete from internal.add_on_orders", []],
+          ] as const) {
+            const r = await attempt(caller, sql, [...params]);
+            assert.ok(r === DENIED || r === "no rows", `${sql}: ${r}`);
+          }
+        });
+      }
+      const buys = BUYS.has(caller);
+      test(`${buys ? "buys" : "cannot buy"} an add-on for account A's release`, async () => {
+        const r = await attempt(caller, "select * from internal.buy_add_on($1, 'on_sale')", [
+          world().catalog.A.live,
+        ]);
+        if (buys) assert.equal(r, "changed 1");
+        else assert.ok(["42501", "P0002"].includes(r), `refused: ${r}`);
+      });
+    });
+  }
+});

@@ -69,14 +69,16 @@ alter table internal.ledger_entries add constraint ledger_entries_txn_kind_check
   check (txn_kind in ('allocation', 'void', 'recoupable', 'payout_request', 'payout_paid', 'payout_failed',
     'conversion', 'add_on'));
 
--- 3. Who reads what. Members and keys read their tenant's add-ons on sale, and the orders of the
+-- 3. Who reads what. Members and keys read their tenant's add-ons on sale (a caller of no account
+-- of the tenant, such as a token whose tenant was changed, reads none), and the orders of the
 -- releases they see (row security on public.releases decides, owner-only preset included); the
 -- tenant's service key reads all of its tenant's. Every write is the operator's (service role) or
 -- internal.buy_add_on's.
 alter table internal.add_on_orders enable row level security;
 grant select on internal.add_on_settings, internal.add_on_orders to authenticated, tenant_service;
 create policy add_on_settings_select on internal.add_on_settings for select to authenticated
-  using (enabled and tenant_id = (select auth.tenant_id()));
+  using (enabled and tenant_id = (select auth.tenant_id())
+    and (select cardinality(auth.readable_account_ids())) > 0);
 create policy add_on_settings_tenant_service on internal.add_on_settings for select to tenant_service
   using (tenant_id = (select auth.tenant_id()));
 create policy add_on_orders_select on internal.add_on_orders for select to authenticated
