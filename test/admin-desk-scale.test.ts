@@ -192,11 +192,13 @@ describeEachEngine("admin API desk at 100,000 releases", (t) => {
           ),
         )
       ).rows[0] as { at: string; id: string };
-      walks(await explain(REVIEW_PAGE_SQL, [a.tenant.id, false, null, null, 101]), "releases_review_queue", [
-        "releases",
-      ]);
       walks(
-        await explain(REVIEW_PAGE_SQL, [a.tenant.id, true, cursor.at, cursor.id, 101]),
+        await explain(REVIEW_PAGE_SQL, [a.tenant.id, false, null, null, 101, false]),
+        "releases_review_queue",
+        ["releases"],
+      );
+      walks(
+        await explain(REVIEW_PAGE_SQL, [a.tenant.id, true, cursor.at, cursor.id, 101, false]),
         "releases_review_queue",
         ["releases"],
       );
