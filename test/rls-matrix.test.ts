@@ -2308,3 +2308,83 @@ describeEachEngine("RLS matrix: add-ons (migration 0051)", (t) => {
     });
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// Migration 0053: seed 000's partners and custom scripts, and partner_tenants. Only the service
+// path (the admin API inside the operator scope) reaches them: no request role reads or writes a
+// row, staff and a tenant's own service-role key included.
+// ---------------------------------------------------------------------------------------------
+describeEachEngine("RLS matrix: partners and custom scripts (migration 0053)", (t) => {
+  let seeded: World | undefined;
+  before(async () => {
+    seeded = await seedWorld(t().db, "account-members");
+    const w = seeded;
+    await t().db.asService(async (tx) => {
+      await tx.query(
+        "insert into internal.custom_scripts (tenant_id, name, source, enabled) values ($1, 'Stats', 'https://stats.example.com/s.js', true)",
+        [w.tenants[1].id],
+      );
+      const partner = (
+        await tx.query<{ id: string }>(
+          "insert into internal.partners (name, kind, revenue_share) values ('Referrer', 'reseller', 10) returning id",
+        )
+      ).rows[0]?.id;
+      await tx.query("insert into internal.partner_tenants (tenant_id, partner_id) values ($1, $2)", [
+        w.tenants[1].id,
+        partner,
+      ]);
+    });
+  });
+
+  async function attempt(caller: Caller, sql: string): Promise<string> {
+    if (!seeded) throw new Error("world not seeded");
+    try {
+      const n = await t().db.withRequestContext(seeded.claims[caller], async (tx) => {
+        const r = await tx.query(sql);
+        throw Object.assign(new Error("rollback"), { n: r.rowCount });
+      });
+      return `ok ${String(n)}`;
+    } catch (error) {
+      const n = (error as { n?: number }).n;
+      if (n !== undefined) return `rows ${n}`;
+      return asDbError(error)?.sqlstate ?? String(error);
+    }
+  }
+
+  const STATEMENTS: Record<string, string[]> = {
+    "internal.custom_scripts": [
+      "select * from internal.custom_scripts",
+      "update internal.custom_scripts set enabled = true",
+      "delete from internal.custom_scripts",
+      "insert into internal.custom_scripts (tenant_id, name, source) select id, 'X', 'https://x.example.com/x.js' from internal.tenants",
+    ],
+    "internal.partners": [
+      "select * from internal.partners",
+      "update internal.partners set revenue_share = 100",
+      "delete from internal.partners",
+      "insert into internal.partners (name, kind, revenue_share) values ('Mine', 'reseller', 100)",
+    ],
+    "internal.partner_tenants": [
+      "select * from internal.partner_tenants",
+      "update internal.partner_tenants set since = '2000-01-01'",
+      "delete from internal.partner_tenants",
+    ],
+  };
+
+  for (const [table, statements] of Object.entries(STATEMENTS)) {
+    describe(table, () => {
+      for (const caller of CALLERS) {
+        test(`${caller}: ${caller === "service" ? "reaches it" : "refused (42501)"}`, async () => {
+          for (const sql of statements) {
+            const r = await attempt(caller, sql);
+            // service_role: every row (deleting a partner that has tenants is the foreign key's
+            // refusal: 23001 restrict_violation, or 23503 where the check is deferred to statement end).
+            if (caller === "service")
+              assert.ok(/^rows [1-9]/.test(r) || ["23001", "23503"].includes(r), `${sql}: ${r}`);
+            else assert.equal(r, "42501", `${caller}: ${sql}`);
+          }
+        });
+      }
+    });
+  }
+});
