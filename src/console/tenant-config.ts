@@ -76,6 +76,8 @@ export interface PortalTenantAnswer {
   portal_url: string;
   branding: Branding;
   signup: boolean;
+  /** Whether the tenant turned passkeys on (settings.auth.passkeys): the sign-in page's button. */
+  passkeys: boolean;
 }
 
 /**
@@ -217,6 +219,7 @@ export class TenantConfigs {
       portal_url: portalUrl(this.#publicUrl, found),
       branding: found.branding,
       signup: !auth.disable_signup,
+      passkeys: auth.passkeys,
     };
   }
 }
