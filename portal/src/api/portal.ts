@@ -25,6 +25,8 @@ export interface PortalTenant {
   portal_url: string;
   branding: Branding;
   signup: boolean;
+  /** Whether the tenant turned passkeys on: the sign-in page shows its passkey button. */
+  passkeys?: boolean;
 }
 
 /** A form field a failure can belong to: `email`, `title`, or a public API param (`tracks[0].isrc`). */
@@ -129,6 +131,8 @@ export function startClient(t: PortalTenant, appBase: string): SupabaseClient {
       // The portal reads a mailed link's fragment itself (AuthCallback), to say what happened.
       detectSessionInUrl: false,
       flowType: "implicit",
+      // auth.passkey, signInWithPasskey and registerPasskey (docs/portal.md, "Passkeys").
+      experimental: { passkey: true },
     },
   });
   return client;
@@ -202,7 +206,10 @@ interface ErrorLike {
   hint?: unknown;
 }
 
-function plain(error: unknown, context: "sign-in" | "sign-up" | "code" | "password" | "data"): PlainError {
+function plain(
+  error: unknown,
+  context: "sign-in" | "sign-up" | "code" | "password" | "data" | "passkey" | "passkey-add",
+): PlainError {
   if (error instanceof PlainError) return error;
   const e = (error ?? {}) as ErrorLike;
   const code = typeof e.code === "string" ? e.code : "";
@@ -217,6 +224,9 @@ function plain(error: unknown, context: "sign-in" | "sign-up" | "code" | "passwo
     return new PlainError("The server could not be reached. Check your connection and try again.", {
       code: "network",
     });
+  // The browser's answer when the person closes the passkey prompt or lets it time out.
+  if (name === "NotAllowedError" || name === "AbortError")
+    return new PlainError("The passkey prompt was closed or timed out. Try again.", { code: "aborted" });
   if (status === 503 || status === 429)
     return new PlainError("The server is busy right now. Wait a moment, then try again.", {
       code: "busy",
@@ -275,6 +285,25 @@ function plain(error: unknown, context: "sign-in" | "sign-up" | "code" | "passwo
         "Fill in both fields: an e-mail address and a password.",
         context === "sign-in" || context === "sign-up" ? "email" : undefined,
       );
+    case "passkey_disabled":
+      return by("Passkeys are not turned on here. Sign in with your password or a code instead.");
+    case "webauthn_verification_failed":
+    case "webauthn_challenge_not_found":
+    case "webauthn_challenge_expired":
+      return by(
+        context === "passkey"
+          ? "That passkey was not accepted here. Try again, or sign in with your password or a code."
+          : "The passkey could not be added. Try again.",
+      );
+    case "webauthn_credential_exists":
+    case "ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED":
+      return by("This device already holds a passkey for you here.");
+    case "too_many_passkeys":
+      return by("You have as many passkeys as you can have. Remove one first.");
+    case "ERROR_CEREMONY_ABORTED":
+      return by("The passkey prompt was closed or timed out. Try again.");
+    case "insufficient_aal":
+      return by("Sign in with your authenticator app's code first, then try again.");
     case "42501":
       return by("Your role in this account does not allow this. Ask an owner or admin of the account.");
     case "PGRST116":
@@ -360,6 +389,49 @@ export async function choosePassword(password: string): Promise<void> {
     throw new PlainError("Choose a password of at least 8 characters.", { field: "password" });
   const { error } = await sb().auth.updateUser({ password });
   if (error) throw plain(error, "password");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Passkeys (docs/portal.md, "Passkeys"): supabase-js's passkey API, the browser's WebAuthn prompt
+
+export interface Passkey {
+  id: string;
+  friendly_name?: string;
+  created_at: string;
+  last_used_at?: string;
+}
+
+/** Whether this browser can use passkeys at all (WebAuthn in a secure context). */
+export function browserHasPasskeys(): boolean {
+  return typeof window !== "undefined" && window.isSecureContext && "PublicKeyCredential" in window;
+}
+
+/** Signs in with a passkey this device (or a phone nearby) holds for this portal. */
+export async function signInWithPasskey(): Promise<void> {
+  const { error } = await sb().auth.signInWithPasskey();
+  if (error) throw plain(error, "passkey");
+}
+
+/** Adds a passkey for the signed-in person, named as they chose (or not at all). */
+export async function addPasskey(name: string): Promise<void> {
+  const { data, error } = await sb().auth.registerPasskey();
+  if (error) throw plain(error, "passkey-add");
+  const friendlyName = name.trim();
+  if (data && friendlyName) {
+    const renamed = await sb().auth.passkey.update({ passkeyId: data.id, friendlyName });
+    if (renamed.error) throw plain(renamed.error, "data");
+  }
+}
+
+export async function listPasskeys(): Promise<Passkey[]> {
+  const { data, error } = await sb().auth.passkey.list();
+  if (error) throw plain(error, "data");
+  return data ?? [];
+}
+
+export async function removePasskey(passkeyId: string): Promise<void> {
+  const { error } = await sb().auth.passkey.delete({ passkeyId });
+  if (error) throw plain(error, "data");
 }
 
 export async function signOut(): Promise<void> {

@@ -1,6 +1,13 @@
 import { type FormEvent, useState } from "react";
 import { Link } from "../../../ui-shared/router.tsx";
-import { type PortalTenant, sendSignInCode, signInWithPassword, verifySignInCode } from "../api/portal.ts";
+import {
+  browserHasPasskeys,
+  type PortalTenant,
+  sendSignInCode,
+  signInWithPasskey,
+  signInWithPassword,
+  verifySignInCode,
+} from "../api/portal.ts";
 import { errorFor, Field, FormError, Notice, Page } from "../ui.tsx";
 
 /** Sign in by password, or by a code mailed to the address (its link signs in too). */
@@ -82,6 +89,19 @@ export function SignIn({ tenant }: { tenant: PortalTenant }) {
           {mode === "password" ? "Sign in" : codeSent ? "Sign in with the code" : "Email me a code"}
         </button>
       </form>
+      {tenant.passkeys && browserHasPasskeys() ? (
+        <div className="alternatives">
+          <button
+            type="button"
+            className="secondary"
+            disabled={busy}
+            onClick={() => void run(signInWithPasskey)}
+            data-testid="signin-passkey"
+          >
+            Sign in with a passkey
+          </button>
+        </div>
+      ) : null}
       <div className="alternatives">
         <button
           type="button"
