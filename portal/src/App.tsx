@@ -19,6 +19,7 @@ import { AuthCallback } from "./pages/AuthCallback.tsx";
 import { canManage, Developers } from "./pages/Developers.tsx";
 import { NewRelease } from "./pages/NewRelease.tsx";
 import { NOTIFICATIONS_EVERY_MS, Notifications, unreadQuery } from "./pages/Notifications.tsx";
+import { Profile } from "./pages/Profile.tsx";
 import { ReleasePage } from "./pages/ReleasePage.tsx";
 import { Releases } from "./pages/Releases.tsx";
 import { ResetPassword } from "./pages/ResetPassword.tsx";
@@ -204,6 +205,7 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
   const ticket = match("/support/:id", path);
   if (path === "/welcome" || path === "/set-password")
     page = <SetPassword invited={path === "/welcome"} accounts={list} />;
+  else if (path === "/profile") page = <Profile tenant={tenant} email={email} />;
   else if (accounts.isPending) page = <Loading />;
   else if (accounts.isError)
     page = (
@@ -356,9 +358,14 @@ function SignedIn({ tenant, email }: { tenant: PortalTenant; email: string }) {
               {current.name}
             </span>
           ) : null}
-          <span className="user-email" data-testid="user-email">
+          <Link
+            to="/profile"
+            className="user-email"
+            data-testid="user-email"
+            aria-current={path === "/profile" ? "page" : undefined}
+          >
             {email}
-          </span>
+          </Link>
           <button type="button" className="secondary" onClick={() => void signOut()} data-testid="sign-out">
             Sign out
           </button>
