@@ -65,9 +65,9 @@ export async function startOidcProvider(options: { redirectUri: string }): Promi
       const account = accounts.get(id);
       return account ? { accountId: id, claims: async () => ({ sub: id, ...account }) } : undefined;
     },
-  } as ConstructorParameters<typeof Provider>[1]);
+  });
   // The switch: the token endpoint's ID token, re-signed with one thing wrong.
-  provider.use(async (ctx, next) => {
+  provider.use(async (ctx: { path: string; body: unknown }, next: () => Promise<void>) => {
     await next();
     const body = ctx.body as { id_token?: string } | undefined;
     if (ctx.path !== "/token" || !state.tamper || !body?.id_token) return;
