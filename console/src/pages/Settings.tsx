@@ -5,6 +5,7 @@ import { ApiError } from "../api/errors.ts";
 import type { TenantConfig } from "../api/session.ts";
 import type { SettingsPatch, TenantSettings } from "../api/types.ts";
 import { Checkbox, ErrorState, Loading, Page, When } from "../ui/common.tsx";
+import { CustomScripts } from "./CustomScripts.tsx";
 
 interface Form {
   release_lead_days: string;
@@ -211,6 +212,7 @@ export default function Settings() {
           ) : null}
         </form>
       ) : null}
+      {settings.isSuccess ? <CustomScripts /> : null}
     </Page>
   );
 }

@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import {
+  assertAccessible,
+  assertNoOffsite,
+  browserMissing,
+  consoleMissing,
+  launchBrowser,
+  newContext,
+  portalMissing,
+  screenshot,
+  watchPageErrors,
+} from "../support/browser.ts";
+import { type ConsoleStack, startConsoleStack } from "../support/console.ts";
+import { type DeskWorld, PASSWORD, seedDeskWorld } from "../support/console-seed.ts";
+import { signInWithPassword, tid } from "../support/console-ui.ts";
+import { ENGINES } from "../support/db.ts";
+
+/**
+ * Settings' "Scripts on the portal" (docs/operator.md, "Custom scripts on the portal") in Chromium
+ * against `npm start` on the embedded database: the tenant's admin is refused an http address at
+ * its field (nothing added), adds an https one, turns it on — the tenant's portal page then loads
+ * it and its CSP names its origin — and removes it after confirming.
+ */
+
+const skip =
+  browserMissing() ||
+  (ENGINES.includes("pglite")
+    ? false
+    : "the browser tests run once, on the embedded database (the PGlite pass of the suite)") ||
+  consoleMissing() ||
+  portalMissing();
+
+describe("the console in Chromium: scripts on the portal", { skip }, () => {
+  let stack: ConsoleStack;
+  let world: DeskWorld;
+  let browser: Browser;
+  let context: BrowserContext & { offsite: string[] };
+  let page: Page;
+  let pageErrors: string[];
+
+  before(async () => {
+    const started = await startConsoleStack("pglite", seedDeskWorld);
+    stack = started.stack;
+    world = started.seeded;
+    browser = await launchBrowser();
+    context = await newContext(browser, "desktop", stack.url);
+    page = await context.newPage();
+    pageErrors = watchPageErrors(page);
+  });
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  const portalPage = async () => {
+    const res = await fetch(`${stack.url}/portal/t/${world.tenant.slug}/`);
+    return { html: await res.text(), csp: res.headers.get("content-security-policy") ?? "" };
+  };
+
+  test("an admin adds a script (an http address refused at its field), turns it on, and removes it", async () => {
+    await page.goto(`${stack.url}/console/settings`);
+    await signInWithPassword(page, { slug: world.tenant.slug, email: world.desk.email, password: PASSWORD });
+    await page.locator(tid("custom-scripts")).waitFor();
+    await page.locator(`${tid("custom-scripts")} >> text=No scripts`).waitFor();
+
+    await page.locator(tid("custom-script-name")).fill("Analytics");
+    await page.locator(tid("custom-script-src")).fill("http://stats.example.com/script.js");
+    await page
+      .locator(tid("custom-script-connect-origins"))
+      .fill("https://collect.example.com\nhttps://*.example.com");
+    await page.locator(tid("custom-script-add")).click();
+    await page.locator(tid("custom-script-fields-error")).waitFor();
+    assert.equal(await page.locator(tid("custom-script-src")).getAttribute("aria-invalid"), "true");
+    assert.equal(
+      await page.locator(tid("custom-script-connect-origins")).getAttribute("aria-invalid"),
+      "true",
+    );
+    assert.match(await page.locator(tid("custom-scripts")).innerText(), /only https addresses are accepted/);
+    assert.equal(await page.locator(tid("custom-script-row")).count(), 0, "nothing added");
+    await screenshot(page, "console-custom-scripts-refused", "desktop");
+    await assertAccessible(page, "custom scripts refused");
+
+    await page.locator(tid("custom-script-src")).fill("https://stats.example.com/script.js");
+    await page.locator(tid("custom-script-connect-origins")).fill("https://collect.example.com");
+    await page.locator(tid("custom-script-add")).click();
+    await page.locator(tid("custom-script-row")).waitFor();
+    assert.equal(
+      await page.locator(tid("custom-script-row")).getAttribute("data-enabled"),
+      "false",
+      "off unless said",
+    );
+    assert.equal((await portalPage()).html.includes("stats.example.com"), false);
+
+    await page.locator(tid("custom-script-enabled")).click();
+    await page.locator(`${tid("custom-script-row")}[data-enabled="true"]`).waitFor();
+    const on = await portalPage();
+    assert.match(on.html, /<script src="https:\/\/stats\.example\.com\/script\.js" async><\/script>/);
+    assert.match(on.csp, /script-src 'self' https:\/\/stats\.example\.com;/);
+    assert.match(on.csp, /connect-src [^;]*https:\/\/collect\.example\.com/);
+    await screenshot(page, "console-custom-scripts", "desktop");
+    await assertAccessible(page, "custom scripts");
+
+    await page.locator(tid("custom-script-remove")).click();
+    await page.locator(tid("custom-script-remove-dialog")).waitFor();
+    await assertAccessible(page, "custom script remove dialog");
+    await page.locator(tid("custom-script-remove-dialog-confirm")).click();
+    await page.locator(`${tid("custom-scripts")} >> text=No scripts`).waitFor();
+    const off = await portalPage();
+    assert.equal(off.html.includes("stats.example.com"), false);
+    assert.match(off.csp, /script-src 'self';/);
+
+    assertNoOffsite(context);
+    assert.deepEqual(pageErrors, []);
+  });
+});
