@@ -1,12 +1,16 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import { after, before, test } from "node:test";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import { decodeJwt } from "jose";
 import { listMail } from "../src/mail/mailer.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { runCliOn } from "./support/cli-in-process.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { type LoopbackProvider, playBrowser, startOidcProvider } from "./support/oidc-provider.ts";
+import { tempDir } from "./support/process.ts";
 
 /**
  * OpenID Connect providers per tenant (issue 42, item 6) on both engines, against a real OpenID
@@ -440,5 +444,70 @@ describeEachEngine("auth: OpenID Connect providers", (t) => {
     assert.ok(access && fragment.get("refresh_token"));
     const user = await implicit.auth.getUser(access);
     assert.equal(user.data.user?.identities?.[0]?.id, sub);
+  });
+
+  test("backline auth providers: set from a secret file, listed without it, turned off, removed", async () => {
+    const { tenant, keys } = await tenantWithKeys(t(), { auth: { site_url: SITE_URL } });
+    const dir = tempDir("backline-oidc-cli-");
+    const secretFile = path.join(dir, "apple-secret.jwt");
+    const secret = `eyJ-apple-secret-${randomUUID()}`;
+    fs.writeFileSync(secretFile, `${secret}\n`);
+    const set = await runCliOn(t(), [
+      "--json",
+      "auth",
+      "providers",
+      "set",
+      "apple",
+      "--tenant",
+      tenant.slug,
+      "--client-id",
+      "com.example.portal",
+      "--client-secret-file",
+      secretFile,
+    ]);
+    assert.equal(set.code, 0, set.stderr);
+    assert.ok(!set.stdout.includes(secret));
+    const shown = JSON.parse(set.stdout);
+    assert.equal(shown.issuer, "https://appleid.apple.com");
+    assert.equal(shown.client_secret_set, true);
+    const [stored] = await rows<{ client_secret_sealed: string }>(
+      "select client_secret_sealed from internal.oidc_providers where tenant_id = $1",
+      [tenant.id],
+    );
+    assert.equal(
+      t().db.secrets.decrypt(stored?.client_secret_sealed as string),
+      secret,
+      "sealed, and opens to it",
+    );
+    const list = await runCliOn(t(), ["auth", "providers", "list", "--tenant", tenant.slug]);
+    assert.match(list.stdout, /^apple\ton\tApple\thttps:\/\/appleid\.apple\.com\tcom\.example\.portal$/m);
+    assert.ok(!list.stdout.includes(secret));
+    const off = await runCliOn(t(), [
+      "--json",
+      "auth",
+      "providers",
+      "set",
+      "apple",
+      "--tenant",
+      tenant.slug,
+      "--disable",
+    ]);
+    assert.equal(JSON.parse(off.stdout).enabled, false);
+    const generic = await runCliOn(t(), [
+      "auth",
+      "providers",
+      "set",
+      "acme",
+      "--tenant",
+      tenant.slug,
+      "--client-id",
+      "x",
+    ]);
+    assert.notEqual(generic.code, 0);
+    assert.match(generic.stderr, /issuer is required/);
+    const removed = await runCliOn(t(), ["auth", "providers", "remove", "apple", "--tenant", tenant.slug]);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.deepEqual((await admin(keys.service_role_key, "GET", "/auth/providers")).body, { data: [] });
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });

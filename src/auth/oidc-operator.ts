@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
+import { findTenant } from "../tenancy/tenants.ts";
 import { checkIssuer, PRESETS } from "./oidc.ts";
 
 /**
@@ -207,4 +208,11 @@ export async function removeProvider(db: Db, tenantId: string, name: string): Pr
         ])
       ).rowCount > 0,
   );
+}
+
+/** The tenant a command names (slug or id). */
+export async function tenantIdOf(db: Db, slugOrId: string): Promise<string> {
+  const tenant = await db.asService((tx) => findTenant(tx, slugOrId), { readOnly: true });
+  if (!tenant) throw new OidcProviderError(404, `no tenant ${slugOrId}`, "tenant");
+  return tenant.id;
 }

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { type Cli, CliError, choice, integer, refusal } from "./context.ts";
 
@@ -67,6 +68,7 @@ export function register(program: Command, cli: Cli): void {
         cli.output(JSON.stringify(r.effective, null, 2), r);
       });
     });
+  registerProviders(auth, cli);
   const mfa = auth.command("mfa").description("multi-factor sign-in: recovery and where it is required");
   mfa
     .command("reset")
@@ -124,6 +126,127 @@ export function register(program: Command, cli: Cli): void {
           .requireAccountAal2(db, accountId, state === "on")
           .catch(refusal(s.MfaOperatorError));
         cli.output(`Account ${accountId}: members ${r.require_aal2 ? "need" : "do not need"} aal2.`, r);
+      });
+    });
+}
+
+/**
+ * `backline auth providers`: a tenant's OpenID Connect providers (docs/auth.md, "OpenID Connect
+ * providers"), as /admin/v1/auth/providers. The client secret is read from a file, never the
+ * command line, and never shown.
+ */
+function registerProviders(auth: Command, cli: Cli): void {
+  const load = () => import("../auth/oidc-operator.ts");
+  const providers = auth
+    .command("providers")
+    .description("sign-in with OpenID Connect providers (signInWithOAuth): Google, Apple or any other");
+  providers
+    .command("list")
+    .description("a tenant's providers (the secret shows only as client_secret_set)")
+    .requiredOption("--tenant <slug|id>", "the tenant")
+    .action(async (opts: { tenant: string }) => {
+      const s = await load();
+      await cli.withDb(async (db, config) => {
+        const tenantId = await s.tenantIdOf(db, opts.tenant).catch(refusal(s.OidcProviderError));
+        const list = await s.listProviders(db, tenantId, config.publicUrl);
+        cli.output(
+          list.length === 0
+            ? `Tenant ${opts.tenant} has no OpenID Connect providers.`
+            : list
+                .map(
+                  (p) =>
+                    `${p.name}\t${p.enabled ? "on" : "off"}\t${p.display_name}\t${p.issuer}\t${p.client_id}`,
+                )
+                .join("\n"),
+          list,
+        );
+      });
+    });
+  providers
+    .command("set")
+    .description(
+      "set up a provider or change one (only the options given): google and apple need only --client-id and " +
+        "--client-secret-file; another name needs --issuer. Register the callback URL it prints with the provider.",
+    )
+    .argument("<name>", "the name signInWithOAuth gives (google, apple, or your own)")
+    .requiredOption("--tenant <slug|id>", "the tenant")
+    .option("--issuer <url>", "the provider's issuer (https; its discovery document is under it)")
+    .option("--client-id <id>", "the client id the provider gave")
+    .option("--client-secret-file <path>", "a file holding the client secret (Apple: the client-secret JWT)")
+    .option("--scopes <scopes>", "space-separated scopes (openid is always asked)")
+    .option("--display-name <name>", "what the portal's button says after Continue with")
+    .option("--disable", "turn sign-in with it off")
+    .option("--enable", "turn sign-in with it on")
+    .action(
+      async (
+        name: string,
+        opts: {
+          tenant: string;
+          issuer?: string;
+          clientId?: string;
+          clientSecretFile?: string;
+          scopes?: string;
+          displayName?: string;
+          disable?: boolean;
+          enable?: boolean;
+        },
+      ) => {
+        const s = await load();
+        const parsedName = s.ProviderName.safeParse(name);
+        if (!parsedName.success)
+          throw new CliError(
+            `provider name ${name}: ${parsedName.error.issues[0]?.message}`,
+            "invalid_argument",
+          );
+        if (opts.disable && opts.enable)
+          throw new CliError("--enable or --disable, not both", "invalid_argument");
+        const secret = opts.clientSecretFile
+          ? (
+              await readFile(cli.path(opts.clientSecretFile), "utf8").catch(() => {
+                throw new CliError(`cannot read ${opts.clientSecretFile}`, "unreadable_file");
+              })
+            ).trim()
+          : undefined;
+        const input = s.ProviderInput.safeParse({
+          issuer: opts.issuer,
+          client_id: opts.clientId,
+          client_secret: secret,
+          scopes: opts.scopes,
+          display_name: opts.displayName,
+          enabled: opts.disable ? false : opts.enable ? true : undefined,
+        });
+        if (!input.success) {
+          const issue = input.error.issues[0];
+          throw new CliError(`${issue?.path.join(".")}: ${issue?.message}`, "invalid_argument");
+        }
+        await cli.withDb(async (db, config) => {
+          const tenantId = await s.tenantIdOf(db, opts.tenant).catch(refusal(s.OidcProviderError));
+          const r = await s
+            .putProvider(db, tenantId, name, input.data, config.publicUrl)
+            .catch(refusal(s.OidcProviderError));
+          cli.output(
+            `Tenant ${opts.tenant}: provider ${name} ${r.created ? "set up" : "changed"} (${
+              r.provider.enabled ? "on" : "off"
+            }). Redirect URI to register with it: ${r.provider.callback_url}`,
+            r.provider,
+          );
+        });
+      },
+    );
+  providers
+    .command("remove")
+    .description(
+      "remove a provider (its users keep their identities, and sign in with it again if it comes back)",
+    )
+    .argument("<name>", "the provider")
+    .requiredOption("--tenant <slug|id>", "the tenant")
+    .action(async (name: string, opts: { tenant: string }) => {
+      const s = await load();
+      await cli.withDb(async (db) => {
+        const tenantId = await s.tenantIdOf(db, opts.tenant).catch(refusal(s.OidcProviderError));
+        if (!(await s.removeProvider(db, tenantId, name)))
+          throw new CliError(`tenant ${opts.tenant} has no provider ${name}`, "not_found");
+        cli.output(`Tenant ${opts.tenant}: provider ${name} removed.`, { name, removed: true });
       });
     });
 }
