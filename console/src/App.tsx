@@ -8,6 +8,7 @@ import { getSession, setActingTenant, subscribe } from "./api/session.ts";
 import type { AdminMe } from "./api/types.ts";
 import { AuthCallback } from "./pages/AuthCallback.tsx";
 import { prefetchReviewQueue, ReviewQueue } from "./pages/ReviewQueue.tsx";
+import { SecondFactorStep } from "./pages/SecondFactor.tsx";
 import { SetPassword } from "./pages/SetPassword.tsx";
 import { SignIn } from "./pages/SignIn.tsx";
 import { TenantChooser } from "./pages/TenantChooser.tsx";
@@ -37,6 +38,7 @@ const MoneySettings = lazy(() => import("./pages/money/FeesSettings.tsx"));
 const MoneyTaxForms = lazy(() => import("./pages/money/TaxForms.tsx"));
 const MoneyLedger = lazy(() => import("./pages/money/Ledger.tsx"));
 const Audit = lazy(() => import("./pages/Audit.tsx"));
+const Security = lazy(() => import("./pages/Security.tsx"));
 const Support = lazy(() => import("./pages/Support.tsx"));
 const TicketPage = lazy(() => import("./pages/Support.tsx").then((m) => ({ default: m.TicketPage })));
 
@@ -105,6 +107,8 @@ export function App() {
   if (path === "/auth/callback" || /(^#|&)(access_token|error_description)=/.test(location.hash))
     return <AuthCallback />;
   if (!session) return <SignIn />;
+  if (session.secondFactor)
+    return <SecondFactorStep pending={session.secondFactor} email={session.session.user?.email} />;
   return <SignedIn />;
 }
 
@@ -150,6 +154,15 @@ function SignedIn() {
     return (
       <Shell me={data}>
         <SetPassword />
+      </Shell>
+    );
+  }
+  if (path === "/security") {
+    return (
+      <Shell me={data} role={acting ? roleOn(data, acting) : null}>
+        <Suspense fallback={<Loading what="Two-step sign-in" />}>
+          <Security />
+        </Suspense>
       </Shell>
     );
   }
@@ -286,6 +299,9 @@ function Shell({ me, role, children }: { me: AdminMe | undefined; role?: Role | 
         <span className="who" data-testid="user-email">
           {me?.user?.email ?? session?.session.user?.email ?? ""}
         </span>
+        <Link to="/security" className="button-link" data-testid="security-link">
+          Two-step sign-in
+        </Link>
         <button type="button" onClick={() => void signOut()} data-testid="sign-out">
           Sign out
         </button>

@@ -1,9 +1,17 @@
 /**
  * /auth/v1, GoTrue's endpoints as supabase-js calls them, with the tenant's anon key. Plain fetch:
- * the console needs sign-in (password, e-mailed code or link), refresh and sign-out only.
+ * the console needs sign-in (password, e-mailed code or link, then the second factor when the user
+ * has one), its own TOTP factors, refresh and sign-out only.
  */
 import { ApiError, errorFrom } from "./errors.ts";
-import { type AuthSession, getSession, setSession, type TenantConfig } from "./session.ts";
+import {
+  type AuthSession,
+  getSession,
+  type SecondFactor,
+  type StoredSession,
+  setSession,
+  type TenantConfig,
+} from "./session.ts";
 
 const LAST_TENANT = "backline-console-tenant";
 
@@ -24,15 +32,43 @@ function rememberTenant(tenant: TenantConfig) {
   }
 }
 
-/** The tenant a GoTrue access token was issued by (its tenant_id claim). */
-function tokenTenant(token: string): string | undefined {
+/** A GoTrue access token's claims (read, not verified: the server verifies it on every call). */
+function tokenClaims(token: string): { tenant_id?: string; aal?: string } {
   try {
     const payload = token.split(".")[1] ?? "";
     const json = atob(payload.replace(/-/g, "+").replace(/_/g, "/"));
-    return (JSON.parse(json) as { tenant_id?: string }).tenant_id;
+    return JSON.parse(json) as { tenant_id?: string; aal?: string };
   } catch {
-    return undefined;
+    return {};
   }
+}
+
+/** A TOTP factor of the signed-in user, as GoTrue lists them in `user.factors`. */
+export interface Factor {
+  id: string;
+  friendly_name?: string | null;
+  factor_type: string;
+  status: "verified" | "unverified";
+  created_at?: string;
+}
+
+/**
+ * The factor a session still has to be verified with: the user's first verified TOTP factor while
+ * the session is below aal2 (GoTrue's nextLevel aal2 above currentLevel aal1), else none.
+ */
+function pendingFactor(accessToken: string, factors: Factor[] | undefined): SecondFactor | undefined {
+  if (tokenClaims(accessToken).aal === "aal2") return undefined;
+  const factor = (factors ?? []).find((f) => f.factor_type === "totp" && f.status === "verified");
+  return factor ? { factorId: factor.id, name: factor.friendly_name ?? null } : undefined;
+}
+
+/** Keeps a new session: waiting for its second factor when the user has one (App shows that step). */
+function keepSession(tenant: TenantConfig, body: Record<string, unknown>) {
+  rememberTenant(tenant);
+  const session = sessionFrom(body);
+  const user = body.user as { factors?: Factor[] } | undefined;
+  const secondFactor = pendingFactor(session.access_token, user?.factors);
+  setSession({ tenant, session, ...(secondFactor ? { secondFactor } : {}) });
 }
 
 export async function loadTenantConfig(slug?: string): Promise<TenantConfig> {
@@ -78,8 +114,7 @@ export async function signInWithPassword(tenant: TenantConfig, email: string, pa
     method: "POST",
     body: JSON.stringify({ email, password }),
   })) as Record<string, unknown>;
-  rememberTenant(tenant);
-  setSession({ tenant, session: sessionFrom(body) });
+  keepSession(tenant, body);
 }
 
 /**
@@ -110,8 +145,7 @@ export async function verifyCode(tenant: TenantConfig, email: string, token: str
     method: "POST",
     body: JSON.stringify({ type, email, token }),
   })) as Record<string, unknown>;
-  rememberTenant(tenant);
-  setSession({ tenant, session: sessionFrom(body) });
+  keepSession(tenant, body);
 }
 
 /** The session a mailed link brings in the URL fragment (`#access_token=…`). */
@@ -125,7 +159,7 @@ export function sessionFromFragment(
   const access = params.get("access_token");
   const refresh = params.get("refresh_token");
   if (!access || !refresh) return { error: "The link carried no session." };
-  const issuer = tokenTenant(access);
+  const issuer = tokenClaims(access).tenant_id;
   if (issuer && issuer !== tenant.id)
     return {
       error: `This link signs in to another tenant than ${tenant.name}: open it again with ?tenant=<its slug> after /console/.`,
@@ -140,6 +174,77 @@ export function sessionFromFragment(
     },
   });
   return { type: params.get("type") };
+}
+
+/**
+ * After a mailed link (whose fragment carries no user): asks /user for the user's factors and, when
+ * one is verified, holds the session at the second-factor step.
+ */
+export async function checkSecondFactor(): Promise<void> {
+  const stored = getSession();
+  if (!stored) return;
+  const secondFactor = pendingFactor(stored.session.access_token, (await currentUser()).factors);
+  if (secondFactor) setSession({ ...stored, secondFactor });
+}
+
+async function currentUser(): Promise<{ id: string; email?: string; factors?: Factor[] }> {
+  const stored = signedIn();
+  return (await gotrue(stored.tenant, "/user", {
+    headers: { authorization: `Bearer ${await accessToken()}` },
+  })) as { id: string; email?: string; factors?: Factor[] };
+}
+
+function signedIn(): StoredSession {
+  const stored = getSession();
+  if (!stored) throw new ApiError(401, "signed_out", "Sign in first.");
+  return stored;
+}
+
+/** The signed-in user's TOTP factors (GET /user). */
+export async function listFactors(): Promise<Factor[]> {
+  return ((await currentUser()).factors ?? []).filter((f) => f.factor_type === "totp");
+}
+
+/**
+ * Challenges the factor and verifies `code` (supabase-js's mfa.challengeAndVerify): the session
+ * becomes aal2 (a new access and refresh token) and the second-factor step ends.
+ */
+export async function verifyFactor(factorId: string, code: string): Promise<void> {
+  const stored = signedIn();
+  const headers = { authorization: `Bearer ${await accessToken()}` };
+  const path = `/factors/${encodeURIComponent(factorId)}`;
+  const challenge = (await gotrue(stored.tenant, `${path}/challenge`, { method: "POST", headers })) as {
+    id: string;
+  };
+  const body = (await gotrue(stored.tenant, `${path}/verify`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ challenge_id: challenge.id, code }),
+  })) as Record<string, unknown>;
+  const now = getSession() ?? stored;
+  const { secondFactor: _done, ...rest } = now;
+  setSession({ ...rest, session: sessionFrom(body) });
+}
+
+/** Starts a TOTP enrolment (POST /factors): the QR code and secret to put in an authenticator app. */
+export async function enrolTotp(
+  friendlyName: string,
+): Promise<{ id: string; totp: { qr_code: string; secret: string; uri: string } }> {
+  const stored = signedIn();
+  return (await gotrue(stored.tenant, "/factors", {
+    method: "POST",
+    headers: { authorization: `Bearer ${await accessToken()}` },
+    body: JSON.stringify({ factor_type: "totp", friendly_name: friendlyName }),
+  })) as { id: string; totp: { qr_code: string; secret: string; uri: string } };
+}
+
+/** Removes a factor (DELETE /factors/{id}; a verified one only from an aal2 session). */
+export async function removeFactor(factorId: string): Promise<void> {
+  const stored = signedIn();
+  await gotrue(stored.tenant, `/factors/${encodeURIComponent(factorId)}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${await accessToken()}` },
+  });
 }
 
 let refreshing: Promise<void> | null = null;
@@ -171,8 +276,7 @@ export async function accessToken(): Promise<string> {
 }
 
 export async function setPassword(password: string): Promise<void> {
-  const stored = getSession();
-  if (!stored) throw new ApiError(401, "signed_out", "Sign in first.");
+  const stored = signedIn();
   await gotrue(stored.tenant, "/user", {
     method: "PUT",
     headers: { authorization: `Bearer ${await accessToken()}` },

@@ -29,7 +29,13 @@ export async function errorFrom(response: Response): Promise<ApiError> {
   } catch {
     // Not JSON (a proxy's page): the status says enough.
   }
-  const code = String(body.code ?? body.error_code ?? body.error ?? `http_${response.status}`);
+  // GoTrue's `code` is the status number and its machine code is `error_code`.
+  const code = String(
+    (typeof body.code === "string" ? body.code : undefined) ??
+      body.error_code ??
+      body.error ??
+      `http_${response.status}`,
+  );
   const message = String(
     body.detail ?? body.msg ?? body.message ?? body.error_description ?? body.title ?? response.statusText,
   );
@@ -79,6 +85,12 @@ export function describeError(error: unknown): { title: string; detail: string }
         detail: "You are not staff of this tenant: ask one of its admins to add you.",
       };
     if (error.code === "insufficient_role") return { title: "Your role is too low", detail: error.message };
+    if (error.code === "aal2_required")
+      return {
+        title: "A second factor is needed",
+        detail:
+          "This needs a sign-in confirmed with a code from an authenticator app. Add one under “Two-step sign-in” (top of the page), then try again.",
+      };
     const fields = error.errors
       .filter((e) => e.message && !error.message.includes(e.message))
       .map((e) => (e.param ? `${e.param}: ${e.message}` : e.message))

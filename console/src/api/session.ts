@@ -23,9 +23,17 @@ export interface AuthSession {
   user?: { id: string; email?: string };
 }
 
+/** The verified factor a new session must still be confirmed with before the console opens. */
+export interface SecondFactor {
+  factorId: string;
+  name: string | null;
+}
+
 export interface StoredSession {
   tenant: TenantConfig;
   session: AuthSession;
+  /** Set while the session waits for its second factor (the user has one; the session is aal1). */
+  secondFactor?: SecondFactor;
   /** The tenant the console acts on (a staff membership's tenant_id). */
   actingTenantId?: string;
 }

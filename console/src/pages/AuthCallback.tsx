@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { lastTenantSlug, loadTenantConfig, sessionFromFragment } from "../api/auth.ts";
+import { checkSecondFactor, lastTenantSlug, loadTenantConfig, sessionFromFragment } from "../api/auth.ts";
 import { describeError } from "../api/errors.ts";
 import { Link, navigate } from "../router.tsx";
 import { Loading, Page } from "../ui/common.tsx";
@@ -13,8 +13,10 @@ export function AuthCallback() {
     const slug = query.get("tenant") ?? lastTenantSlug();
     const via = query.get("via");
     loadTenantConfig(slug)
-      .then((tenant) => {
+      .then(async (tenant) => {
         const result = sessionFromFragment(tenant, hash);
+        // A user with a verified factor confirms the link's session with a code first (App shows it).
+        if (!("error" in result)) await checkSecondFactor();
         if ("error" in result) setError(result.error);
         // An invitation (or a password reset not asked for by the console's code sign-in): choose a password.
         else if (result.type === "invite" || (result.type === "recovery" && via !== "code"))

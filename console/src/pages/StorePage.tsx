@@ -184,7 +184,7 @@ export default function StorePage({ id: code }: { id: string }) {
 
 /**
  * A refusal of a store's change or check. The installation's stores need a session verified with a
- * second factor, which the console cannot start yet: that one is said in words, with the way round.
+ * second factor: that refusal says so in words, with the way there and the way round.
  */
 function StoreError({ error, code }: { error: unknown; code: string }) {
   if (error instanceof ApiError && error.code === "aal2_required")
@@ -192,10 +192,10 @@ function StoreError({ error, code }: { error: unknown; code: string }) {
       <div className="error-state" role="alert" data-testid="error-state">
         <strong>A second factor is needed</strong>
         <p>
-          The installation's stores are changed and checked only from a session verified with a second factor,
-          and the console cannot verify one yet. On the server,{" "}
-          <code>backline stores configure {code} --settings … --check</code> saves the settings and checks
-          them.
+          The installation's stores are changed and checked only from a session verified with a second factor.{" "}
+          <Link to="/security">Add an authenticator app under Two-step sign-in</Link>, or sign in again with
+          the one you have. On the server, <code>backline stores configure {code} --settings … --check</code>{" "}
+          saves the settings and checks them.
         </p>
       </div>
     );
