@@ -3,6 +3,7 @@ import { Empty, Loading, Status, TableWrap, When } from "../../../ui-shared/comm
 import { Link } from "../../../ui-shared/router.tsx";
 import { type Account, canEdit } from "../api/portal.ts";
 import { ErrorState, Page } from "../ui.tsx";
+import { AddOns } from "./release/AddOns.tsx";
 import { AfterDelivery } from "./release/AfterDelivery.tsx";
 import { Details } from "./release/Details.tsx";
 import { apiReleaseQuery, problemsQuery, releaseQuery, rulesQuery } from "./release/queries.ts";
@@ -77,6 +78,7 @@ function Editor({ account, id, title }: { account: Account; id: string; title: s
         />
       </section>
       <Tracks accountId={account.id} release={r} editable />
+      <AddOns accountId={account.id} accountName={account.name} releaseId={id} canBuy />
       <SubmitPanel accountId={account.id} releaseId={id} />
     </Page>
   );
@@ -122,6 +124,14 @@ export function ReleasePage({ id, account }: { id: string; account: Account | un
       {own && !EDITABLE.has(r.status) ? <Timeline accountId={account.id} releaseId={id} /> : null}
       {own && canEdit(account.role) && (r.status === "delivered" || r.status === "live") ? (
         <AfterDelivery accountId={account.id} release={r} />
+      ) : null}
+      {own ? (
+        <AddOns
+          accountId={account.id}
+          accountName={account.name}
+          releaseId={id}
+          canBuy={canEdit(account.role)}
+        />
       ) : null}
       {own && SOLD.has(r.status) ? (
         <p>
