@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { addOnSpecs } from "../add-ons/admin.ts";
 import { oidcProviderSpecs } from "../auth/oidc-admin.ts";
+import { billingSpecs } from "../billing/admin.ts";
 import type { Db } from "../db/db.ts";
 import { operatorScope } from "../db/operator-scope.ts";
 import { HttpError } from "../http/problem.ts";
@@ -80,6 +81,7 @@ export function adminRouteSpecs(
     ...partnerSpecs({ db: options.db }),
     ...addOnSpecs({ db: options.db }),
     ...dictionarySpecs({ db: options.db, isPlatformAdmin }),
+    ...billingSpecs({ db: options.db, isPlatformAdmin }),
     auditSpec(options.db),
     ...oidcProviderSpecs({ db: options.db, publicUrl: options.publicUrl }),
   ];

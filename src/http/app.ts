@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { adminDocsRoutes, adminRoutes } from "../admin/routes.ts";
 import { authRoutes } from "../auth/routes.ts";
 import { AuthService } from "../auth/service.ts";
+import { meterApiCalls } from "../billing/api-calls.ts";
 import type { Config } from "../config.ts";
 import { consoleStatic, storageMediaOrigins } from "../console/static.ts";
 import { TenantConfigs, tenantConfigRoutes } from "../console/tenant-config.ts";
@@ -110,6 +111,8 @@ export function buildApp(given: AppDeps): FastifyInstance {
   });
   // Requests counted for GET /metrics, and traced when tracing is on (src/observability/).
   instrumentHttp(app, { metrics: given.metrics, db: deps.db, settings: deps.config.metrics });
+  // API calls per tenant and day, for the tenants' invoices (src/billing/api-calls.ts).
+  meterApiCalls(app, deps.db);
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, request, {

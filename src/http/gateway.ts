@@ -1,5 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import { peekClaims, TokenError, verifyBearerToken, verifyToken } from "../auth/tokens.ts";
+import { noteTenant } from "../billing/api-calls.ts";
 import { setRequestActor } from "../db/audit-context.ts";
 import type { Claims } from "../db/types.ts";
 import type { TenantAuthInfo, TenantDirectory } from "../tenancy/directory.ts";
@@ -132,6 +133,8 @@ export async function identify(
     };
   }
   if (payload.tenant_id !== tenant.id) return { ok: false, failure: { kind: "wrong_tenant" } };
+  // Counted for the tenant's invoice once answered below 400 (src/billing/api-calls.ts).
+  noteTenant(request, tenant.id);
 
   switch (payload.role) {
     case "anon":

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { noteTenant } from "../billing/api-calls.ts";
 import { CatalogueCache } from "../catalog/catalogue.ts";
 import { setRequestActor } from "../db/audit-context.ts";
 import type { Db } from "../db/db.ts";
@@ -217,6 +218,8 @@ export async function publicApiRoutes(app: FastifyInstance, options: PublicApiOp
 
   /** The actor of the request's audit rows (acts on the service path name it; migration 0020). */
   function actAs(request: FastifyRequest, caller: Caller): void {
+    // Counted for the tenant's invoice once answered below 400 (src/billing/api-calls.ts).
+    noteTenant(request, caller.tenantId);
     setRequestActor(
       request,
       caller.kind === "api_key"
