@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { issueInvoice, parseCsv } from "../src/billing/invoices.ts";
+import { issueInvoice, parseCsv, previousMonth } from "../src/billing/invoices.ts";
+import { INVOICE_JOB_KIND, invoiceHandlers, nextInvoiceRun } from "../src/billing/jobs.ts";
 import type { Db } from "../src/db/db.ts";
 import { add, compare, sum } from "../src/money/decimal.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
+import { runCliOn } from "./support/cli-in-process.ts";
 import { describeEachEngine } from "./support/db.ts";
 import { seedRelease } from "./support/ddex.ts";
 import { seedAccount, seedStaffUser, userToken } from "./support/seed.ts";
@@ -653,6 +655,50 @@ describeEachEngine("white-label plans and invoices", (t) => {
         await sql<{ seq: string }>("select seq::text as seq from internal.invoices order by seq")
       ).map((r) => Number(r.seq));
       assert.deepEqual(seqs, [1, 2, 3, 4, 5]);
+    });
+  });
+
+  describe("the monthly job", () => {
+    test("issues last month's invoice for every tenant with a plan, once, and comes back on the 1st", async () => {
+      const run = invoiceHandlers(db())[INVOICE_JOB_KIND];
+      assert.ok(run);
+      const before = (await sql("select id from internal.invoices")).length;
+      const next = (await run({} as never, { signal: new AbortController().signal })) as Date;
+      assert.equal(next.getTime(), nextInvoiceRun().getTime());
+      assert.equal(next.getUTCDate(), 1);
+      const month = previousMonth();
+      const issued = await sql<{ tenant_id: string }>(
+        "select tenant_id::text as tenant_id from internal.invoices where month = $1::date order by tenant_id",
+        [`${month}-01`],
+      );
+      assert.deepEqual(
+        issued.map((r) => r.tenant_id),
+        (["fr", "de", "us", "at"] as const).map((k) => customers[k].tenant.id).sort(),
+      );
+      await run({} as never, { signal: new AbortController().signal });
+      assert.equal((await sql("select id from internal.invoices")).length, before + 4);
+    });
+  });
+
+  describe("backline invoices", () => {
+    test("usage, list, show --csv and a refusal with its code", async () => {
+      const slug = customers.fr.tenant.slug;
+      const usage = await runCliOn(t(), ["--json", "invoices", "usage", "--tenant", slug, "--month", MONTH]);
+      assert.equal(usage.code, 0, usage.stderr);
+      assert.equal(JSON.parse(usage.stdout).subtotal, "106.22");
+      const list = await runCliOn(t(), ["--json", "invoices", "list", "--tenant", slug, "--status", "paid"]);
+      assert.equal(list.code, 0, list.stderr);
+      const [paid] = JSON.parse(list.stdout) as Invoice[];
+      assert.equal(paid?.total, "106.22");
+      const dir = (await import("node:fs")).mkdtempSync(`${(await import("node:os")).tmpdir()}/invoice-`);
+      const show = await runCliOn(t(), ["invoices", "show", paid?.id ?? "", "--csv", `${dir}/i.csv`]);
+      assert.equal(show.code, 0, show.stderr);
+      assert.match(show.stdout, /BL-00000\d/);
+      const rows = parseCsv((await import("node:fs")).readFileSync(`${dir}/i.csv`, "utf8"));
+      assert.equal(rows.at(-1)?.[6], "106.22");
+      const again = await runCliOn(t(), ["invoices", "issue", "--tenant", slug, "--month", MONTH]);
+      assert.notEqual(again.code, 0);
+      assert.match(again.stderr, /already invoiced/);
     });
   });
 });

@@ -1442,6 +1442,13 @@ describeEachEngine("RLS matrix: the audit log and the MFA tables (migration 0020
     "internal.signing_keys",
     "internal.oidc_providers",
     "internal.oauth_flow_states",
+    // White-label plans and invoices (migration 0050): platform-level data about tenants.
+    "internal.billing_issuer",
+    "internal.billing_plans",
+    "internal.tenant_billing",
+    "internal.tenant_api_calls",
+    "internal.invoice_counters",
+    "internal.invoices",
   ]) {
     describe(table, () => {
       for (const caller of CALLERS) {

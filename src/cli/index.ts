@@ -7,6 +7,7 @@ import { Cli, type CliIo, type DbOpener } from "./context.ts";
 import * as database from "./database.ts";
 import * as deliveries from "./deliveries.ts";
 import * as gen from "./gen.ts";
+import * as invoices from "./invoices.ts";
 import * as jobs from "./jobs.ts";
 import * as keys from "./keys.ts";
 import * as mail from "./mail.ts";
@@ -50,6 +51,7 @@ const GROUPS: ((program: Command, cli: Cli) => void)[] = [
   keys.register, // keys
   royalties.register, // royalties
   money.register, // money
+  invoices.register, // invoices
   transfer.register, // transfer
   mail.register, // mail
   secrets.register, // secrets

@@ -1,6 +1,7 @@
 import net from "node:net";
 import type { Logger } from "pino";
 import { backupHandlers, scheduleBackups } from "../backup/scheduled.ts";
+import { invoiceHandlers, scheduleInvoices } from "../billing/jobs.ts";
 import { listenForCli } from "../cli/socket.ts";
 import type { Config } from "../config.ts";
 import type { Db } from "../db/db.ts";
@@ -187,6 +188,8 @@ function startBackground(
       }),
       // BACKUP_SCHEDULE's recurring backup (src/backup/scheduled.ts).
       ...backupHandlers(db, config, logger),
+      // The monthly invoice run for white-label tenants (src/billing/jobs.ts).
+      ...invoiceHandlers(db, logger),
     },
     concurrency: config.worker.concurrency,
     leaseMs: config.worker.leaseMs,
@@ -216,6 +219,9 @@ function startBackground(
   );
   scheduleBackups(db, config).catch((error: unknown) =>
     logger.warn({ err: error }, "scheduling backups failed"),
+  );
+  scheduleInvoices(db).catch((error: unknown) =>
+    logger.warn({ err: error }, "scheduling the monthly invoice run failed"),
   );
   dispatcher.start();
   return {
