@@ -330,6 +330,7 @@ describe("the console's money pages in Chromium: fees, a period, tax forms, a pa
     { needs: ["imported"], gives: "approved" },
     async () => {
       await page.locator(`${tid("period-row")}[data-period="${period}"] ${tid("period-approve")}`).click();
+      await page.locator(tid("period-approve-dialog-confirm")).click();
       const refusal = page.locator(tid("approve-rate-missing"));
       await refusal.waitFor();
       const words = await refusal.innerText();
@@ -350,6 +351,7 @@ describe("the console's money pages in Chromium: fees, a period, tax forms, a pa
       await page.locator(tid("rate-save")).click();
       await page.locator(tid("rate-saved")).waitFor();
       await page.locator(`${tid("period-row")}[data-period="${period}"] ${tid("period-approve")}`).click();
+      await page.locator(tid("period-approve-dialog-confirm")).click();
       await page.locator(tid("approve-done")).waitFor();
       assert.match(await page.locator(tid("approve-done")).innerText(), /3 statements/);
       const row = page.locator(`${tid("period-row")}[data-period="${period}"]`);
@@ -444,6 +446,13 @@ describe("the console's money pages in Chromium: fees, a period, tax forms, a pa
       await screenshot(page, `money-${String(++shot).padStart(2, "0")}-payouts-open`, "desktop");
       await assertAccessible(page, "payouts, open requests");
       await group.locator(tid("batch-approve")).click();
+      // Approving a batch asks first, naming what goes into it.
+      const ask = page.locator(tid("batch-approve-dialog"));
+      assert.match(await ask.innerText(), /PayPal batch\?[\s\S]*2 requests/);
+      await settle(page);
+      await screenshot(page, `money-${String(++shot).padStart(2, "0")}-batch-approve-ask`, "desktop");
+      await assertAccessible(page, "approve a batch: the dialog");
+      await page.locator(tid("batch-approve-dialog-confirm")).click();
       await page.locator(tid("batch-approved")).waitFor();
       const batch = page.locator(tid("batch-row")).first();
       await batch.filter({ hasText: "approved" }).waitFor();

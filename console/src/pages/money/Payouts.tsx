@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useId, useState } from "react";
 import { type Download, money, type Payout, type PayoutBatch, save } from "../../api/money.ts";
 import { Checkbox, Empty, ErrorState, Loading, Page, Status, TableWrap, When } from "../../ui/common.tsx";
+import { ConfirmDialog } from "../../ui/Dialog.tsx";
 import {
   Amount,
   FieldError,
@@ -99,6 +100,7 @@ function ProviderGroup({
     },
   });
   const label = `${providerName(first.provider)}, ${first.currency}`;
+  const [asking, setAsking] = useState(false);
   return (
     <div className="group" data-testid="payout-group" data-provider={first.provider ?? ""}>
       <h3>
@@ -142,12 +144,29 @@ function ProviderGroup({
           type="button"
           className="primary"
           disabled={approve.isPending}
-          onClick={() => approve.mutate()}
+          onClick={() => setAsking(true)}
           data-testid="batch-approve"
         >
           Approve a {providerName(first.provider)} batch of these
         </button>
       ) : null}
+      <ConfirmDialog
+        open={asking}
+        onClose={() => setAsking(false)}
+        onConfirm={() => {
+          setAsking(false);
+          approve.mutate();
+        }}
+        title={`Approve a ${providerName(first.provider)} batch?`}
+        confirmLabel="Approve the batch"
+        testid="batch-approve-dialog"
+      >
+        <p>
+          The {first.currency} requests open for {providerName(first.provider)} now ({rows.length}{" "}
+          {rows.length === 1 ? "request" : "requests"}) go into one batch to pay. Next, export the batch's
+          file for {providerName(first.provider)}, pay it there, and settle it here with what was paid.
+        </p>
+      </ConfirmDialog>
       {approve.isError ? <ErrorState error={approve.error} /> : null}
     </div>
   );

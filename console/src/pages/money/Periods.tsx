@@ -4,6 +4,7 @@ import { ApiError } from "../../api/errors.ts";
 import { type MoneyPeriod, money, save } from "../../api/money.ts";
 import { Link, setSearch, useLocation } from "../../router.tsx";
 import { Empty, ErrorState, Loading, Page, Status, TableWrap, When } from "../../ui/common.tsx";
+import { ConfirmDialog } from "../../ui/Dialog.tsx";
 import {
   Amount,
   FieldError,
@@ -38,6 +39,7 @@ export default function Periods() {
   const chosen =
     search.get("period") ?? periods.data?.data.find((p) => p.status === "approved")?.period ?? "";
   const [rateFor, setRateFor] = useState<{ period: string; from: string; to: string } | null>(null);
+  const [asking, setAsking] = useState<MoneyPeriod | null>(null);
   const approve = useMutation({
     mutationFn: (period: string) => money.approvePeriod(period),
     onSuccess: (r) => {
@@ -89,7 +91,7 @@ export default function Periods() {
                       p={p}
                       admin={isAdmin(role)}
                       busy={approve.isPending}
-                      onApprove={() => approve.mutate(p.period)}
+                      onApprove={() => setAsking(p)}
                     />
                   ))}
                 </tbody>
@@ -98,6 +100,22 @@ export default function Periods() {
             {list.more}
           </>
         )}
+        <ConfirmDialog
+          open={asking !== null}
+          onClose={() => setAsking(null)}
+          onConfirm={() => {
+            if (asking) approve.mutate(asking.period);
+            setAsking(null);
+          }}
+          title={`Approve ${asking?.period ?? ""}?`}
+          confirmLabel={`Approve ${asking?.period ?? ""}`}
+          testid="period-approve-dialog"
+        >
+          <p>
+            This writes the statement of each of the month's {asking?.payees ?? 0} payees. Approved statements
+            never change: entries that arrive later are stated in the next open month.
+          </p>
+        </ConfirmDialog>
         {approve.isPending ? <p role="status">Approving {approve.variables}…</p> : null}
         {missing ? (
           <div className="error-state" role="alert" data-testid="approve-rate-missing">
