@@ -3,8 +3,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { Worker } from "../src/jobs/worker.ts";
-import { DICTIONARY_IDS, dictionary } from "../src/pipeline/dictionaries.ts";
+import { DICTIONARY_IDS, dictionary, storeGenreMapColumn } from "../src/pipeline/dictionaries.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
+import { refreshStoreGenreMaps } from "../src/pipeline/stores.ts";
 import { LocalMedia } from "../src/storage/media.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
@@ -486,6 +487,35 @@ describeEachEngine("store dictionaries", (t) => {
       )[0]?.genre_map,
       null,
     );
+  });
+
+  test("at start every store's genre map is written again from its settings and today's dictionary files", async () => {
+    // As if an older Backline had written them: Apple's map short of genres, a map left on a
+    // store without a dictionary.
+    await rows("update internal.stores set genre_map = $2 where code = $1", [
+      APPLE,
+      JSON.stringify({ pop: "Pop" }),
+    ]);
+    await rows("update internal.stores set genre_map = $2 where code = $1", [
+      PLAIN,
+      JSON.stringify({ pop: "Pop" }),
+    ]);
+    assert.deepEqual((await refreshStoreGenreMaps(db())).sort(), [APPLE, PLAIN].sort());
+    for (const { code, settings, genre_map } of await rows<{
+      code: string;
+      settings: Any;
+      genre_map: unknown;
+    }>("select code, settings, genre_map from internal.stores")) {
+      assert.deepEqual(genre_map, storeGenreMapColumn(settings), code);
+    }
+    assert.equal(
+      Object.keys(
+        (await rows<{ genre_map: Any }>("select genre_map from internal.stores where code = $1", [APPLE]))[0]
+          ?.genre_map,
+      ).length,
+      38,
+    );
+    assert.deepEqual(await refreshStoreGenreMaps(db()), [], "nothing to write the second time");
   });
 });
 
