@@ -52,7 +52,8 @@ const PHONE = { width: 390, height: 844 };
 /**
  * The desk's world, and for the store's connection check: an installation admin (platform staff)
  * with an access token from a session verified with a second factor (aal2, which platform routes
- * need; the console has no second-factor step of its own, so the test hands it the session), and
+ * need; the console's own two-step sign-in is driven in second-factor.test.ts, so this test hands
+ * it the session), and
  * a DDEX store delivering into a directory.
  */
 interface World extends DeskWorld {
