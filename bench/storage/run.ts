@@ -125,7 +125,7 @@ async function measure(
           method: o.method as "GET",
           headers: { ...side.headers, ...(o.type ? { "content-type": o.type } : {}) },
           ...(o.body !== undefined ? { body: o.body } : {}),
-          setupRequest: (req) => ({ ...req, path: `${url.pathname}${o.path(n++)}` }),
+          setupRequest: (req) => ({ ...req, path: `${url.pathname.replace(/\/$/, "")}${o.path(n++)}` }),
         },
       ],
     });
@@ -301,18 +301,13 @@ async function main() {
       .join(" ")} at the start, Node ${process.versions.node}`,
   ];
   if (peerFile) {
-    const p = JSON.parse(readFileSync(peerFile, "utf8")) as {
-      url: string;
-      service_key: string;
-      anon_key: string;
-    };
-    const pidFile = path.join(path.dirname(peerFile), "server.pid");
-    const pid = Number(readFileSync(pidFile, "utf8").trim());
+    const p = JSON.parse(readFileSync(peerFile, "utf8")) as { url: string; serviceKey: string; pid?: number };
+    const pid = p.pid;
     peer = await figures({
       name: "Supabase Storage",
       base: p.url.replace(/\/+$/, ""),
-      headers: { apikey: p.service_key, authorization: `Bearer ${p.service_key}` },
-      ...(Number.isFinite(pid) ? { pid } : {}),
+      headers: { apikey: p.serviceKey, authorization: `Bearer ${p.serviceKey}` },
+      ...(pid ? { pid } : {}),
     });
   }
   for (const engine of engines) {
