@@ -38,6 +38,7 @@ const MoneySettings = lazy(() => import("./pages/money/FeesSettings.tsx"));
 const MoneyTaxForms = lazy(() => import("./pages/money/TaxForms.tsx"));
 const MoneyLedger = lazy(() => import("./pages/money/Ledger.tsx"));
 const Audit = lazy(() => import("./pages/Audit.tsx"));
+const Invoices = lazy(() => import("./pages/Invoices.tsx"));
 const Security = lazy(() => import("./pages/Security.tsx"));
 const Support = lazy(() => import("./pages/Support.tsx"));
 const TicketPage = lazy(() => import("./pages/Support.tsx").then((m) => ({ default: m.TicketPage })));
@@ -81,6 +82,8 @@ const ROUTES: RouteDef[] = [
   { pattern: "/settings", role: "admin", render: () => <Settings /> },
   // GET /admin/v1/audit answers a tenant's admins only.
   { pattern: "/audit", role: "admin", render: () => <Audit /> },
+  // What the installation bills the tenant (docs/operator.md, "Plans and invoices"): its admins.
+  { pattern: "/invoices", role: "admin", render: () => <Invoices /> },
 ];
 
 /** `section`: the paths the link stands for (its pages' common prefix), when more than `to`'s. */
@@ -97,6 +100,7 @@ const NAV: { to: string; label: string; role: Role; section?: string }[] = [
   { to: "/accounts", label: "Accounts", role: "admin" },
   { to: "/settings", label: "Settings", role: "admin" },
   { to: "/audit", label: "Audit log", role: "admin" },
+  { to: "/invoices", label: "Invoices", role: "admin" },
 ];
 
 export function App() {
