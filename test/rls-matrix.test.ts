@@ -1348,6 +1348,24 @@ describeEachEngine("RLS matrix: the audit log and the MFA tables (migration 0020
     await t().db.asService((tx) =>
       tx.query("insert into internal.mfa_challenges (factor_id) values ($1)", [factorId]),
     );
+    // A passkey of memberA (tenant 1) and of memberC (tenant 2), and a challenge (migration 0054).
+    await t().db.asService(async (tx) => {
+      for (const [tenant, user, id] of [
+        [w.tenants[1].id, w.people.memberA.id, "credential-of-member-a"],
+        [w.tenants[2].id, w.people.memberC.id, "credential-of-member-c"],
+      ] as const) {
+        await tx.query(
+          `insert into internal.passkeys (tenant_id, user_id, credential_id, public_key, rp_id)
+           values ($1, $2, $3, '\\x00112233445566778899aabbccddeeff', 'app.example.com')`,
+          [tenant, user, id],
+        );
+      }
+      await tx.query(
+        `insert into internal.passkey_challenges (tenant_id, kind, challenge, rp_id, expires_at)
+         values ($1, 'authentication', 'challenge-0123456789', 'app.example.com', now() + interval '5 minutes')`,
+        [w.tenants[1].id],
+      );
+    });
   });
   const world = (): World => {
     if (!seeded) throw new Error("world not seeded");
@@ -1468,7 +1486,57 @@ describeEachEngine("RLS matrix: the audit log and the MFA tables (migration 0020
     });
   }
 
-  for (const table of ["internal.mfa_factors", "internal.mfa_challenges", "internal.platform_settings"]) {
+  // Passkeys (migration 0054): a person reads their own passkeys, in their own tenant (not through
+  // a token naming another tenant, not through an API key), and only the names and dates; nobody
+  // but the service path writes one.
+  const PASSKEY_READS: Record<Caller, string[] | string> = {
+    anon: "42501",
+    memberA: ["tenant1"],
+    memberA2: [],
+    memberB: [],
+    viewerA: [],
+    tenant2User: ["tenant2"],
+    keyA: [],
+    viewerKeyA: [],
+    service: ["tenant1", "tenant2"],
+    tenantService1: "42501",
+    tenantService2: "42501",
+    tamperedUser: [],
+    tamperedKey: [],
+    tamperedService: "42501",
+    reviewer1: [],
+    operator1: [],
+    platformOperator: [],
+    unprovenReviewer1: [],
+  };
+  describe("internal.passkeys", () => {
+    for (const caller of CALLERS) {
+      test(`select as ${caller}: ${JSON.stringify(PASSKEY_READS[caller])}`, async () => {
+        const seen = await read(caller, "select tenant_id::text as t from internal.passkeys");
+        assert.deepEqual(seen, PASSKEY_READS[caller]);
+      });
+      if (caller === "service") continue;
+      test(`public key, update, delete, insert as ${caller}: refused (42501)`, async () => {
+        assert.equal(await read(caller, "select public_key::text as t from internal.passkeys"), "42501");
+        assert.equal(await write(caller, "update internal.passkeys set friendly_name = 'x'"), "42501");
+        assert.equal(await write(caller, "delete from internal.passkeys"), "42501");
+        assert.equal(
+          await write(
+            caller,
+            "insert into internal.passkeys (tenant_id, user_id, credential_id, public_key, rp_id) select tenant_id, user_id, 'forged-credential-id', public_key, rp_id from internal.passkeys",
+          ),
+          "42501",
+        );
+      });
+    }
+  });
+
+  for (const table of [
+    "internal.mfa_factors",
+    "internal.mfa_challenges",
+    "internal.platform_settings",
+    "internal.passkey_challenges",
+  ]) {
     describe(table, () => {
       for (const caller of CALLERS) {
         const expected = caller === "service" ? "readable" : "42501";
