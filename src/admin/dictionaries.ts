@@ -16,7 +16,8 @@ import { type AnyAdminRoute, adminRoute } from "./spec.ts";
 const STORE_CODE = z
   .string()
   .regex(/^[a-z0-9]+(_[a-z0-9]+)*$/)
-  .max(64);
+  .max(64)
+  .meta({ description: "A store's code.", example: "apple_music" });
 
 const Genre = z.object({
   name: z.string(),

@@ -515,7 +515,8 @@ export const releaseRoutes = [
     description:
       "Checks that the release is complete (a UPC and tracks with ISRCs — assigned now from the platform's " +
       "number ranges when the operator configured them, else required —, track numbers, splits totalling 100, a known " +
-      "primary genre, territories, stores, a release date at least the platform's lead time away) and lists " +
+      "primary genre — one each store with its own genre list can name (problem unmapped_genre, naming the store) —, " +
+      "territories, stores, a release date at least the platform's lead time away) and lists " +
       "every problem at once (422 release_incomplete). Then the release is submitted: review and delivery " +
       "start and the release.submitted event is sent.",
     tag: "Releases",
