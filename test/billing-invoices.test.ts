@@ -324,7 +324,7 @@ describeEachEngine("white-label plans and invoices", (t) => {
         accounts: 3,
         releases_delivered: 2,
         tracks: 5,
-        storage_bytes: "2200000000",
+        storage_bytes: 2200000000,
         api_calls: 12345,
       });
       assert.equal(res.body.subtotal, "106.22");
@@ -583,6 +583,9 @@ describeEachEngine("white-label plans and invoices", (t) => {
         body: { amount: "1.00", external_ref: "BANK-1" },
       });
       assert.equal(res.status, 409);
+      res = await asPlatform("POST", `/invoices/${fr.id}/payments`, { body: { amount: "1.00", currency: "USD" } });
+      assert.equal(res.status, 422);
+      assert.equal(res.body.code, "currency_mismatch");
       res = await asPlatform("POST", `/invoices/${fr.id}/payments`, { body: { amount: "0.00" } });
       assert.equal(res.status, 400);
       const now = await asAdminOf("fr")("GET", `/invoices/${fr.id}`);

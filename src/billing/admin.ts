@@ -46,10 +46,17 @@ const VatId = z
   .regex(/^[A-Z]{2}[A-Z0-9]{2,18}$/, "a VAT id: two letters and 2 to 18 letters or digits, no spaces")
   .meta({ description: "VAT identification number, no spaces.", example: "DE123456789" });
 const Email = z.email().max(320);
-const Fee = z
+const Fee = Money.refine(
+  (v) => /^\d{1,12}(\.\d{1,2})?$/.test(v),
+  "an amount such as 99.00, at most two decimals",
+).meta({
+  description: "An amount, a decimal string with at most two decimals.",
+  example: "99.00",
+});
+const Rate = z
   .string()
-  .regex(/^\d{1,12}(\.\d{1,2})?$/, "an amount such as 99.00")
-  .meta({ description: "An amount, a decimal string with at most two decimals.", example: "99.00" });
+  .regex(/^\d{1,3}\.\d{2}$/)
+  .meta({ description: "The tax rate in percent, two decimals.", example: "19.00" });
 const UnitPrice = z
   .string()
   .regex(/^\d{1,10}(\.\d{1,4})?$/, "a price such as 0.25, up to four decimals")
@@ -78,7 +85,7 @@ const PlanSchema = z
   .object({
     id: Uuid,
     name: z.string(),
-    currency: z.string(),
+    currency: Currency,
     monthly_fee: Money,
     included_accounts: Count,
     included_releases: Count,
@@ -122,7 +129,7 @@ const UsageSchema = z
     accounts: Count,
     releases_delivered: Count,
     tracks: Count,
-    storage_bytes: z.string().meta({ description: "Bytes, a string of digits." }),
+    storage_bytes: Count.meta({ description: "Bytes." }),
     api_calls: Count,
   })
   .meta({
@@ -132,6 +139,7 @@ const UsageSchema = z
 
 const LineSchema = z.object({
   description: z.string(),
+  currency: Currency,
   quantity: z.string(),
   unit: z.string(),
   unit_price: Money,
@@ -146,11 +154,11 @@ const PreviewSchema = z
   .object({
     tenant_id: Uuid,
     month: z.string(),
-    currency: z.string(),
+    currency: Currency,
     usage: UsageSchema,
     lines: z.array(LineSchema),
     subtotal: Money,
-    tax_rate: Money,
+    tax_rate: Rate,
     tax: Money,
     total: Money,
     tax_rule: TaxRuleSchema,
@@ -166,9 +174,9 @@ const InvoiceSchema = z
     month: z.string(),
     issued_at: Timestamp,
     due_on: z.string().meta({ description: "YYYY-MM-DD." }),
-    currency: z.string(),
+    currency: Currency,
     subtotal: Money,
-    tax_rate: Money,
+    tax_rate: Rate,
     tax: Money,
     total: Money,
     tax_rule: TaxRuleSchema,
@@ -194,7 +202,7 @@ const PaymentSchema = z
     invoice_number: z.string(),
     tenant_id: Uuid,
     amount: Money,
-    currency: z.string(),
+    currency: Currency,
     paid_at: Timestamp,
     method: z.enum(["manual", "stripe_charges_csv"]),
     external_ref: z.string().nullable(),
@@ -481,6 +489,9 @@ export function billingSpecs(options: {
       params: IdParams,
       body: z.strictObject({
         amount: Fee.refine((v) => /[1-9]/.test(v), "more than 0"),
+        currency: Currency.optional().meta({
+          description: "The invoice's currency (checked when given: 422 currency_mismatch).",
+        }),
         paid_at: TimestampInput.optional(),
         external_ref: z.string().trim().min(1).max(200).optional(),
         note: z.string().max(500).optional(),

@@ -181,7 +181,7 @@ export async function invoicePdf(invoice: Invoice, options: InvoicePdfOptions = 
   pdf.text(
     t(
       `Usage in ${monthLabel(invoice.month)}: ${invoice.usage.accounts} accounts, ${invoice.usage.releases_delivered} releases delivered, ` +
-        `${invoice.usage.tracks} tracks, ${formatAmount(invoice.usage.storage_bytes)} bytes stored, ${formatAmount(String(invoice.usage.api_calls))} API calls.`,
+        `${invoice.usage.tracks} tracks, ${formatAmount(String(invoice.usage.storage_bytes))} bytes stored, ${formatAmount(String(invoice.usage.api_calls))} API calls.`,
     ),
     { width },
   );

@@ -72,6 +72,7 @@ export interface Customer {
 
 export interface InvoiceLine {
   description: string;
+  currency: string;
   /** A whole number of units, as a string. */
   quantity: string;
   unit: string;
@@ -326,6 +327,7 @@ export function computeInvoice(
   const lines: InvoiceLine[] = [
     {
       description: `Plan ${plan.name}, ${monthLabel}`,
+      currency: plan.currency,
       quantity: "1",
       unit: "month",
       unit_price: plan.monthly_fee,
@@ -336,6 +338,7 @@ export function computeInvoice(
     if (quantity <= 0n || compare(price, "0") === 0) return;
     lines.push({
       description,
+      currency: plan.currency,
       quantity: quantity.toString(),
       unit,
       unit_price: price,

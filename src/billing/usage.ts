@@ -14,15 +14,14 @@ import type { Tx } from "../db/types.ts";
  * - `api_calls`: the successful API calls counted per day in internal.tenant_api_calls
  *   (src/billing/api-calls.ts) over the month's days (UTC).
  *
- * Counts are strings of digits in the database's answer and numbers here (a tenant's counts are
- * far below 2^53); storage bytes stay a string of digits.
+ * Counts (storage bytes too) are numbers: a tenant's are far below 2^53.
  */
 export interface Usage {
   month: string;
   accounts: number;
   releases_delivered: number;
   tracks: number;
-  storage_bytes: string;
+  storage_bytes: number;
   api_calls: number;
 }
 
@@ -64,7 +63,7 @@ export async function usageOf(tx: Tx, tenantId: string, month: string): Promise<
     accounts: Number(row?.accounts ?? 0),
     releases_delivered: Number(row?.releases ?? 0),
     tracks: Number(row?.tracks ?? 0),
-    storage_bytes: (BigInt(row?.media ?? "0") + BigInt(row?.objects ?? "0")).toString(),
+    storage_bytes: Number(BigInt(row?.media ?? "0") + BigInt(row?.objects ?? "0")),
     api_calls: Number(row?.calls ?? 0),
   };
 }
