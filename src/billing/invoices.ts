@@ -695,6 +695,7 @@ export async function recordPayment(
   id: string,
   input: {
     amount: string;
+    currency?: string | undefined;
     paid_at?: string | undefined;
     external_ref?: string | undefined;
     note?: string | undefined;
@@ -704,6 +705,13 @@ export async function recordPayment(
   const paymentId = await db.asService(async (tx) => {
     const invoice = await lockedInvoice(tx, id);
     if (!invoice) return fail(404, "not_found", `no invoice ${id}`, "id");
+    if (input.currency && input.currency !== invoice.currency)
+      fail(
+        422,
+        "currency_mismatch",
+        `${invoice.number} is in ${invoice.currency}, not ${input.currency}.`,
+        "currency",
+      );
     const created = await insertPayment(tx, invoice, { ...input, method: "manual" });
     if (!created)
       fail(
