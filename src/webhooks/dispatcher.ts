@@ -151,7 +151,15 @@ export class WebhookDispatcher {
   private readonly perEndpoint: number;
   /** Sends in flight (claimed and not yet recorded) per endpoint. */
   private readonly endpointLoad = new Map<string, number>();
+  /** Of those, the ones being sent: at most `perEndpoint` per endpoint. */
+  private readonly endpointSending = new Map<string, number>();
+  /**
+   * How many deliveries of one endpoint the background loop holds at once, sent or waiting for a
+   * slot: twice `perEndpoint`, so an endpoint's next sends are at hand when its slots free.
+   */
+  private readonly endpointHold: number;
   private readonly leaseMs: number;
+  private readonly timeoutMs: number;
   private readonly pollMs: number;
   private readonly now: () => Date;
   /** Whether `now` was injected (tests); else what is due is judged by the database's clock. */
@@ -162,7 +170,17 @@ export class WebhookDispatcher {
   private readonly deadAfterMs: number;
   private heartbeat: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
+  /** Claimed deliveries until their attempt is recorded (stop() waits for them). */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Of those, the ones whose request has not ended yet: the slots `concurrency` counts. */
+  private sending = 0;
+  /**
+   * Claimed ahead, waiting for a slot (at most concurrency / 2): the next sends go as soon as
+   * slots free, rather than after the next claim's round trips. `claimedAt` (performance.now(),
+   * taken before the claim) tells whether its lease still covers a whole send.
+   */
+  private readonly queue: { d: Claimed; claimedAt: number }[] = [];
+  private readonly prefetch: number;
   private readonly plainSecrets = new Map<string, string>();
   private readonly unrecorded: Finished[] = [];
   private flushing: Promise<void> | undefined;
@@ -194,7 +212,10 @@ export class WebhookDispatcher {
     this.mailer = options.mailer;
     this.concurrency = Math.max(1, options.concurrency ?? 50);
     this.perEndpoint = Math.min(this.concurrency, Math.max(1, options.perEndpoint ?? DEFAULT_PER_ENDPOINT));
+    this.prefetch = Math.floor(this.concurrency / 2);
+    this.endpointHold = 2 * this.perEndpoint;
     const timeoutMs = options.timeoutMs ?? 15_000;
+    this.timeoutMs = timeoutMs;
     this.leaseMs = options.leaseMs ?? Math.max(60_000, timeoutMs * 2);
     if (this.leaseMs <= timeoutMs) {
       // A send could outlast its lease, and another dispatcher would send the same attempt meanwhile.
@@ -228,6 +249,8 @@ export class WebhookDispatcher {
     this.heartbeat = undefined;
     this.wakeUp?.("stop");
     await this.loop;
+    // Claimed and not sent: given back by unregister() below (or by a dispatcher that finds this one dead).
+    for (const q of this.queue.splice(0)) this.unload(q.d.endpoint_id);
     await Promise.allSettled([...this.inFlight]);
     await this.beating;
     await this.flushing;
@@ -245,7 +268,7 @@ export class WebhookDispatcher {
     for (;;) {
       const claimed = await this.claim(this.concurrency);
       if (claimed.length === 0) return sent;
-      await Promise.all(claimed.map((d) => this.deliver(d)));
+      await Promise.all(claimed.map((d) => this.deliver(d, () => {})));
       sent += claimed.length;
     }
   }
@@ -278,38 +301,92 @@ export class WebhookDispatcher {
     const minBatch = Math.max(1, Math.ceil(this.concurrency / 4));
     try {
       while (this.running) {
-        const free = this.concurrency - this.inFlight.size;
-        const canClaim = free > 0 && (this.inFlight.size === 0 || free >= minBatch);
+        // A slot is a send in flight; a sent attempt waiting for its record holds none, but at
+        // most `concurrency` of those wait at once (recording is the slower part: claims stop).
+        // Claimed ahead: up to `prefetch` wait for a slot.
+        const free = Math.min(
+          this.concurrency + this.prefetch - this.sending - this.queue.length,
+          2 * this.concurrency + this.prefetch - this.inFlight.size - this.queue.length,
+        );
+        const canClaim = free > 0 && (this.sending + this.queue.length === 0 || free >= minBatch);
         let claimedAll = false;
         if (canClaim) {
           this.noticed = false;
           let claimed: Claimed[] = [];
+          const claimedAt = performance.now();
           try {
-            claimed = await this.claim(free);
+            claimed = await this.claim(free, this.endpointHold);
           } catch (error) {
             this.logger?.warn({ err: error, dispatcher: this.id }, "webhooks: claiming deliveries failed");
           }
           claimedAll = claimed.length === free || claimed.some((c) => c.more);
           this.backlog = claimedAll;
-          for (const delivery of claimed) {
-            const p = this.deliver(delivery).finally(() => {
-              this.inFlight.delete(p);
-              // A strict endpoint's next delivery may go now that this one is recorded.
-              if (delivery.ordering === "strict") this.wake("notice");
-              else if (this.backlog || this.noticed) this.wake("capacity");
-            });
-            this.inFlight.add(p);
-          }
+          for (const d of claimed) this.queue.push({ d, claimedAt });
+          this.pump();
         }
         if (!this.running) break;
         // More may be due and there is room, or a notice came while claiming: look again at once.
-        if (canClaim && ((claimedAll && this.inFlight.size < this.concurrency) || this.noticed)) continue;
+        if (
+          canClaim &&
+          ((claimedAll && this.sending + this.queue.length < this.concurrency + this.prefetch) ||
+            this.noticed)
+        )
+          continue;
         await this.sleep();
       }
     } finally {
       await this.unlisten?.().catch(() => {});
       this.unlisten = undefined;
     }
+  }
+
+  /** Starts queued deliveries while there are free slots. */
+  private pump(): void {
+    let i = 0;
+    while (this.running && this.sending < this.concurrency && i < this.queue.length) {
+      const q = this.queue[i] as { d: Claimed; claimedAt: number };
+      const { d } = q;
+      const expiring = performance.now() - q.claimedAt + this.timeoutMs >= this.leaseMs;
+      // An endpoint at its cap of sends waits; the deliveries of others behind it go.
+      if (!expiring && (this.endpointSending.get(d.endpoint_id) ?? 0) >= this.perEndpoint) {
+        i++;
+        continue;
+      }
+      this.queue.splice(i, 1);
+      if (expiring) {
+        // Its lease may run out before a send would end (it waited long for a slot): given back,
+        // due at once, rather than risk another dispatcher sending it as well.
+        this.unload(d.endpoint_id);
+        this.release(d, 0).catch((error: unknown) => {
+          this.logger?.warn({ err: error, dispatcher: this.id }, "webhooks: giving back a delivery failed");
+        });
+        continue;
+      }
+      this.sending++;
+      this.endpointSending.set(d.endpoint_id, (this.endpointSending.get(d.endpoint_id) ?? 0) + 1);
+      const p = this.deliver(d, () => {
+        this.sending--;
+        const n = (this.endpointSending.get(d.endpoint_id) ?? 1) - 1;
+        if (n <= 0) this.endpointSending.delete(d.endpoint_id);
+        else this.endpointSending.set(d.endpoint_id, n);
+        this.pump();
+        if (this.backlog || this.noticed) this.wake("capacity");
+      }).finally(() => {
+        this.inFlight.delete(p);
+        // A strict endpoint's next delivery may go now that this one is recorded.
+        if (d.ordering === "strict") this.wake("notice");
+        else if (this.backlog || this.noticed) this.wake("capacity");
+      });
+      this.inFlight.add(p);
+    }
+  }
+
+  /** One claimed delivery of the endpoint fewer in hand (sent, or given back). */
+  private unload(endpointId: string): number {
+    const load = (this.endpointLoad.get(endpointId) ?? 1) - 1;
+    if (load <= 0) this.endpointLoad.delete(endpointId);
+    else this.endpointLoad.set(endpointId, load);
+    return load;
   }
 
   private wake(why: Wake): void {
@@ -434,7 +511,7 @@ export class WebhookDispatcher {
   }
 
   /** Takes up to `limit` due deliveries of enabled endpoints for a lease, with what sending them needs. */
-  private async claim(limit: number): Promise<Claimed[]> {
+  private async claim(limit: number, cap = this.perEndpoint): Promise<Claimed[]> {
     // Due dates are written by the database (the event's transaction): judged by its clock, a
     // dispatcher on another host whose clock runs behind still sends at once. Tests inject theirs.
     const now = this.clockInjected ? this.now().toISOString() : null;
@@ -442,8 +519,8 @@ export class WebhookDispatcher {
     const full: string[] = [];
     const room = new Map<string, number>();
     for (const [endpoint, load] of this.endpointLoad) {
-      if (load >= this.perEndpoint) full.push(endpoint);
-      else room.set(endpoint, this.perEndpoint - load);
+      if (load >= cap) full.push(endpoint);
+      else room.set(endpoint, cap - load);
     }
     // Looked at: twice what may be taken, so an endpoint with a backlog cannot fill the batch alone.
     const looked = limit * 2;
@@ -479,7 +556,7 @@ export class WebhookDispatcher {
       for (const c of candidates) {
         if (taken.length >= limit) break;
         const n = taking.get(c.endpoint_id) ?? 0;
-        if (n >= (room.get(c.endpoint_id) ?? this.perEndpoint)) continue;
+        if (n >= (room.get(c.endpoint_id) ?? cap)) continue;
         taking.set(c.endpoint_id, n + 1);
         taken.push(c.id);
       }
@@ -507,7 +584,7 @@ export class WebhookDispatcher {
       for (const r of rows) r.more = more;
       return rows;
     });
-    // Counted once the claim committed; deliver() counts each down when its attempt is recorded.
+    // Counted once the claim committed; deliver() counts each down when its request has ended.
     for (const d of claimed)
       this.endpointLoad.set(d.endpoint_id, (this.endpointLoad.get(d.endpoint_id) ?? 0) + 1);
     return claimed;
@@ -523,20 +600,30 @@ export class WebhookDispatcher {
     return plain;
   }
 
-  /** Sends one claimed delivery and records the attempt. Never throws. */
-  private async deliver(d: Claimed): Promise<void> {
-    try {
-      await this.sendAndRecord(d);
-    } finally {
-      const load = (this.endpointLoad.get(d.endpoint_id) ?? 1) - 1;
-      if (load <= 0) this.endpointLoad.delete(d.endpoint_id);
-      else this.endpointLoad.set(d.endpoint_id, load);
+  /**
+   * Sends one claimed delivery and records the attempt. Never throws. `sent` is called once, when
+   * the request has ended (or none was made): the slot and the endpoint's share of them are free
+   * again, while the attempt waits for its group commit. The delivery stays claimed (locked_by)
+   * until that commit, so no dispatcher sends it again meanwhile.
+   */
+  private async deliver(d: Claimed, sent: () => void): Promise<void> {
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      const load = this.unload(d.endpoint_id);
+      sent();
       // The endpoint was left out of claims while at its cap: its next due delivery may go now.
-      if (load === this.perEndpoint - 1) this.wake("notice");
+      if (load === this.endpointHold - 1) this.wake("notice");
+    };
+    try {
+      await this.sendAndRecord(d, end);
+    } finally {
+      end();
     }
   }
 
-  private async sendAndRecord(d: Claimed): Promise<void> {
+  private async sendAndRecord(d: Claimed, sent: () => void): Promise<void> {
     let secrets: string[];
     try {
       secrets = [d.secret_ciphertext, d.previous_secret_ciphertext]
@@ -564,6 +651,7 @@ export class WebhookDispatcher {
     const startedAt = this.now();
     const headers = signatureHeaders(secrets, d.event_id, Math.floor(Date.now() / 1000), body);
     const result = await this.sender.send(d.url, body, headers);
+    sent();
     await new Promise<void>((resolve) => {
       this.unrecorded.push({ d, startedAt, finishedAt: this.now(), result, resolve });
       this.flush();
@@ -584,7 +672,8 @@ export class WebhookDispatcher {
 
   /**
    * Records finished attempts, many per transaction (group commit): while one batch is being
-   * written, the next gathers. A send's slot is free again only once its attempt is recorded.
+   * written, the next gathers. A send's slot is free again once its request has ended; its
+   * delivery stays claimed until the attempt is recorded, and at most `concurrency` wait so.
    */
   private flush(): void {
     if (this.flushing) return;
