@@ -179,6 +179,13 @@ describeEachEngine("add-ons", (t) => {
         updated_at: undefined,
       },
     );
+    const [audited] = await sql<{ action: string; actor_type: string; after: Obj }>(
+      `select action, actor_type, after from internal.audit_log
+       where tenant_id = $1 and object_table = 'internal.add_on_settings' order by id`,
+      [w.tenant.id],
+    );
+    assert.equal(audited?.action, "insert", "the catalogue's changes are audited");
+    assert.equal(audited?.after.add_on, "youtube_content_id");
     assert.equal((await define(w, PRIORITY)).price, "19.00", "stated in the currency's minor units");
     assert.deepEqual((await define(w, APPLE)).store_codes, ["apple_music"]);
     assert.equal(

@@ -57,6 +57,7 @@ const VALID_BODIES: Record<string, Json> = {
   createTransfer: { upload_id: "3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21" },
   createTicket: { subject: "Sample", body: "Sample" },
   replyToTicket: { body: "Sample" },
+  buyReleaseAddOn: { add_on: "sample" },
 };
 
 /** A path only Prism's copy of the document has (the server answers it 404): see "The proxy bites". */
@@ -1012,6 +1013,39 @@ describeEachEngine("public API: the OpenAPI document is the contract", (t) => {
     await call("replyToTicket", 201, { params: { id: ticket.body.id }, body: { body: "Any news?" } });
     await call("replyToTicket", 404, { key: otherKey, params: { id: ticket.body.id }, body: { body: "x" } });
     await call("replyToTicket", 422, { params: { id: ticket.body.id }, body: { body: "" } });
+
+    // --- Add-ons -------------------------------------------------------------------------------
+    await t().db.asService((tx) =>
+      tx.query(
+        `insert into internal.add_on_settings (tenant_id, add_on, name, price, currency, billing, effect, enabled)
+         values ($1, 'content_id', 'Content ID', '4.99', 'USD', 'per_year', 'informational', true)`,
+        [tenant.id],
+      ),
+    );
+    const onSale = await call("listAddOns", 200, { key: reader });
+    assert.deepEqual(
+      onSale.body.data.map((a: { code: string; price: string }) => [a.code, a.price]),
+      [["content_id", "4.99"]],
+    );
+    const forAddOn = await call("createRelease", 201, { body: completeRelease({ title: "Add-on" }) });
+    const order = await call("buyReleaseAddOn", 200, {
+      params: { id: forAddOn.body.id },
+      body: { add_on: "content_id" },
+    });
+    assert.equal(order.body.price, "4.99");
+    await call("buyReleaseAddOn", 403, {
+      key: reader,
+      params: { id: forAddOn.body.id },
+      body: { add_on: "content_id" },
+    });
+    await call("buyReleaseAddOn", 404, { params: { id: missing }, body: { add_on: "content_id" } });
+    await call("buyReleaseAddOn", 422, { params: { id: forAddOn.body.id }, body: { add_on: "nothing" } });
+    const orders = await call("listReleaseAddOns", 200, { key: reader, params: { id: forAddOn.body.id } });
+    assert.deepEqual(
+      orders.body.data.map((o: { id: string }) => o.id),
+      [order.body.id],
+    );
+    await call("listReleaseAddOns", 404, { key: otherKey, params: { id: forAddOn.body.id } });
 
     // --- Coverage -----------------------------------------------------------------------------
     const notCalled = [...operations.keys()].filter((id) => !exercised.has(id));

@@ -35,6 +35,10 @@ alter table internal.add_on_settings
   add constraint add_on_settings_stores check ((effect = 'unlock_store') = (cardinality(store_codes) > 0)
     and cardinality(store_codes) <= 50);
 
+-- The operator's changes to the catalogue are in the audit log (as the money settings are).
+create trigger audit after insert or update or delete on internal.add_on_settings
+  for each row execute function internal.audit_row('people');
+
 -- 2. Orders: one per purchase, with what was bought as it was then (name, effect, stores, price).
 -- A per_release add-on is bought once for a release; a per_year one runs for a year from its
 -- purchase (expires_at) and is bought again to renew. Financial records outlive the catalog: no
