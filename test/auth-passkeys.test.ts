@@ -129,6 +129,22 @@ describeEachEngine("auth: passkeys", (t) => {
       await rows("select 1 from internal.passkey_challenges where tenant_id = $1", [env.tenant.id]),
       [],
     );
+    // Without a token too: the switch is looked at first, as GoTrue's middleware does; where
+    // passkeys are on, a route for a signed-in user asks for the token.
+    const anonymous = await fetch(`${app.url}/auth/v1/passkeys/registration/options`, {
+      method: "POST",
+      headers: { apikey: env.keys.anon_key, "content-type": "application/json" },
+      body: "{}",
+    });
+    assert.deepEqual(await anonymous.json(), {
+      code: 404,
+      error_code: "passkey_disabled",
+      msg: "Passkeys are disabled",
+    });
+    const on = await tenant();
+    const noToken = await fetch(`${app.url}/auth/v1/passkeys`, { headers: { apikey: on.keys.anon_key } });
+    assert.equal(noToken.status, 401);
+    assert.equal(((await noToken.json()) as { error_code: string }).error_code, "no_authorization");
   });
 
   test("register, list, rename, sign in (a session as any sign-in's, amr passkey), remove", async () => {

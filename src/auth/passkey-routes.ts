@@ -14,11 +14,16 @@ const param = (request: FastifyRequest, name: string) =>
   (request.params as Record<string, string | undefined>)[name] ?? "";
 
 export async function passkeyRoutes(app: FastifyInstance, passkeys: Passkeys): Promise<void> {
+  // Off for the tenant: GoTrue's 404 passkey_disabled before anything else is asked (a token).
+  const on = (request: FastifyRequest) => {
+    passkeys.settings(info(request));
+    return request;
+  };
   app.post("/passkeys/registration/options", async (request) =>
-    passkeys.registrationOptions(info(request), tokenUser(request), origin(request)),
+    passkeys.registrationOptions(info(request), tokenUser(on(request)), origin(request)),
   );
   app.post("/passkeys/registration/verify", async (request) =>
-    passkeys.registrationVerify(info(request), tokenUser(request), body(request)),
+    passkeys.registrationVerify(info(request), tokenUser(on(request)), body(request)),
   );
   app.post("/passkeys/authentication/options", async (request) =>
     passkeys.authenticationOptions(info(request), origin(request)),
@@ -26,12 +31,12 @@ export async function passkeyRoutes(app: FastifyInstance, passkeys: Passkeys): P
   app.post("/passkeys/authentication/verify", async (request) =>
     passkeys.authenticationVerify(info(request), body(request)),
   );
-  app.get("/passkeys", async (request) => passkeys.list(info(request), tokenUser(request)));
+  app.get("/passkeys", async (request) => passkeys.list(info(request), tokenUser(on(request))));
   app.patch("/passkeys/:id", async (request) =>
-    passkeys.update(info(request), tokenUser(request), param(request, "id"), body(request)),
+    passkeys.update(info(request), tokenUser(on(request)), param(request, "id"), body(request)),
   );
   app.delete("/passkeys/:id", async (request, reply) => {
-    await passkeys.remove(info(request), tokenUser(request), param(request, "id"));
+    await passkeys.remove(info(request), tokenUser(on(request)), param(request, "id"));
     return reply.status(204).send();
   });
 

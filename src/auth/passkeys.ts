@@ -153,7 +153,8 @@ export class Passkeys {
     this.publicUrl = deps.publicUrl;
   }
 
-  private settings(req: RequestInfo): AuthSettings {
+  /** The tenant's settings, or GoTrue's 404 passkey_disabled where passkeys are off. */
+  settings(req: RequestInfo): AuthSettings {
     const s = authSettings(req.tenant.settings);
     if (!s.passkeys) throw passkeysDisabled();
     return s;
