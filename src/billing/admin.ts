@@ -360,7 +360,12 @@ export function billingSpecs(options: {
           .enum(["true", "false"])
           .default("false")
           .meta({ description: "Every tenant's invoices (platform staff only)." }),
-        status: z.enum(["open", "overdue", "paid"]).optional(),
+        status: z
+          .enum(["open", "overdue", "paid"])
+          .optional()
+          .meta({
+            description: "open (overdue ones included), overdue (past due, not paid in full) or paid.",
+          }),
         month: Month.optional(),
       }),
       response: {
