@@ -395,6 +395,35 @@ describeEachEngine("add-ons", (t) => {
     );
   });
 
+  test("a per_year add-on runs out after its year: the release no longer has it, and buying again is a new order and a new charge", async () => {
+    const w = await world();
+    await define(w, CONTENT_ID);
+    const release = await draftRelease(w, w.a);
+    const owner = as(w.tokens.owner, w.a);
+    const first = expectStatus(
+      await owner<Order>("POST", `/releases/${release}/add-ons`, { add_on: "youtube_content_id" }),
+      200,
+    );
+    await sql("update internal.add_on_orders set expires_at = now() - interval '1 second' where id = $1", [
+      first.id,
+    ]);
+    const listed = expectStatus(await owner<{ data: Order[] }>("GET", `/releases/${release}/add-ons`), 200);
+    assert.deepEqual(
+      listed.data.map((o) => [o.id, o.active]),
+      [[first.id, false]],
+    );
+    const renewed = expectStatus(
+      await owner<Order>("POST", `/releases/${release}/add-ons`, { add_on: "youtube_content_id" }),
+      200,
+    );
+    assert.notEqual(renewed.id, first.id);
+    assert.equal(renewed.active, true);
+    assert.deepEqual(
+      (await ledgerOf(w.a.id)).map((e) => e.amount),
+      ["-4.99", "4.99", "-4.99", "4.99"],
+    );
+  });
+
   test("who may buy: not a viewer, not a key without catalog:write, not another account or tenant; nothing is charged when refused", async () => {
     const w = await world();
     await define(w, CONTENT_ID);
