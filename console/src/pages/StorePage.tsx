@@ -6,6 +6,7 @@ import type { AdminMe } from "../api/types.ts";
 import { isPlatformAdmin } from "../roles.ts";
 import { Link } from "../router.tsx";
 import { Checkbox, ErrorState, Fields, Loading, Page } from "../ui/common.tsx";
+import { StoreDictionarySection } from "./StoreDictionary.tsx";
 
 /**
  * A store and its adapter's settings. Platform admins edit them (PATCH /stores/{code}).
@@ -176,6 +177,7 @@ export default function StorePage({ id: code }: { id: string }) {
               </>
             )}
           </section>
+          <StoreDictionarySection code={code} canEdit={canEdit} />
         </div>
       ) : null}
     </Page>
