@@ -278,6 +278,30 @@ describe("statementCsv", () => {
     assert.ok(csv.includes(",USD,0.92,1234.56,185.18,200.00,849.38,"));
   });
 
+  it("has a charge row per add-on bought, its amount in fees and its net empty, so the nets still sum to the closing balance", () => {
+    const doc = sample();
+    doc.charges = [
+      {
+        kind: "add_on",
+        order_id: "0f0e0d0c-0b0a-4908-8706-050403020100",
+        add_on: "youtube_content_id",
+        name: "YouTube Content ID",
+        release_id: "3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21",
+        release_title: "Night Drive",
+        currency: "USD",
+        amount: "4.99",
+        at: "2026-11-20T10:00:00.000Z",
+      },
+    ];
+    const rows = csvRows(doc);
+    const charges = rows.filter((r) => r.row_type === "charge");
+    assert.deepEqual(
+      charges.map((r) => [r.release_title, r.original_currency, r.fees, r.net, r.description]),
+      [["Night Drive", "USD", "4.99", "", "Add-on: YouTube Content ID"]],
+    );
+    assert.deepEqual(rows.map((r) => r.row_type).slice(-3), ["charge", "adjustments", "closing_balance"]);
+  });
+
   it("has no earning rows for a statement without earnings", () => {
     const doc = withEarnings(0);
     assert.deepEqual(
@@ -384,6 +408,31 @@ describe("statementPdf", () => {
     const c = await statementPdf(draft, BRAND, { compress: false });
     assert.equal(pdfInfo(c, "CreationDate"), "(D:20261201000000Z)", "a draft's date is its period's end");
     assert.ok(pdfTexts(c).includes("Draft: not yet approved, figures may change"));
+  });
+
+  it("lists the add-ons bought in the period", async () => {
+    const doc = sample();
+    doc.charges = [
+      {
+        kind: "add_on",
+        order_id: "0f0e0d0c-0b0a-4908-8706-050403020100",
+        add_on: "youtube_content_id",
+        name: "YouTube Content ID",
+        release_id: "3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21",
+        release_title: "Night Drive",
+        currency: "USD",
+        amount: "4.99",
+        at: "2026-11-20T10:00:00.000Z",
+      },
+    ];
+    const texts = pdfTexts(await statementPdf(doc, BRAND, { compress: false }));
+    for (const t of ["Add-ons bought", "YouTube Content ID", "20 Nov 2026", "4.99 USD"]) {
+      assert.ok(
+        texts.some((x) => x.includes(t)),
+        `the PDF says ${t}: ${JSON.stringify(texts)}`,
+      );
+    }
+    assert.ok(!pdfTexts(await statementPdf(sample(), BRAND, { compress: false })).includes("Add-ons bought"));
   });
 
   it("says so when there are no earnings", async () => {

@@ -364,6 +364,24 @@ class Layout {
         total: ["Total", "", "", "", formatAmount(d.payments_total)],
       });
     }
+    if ((d.charges ?? []).length > 0) {
+      this.table({
+        title: "Add-ons bought",
+        note: "Charged to the account as expenses of their releases (below), recouped from their earnings.",
+        columns: [
+          { label: "Date", align: "left", fit: true },
+          { label: "Add-on", align: "left", flex: 1 },
+          { label: "Release", align: "left", flex: 1 },
+          { label: "Amount", align: "right", fit: true },
+        ],
+        rows: (d.charges ?? []).map((c) => [
+          dayLabel(c.at, true),
+          c.name,
+          c.release_title ?? "",
+          `${formatAmount(c.amount)} ${c.currency}`,
+        ]),
+      });
+    }
     if (d.recoupables.length > 0) {
       this.table({
         title: "Advances and expenses",
