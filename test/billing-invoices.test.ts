@@ -392,7 +392,7 @@ describeEachEngine("white-label plans and invoices", (t) => {
       assert.equal(res.status, 409);
       assert.equal(res.body.code, "no_plan");
       assert.deepEqual(await sql("select id from internal.invoices"), []);
-      assert.deepEqual(await sql("select last_number::text as n from internal.invoice_counters"), [
+      assert.deepEqual(await sql("select last_number::text as n from internal.invoice_counters where series = 'invoice'"), [
         { n: "0" },
       ]);
     });
@@ -421,7 +421,7 @@ describeEachEngine("white-label plans and invoices", (t) => {
       ]);
       const numbers = created.map((r) => r.body.number as string).sort();
       assert.deepEqual(numbers, ["BL-000001", "BL-000002", "BL-000003", "BL-000004"]);
-      assert.deepEqual(await sql("select last_number::text as n from internal.invoice_counters"), [
+      assert.deepEqual(await sql("select last_number::text as n from internal.invoice_counters where series = 'invoice'"), [
         { n: "4" },
       ]);
       for (const r of created) {
@@ -583,7 +583,9 @@ describeEachEngine("white-label plans and invoices", (t) => {
         body: { amount: "1.00", external_ref: "BANK-1" },
       });
       assert.equal(res.status, 409);
-      res = await asPlatform("POST", `/invoices/${fr.id}/payments`, { body: { amount: "1.00", currency: "USD" } });
+      res = await asPlatform("POST", `/invoices/${fr.id}/payments`, {
+        body: { amount: "1.00", currency: "USD" },
+      });
       assert.equal(res.status, 422);
       assert.equal(res.body.code, "currency_mismatch");
       res = await asPlatform("POST", `/invoices/${fr.id}/payments`, { body: { amount: "0.00" } });
@@ -658,6 +660,47 @@ describeEachEngine("white-label plans and invoices", (t) => {
         await sql<{ seq: string }>("select seq::text as seq from internal.invoices order by seq")
       ).map((r) => Number(r.seq));
       assert.deepEqual(seqs, [1, 2, 3, 4, 5]);
+    });
+  });
+
+  describe("credit notes", () => {
+    test("a correction credits a net amount at the invoice's rate, numbered on its own, and lowers what is due", async () => {
+      const all = await asPlatform("GET", "/invoices?all=true");
+      const de = (all.body.data ?? []).find((i) => i.tenant_id === customers.de.tenant.id) as Invoice;
+      let res = await asAdminOf("de")("POST", `/invoices/${de.id}/credit-notes`, {
+        amount: "1.00",
+        reason: "x",
+      });
+      assert.equal(res.status, 403);
+      res = await asPlatform("POST", `/invoices/${de.id}/credit-notes`, {
+        body: { amount: "2.50", reason: "Plan changed mid-month" },
+      });
+      assert.equal(res.status, 201, res.text);
+      // 2.50 x 19% = 0.475: 0.48.
+      assert.deepEqual(
+        [res.body.number, res.body.subtotal, res.body.tax, res.body.total, res.body.invoice_number],
+        ["CN-000001", "2.50", "0.48", "2.98", de.number],
+      );
+      res = await asPlatform("POST", `/invoices/${de.id}/credit-notes`, {
+        body: { amount: "5.01", reason: "Too much" },
+      });
+      assert.equal(res.status, 422);
+      assert.equal(res.body.code, "credit_exceeds_invoice");
+      const after = await asAdminOf("de")("GET", `/invoices/${de.id}`);
+      assert.equal(after.body.credited, "2.98");
+      assert.equal(after.body.balance, "5.95");
+      const mine = await asAdminOf("de")("GET", `/invoices/${de.id}/credit-notes`);
+      assert.deepEqual(
+        (mine.body.data ?? []).map((n) => n.number),
+        ["CN-000001"],
+      );
+      assert.equal((await asAdminOf("fr")("GET", `/invoices/${de.id}/credit-notes`)).status, 404);
+      await assert.rejects(
+        sql("update internal.credit_notes set total = 0"),
+        (e: Error & { code?: string }) => e.code === "55000" || /never changes/.test(e.message),
+      );
+      // The invoice itself is as it was issued.
+      assert.equal(after.body.total, "8.93");
     });
   });
 

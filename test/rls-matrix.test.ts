@@ -1467,6 +1467,7 @@ describeEachEngine("RLS matrix: the audit log and the MFA tables (migration 0020
     "internal.tenant_api_calls",
     "internal.invoice_counters",
     "internal.invoices",
+    "internal.credit_notes",
   ]) {
     describe(table, () => {
       for (const caller of CALLERS) {

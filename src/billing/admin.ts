@@ -12,8 +12,10 @@ import {
   getIssuer,
   getTenantBilling,
   importStripeCharges,
+  issueCreditNote,
   issueDueInvoices,
   issueInvoice,
+  listCreditNotes,
   listInvoices,
   listPayments,
   listPlans,
@@ -187,6 +189,7 @@ const InvoiceSchema = z
     usage: UsageSchema,
     lines: z.array(LineSchema),
     paid: Money,
+    credited: Money.meta({ description: "What credit notes took off it." }),
     balance: Money,
     status: z.enum(["open", "overdue", "paid"]),
   })
@@ -210,6 +213,27 @@ const PaymentSchema = z
     recorded_by: z.string(),
   })
   .meta({ id: "InvoicePayment", description: "A payment received for an invoice." });
+
+const CreditNoteSchema = z
+  .object({
+    id: Uuid,
+    tenant_id: Uuid,
+    invoice_id: Uuid,
+    invoice_number: z.string(),
+    number: z.string(),
+    issued_at: Timestamp,
+    currency: Currency,
+    subtotal: Money,
+    tax_rate: Rate,
+    tax: Money,
+    total: Money,
+    reason: z.string(),
+    issued_by: z.string(),
+  })
+  .meta({
+    id: "CreditNote",
+    description: "A correction of an issued invoice: what it credits, never changed.",
+  });
 
 export function billingSpecs(options: {
   db: Db;
@@ -360,12 +384,9 @@ export function billingSpecs(options: {
           .enum(["true", "false"])
           .default("false")
           .meta({ description: "Every tenant's invoices (platform staff only)." }),
-        status: z
-          .enum(["open", "overdue", "paid"])
-          .optional()
-          .meta({
-            description: "open (overdue ones included), overdue (past due, not paid in full) or paid.",
-          }),
+        status: z.enum(["open", "overdue", "paid"]).optional().meta({
+          description: "open (overdue ones included), overdue (past due, not paid in full) or paid.",
+        }),
         month: Month.optional(),
       }),
       response: {
@@ -504,6 +525,61 @@ export function billingSpecs(options: {
       response: { status: 201, description: "The payment.", schema: PaymentSchema },
       errors: [404, 409, 422],
       handler: ({ params, body, request }) => recordPayment(db, params.id, { ...body, by: actor(request) }),
+    }),
+    adminRoute({
+      method: "GET",
+      path: "/invoices/{id}/credit-notes",
+      operationId: "listCreditNotes",
+      summary: "The credit notes of an invoice",
+      tag: TAG,
+      staffRole: "admin",
+      params: IdParams,
+      response: {
+        status: 200,
+        description: "The credit notes.",
+        schema: z.object({ data: z.array(CreditNoteSchema) }),
+      },
+      errors: [404],
+      handler: async ({ tenantId, params, request }) => {
+        const invoice = await getInvoice(db, params.id, isPlatformAdmin(request) ? undefined : tenantId);
+        if (!invoice) throw new HttpError(404, "not_found", `no invoice ${params.id}`, "id");
+        return { data: await listCreditNotes(db, { invoiceId: invoice.id }) };
+      },
+    }),
+    adminRoute({
+      method: "POST",
+      path: "/invoices/{id}/credit-notes",
+      operationId: "issueCreditNote",
+      summary: "Correct an issued invoice with a credit note (platform staff)",
+      description:
+        "Credits a net amount at the invoice's tax rate (the tax rounded half away from zero to the cent), numbered in its own gapless series (CN-000001). " +
+        "What is credited in all may not pass the invoice's subtotal (422 credit_exceeds_invoice). It lowers what is due on the invoice.",
+      tag: TAG,
+      staffRole: "platform",
+      params: IdParams,
+      body: z.strictObject({
+        amount: Fee.refine((v) => /[1-9]/.test(v), "more than 0"),
+        currency: Currency.optional().meta({ description: "The invoice's currency (checked when given)." }),
+        reason: z.string().trim().min(1).max(500),
+      }),
+      response: { status: 201, description: "The credit note.", schema: CreditNoteSchema },
+      errors: [404, 422],
+      handler: async ({ params, body, request }) => {
+        const invoice = await getInvoice(db, params.id);
+        if (!invoice) throw new HttpError(404, "not_found", `no invoice ${params.id}`, "id");
+        if (body.currency && body.currency !== invoice.currency)
+          throw new HttpError(
+            422,
+            "currency_mismatch",
+            `${invoice.number} is in ${invoice.currency}, not ${body.currency}.`,
+            "currency",
+          );
+        return issueCreditNote(db, params.id, {
+          amount: body.amount,
+          reason: body.reason,
+          by: actor(request),
+        });
+      },
     }),
     adminRoute({
       method: "POST",

@@ -100,6 +100,8 @@ export interface Invoice {
   usage: Usage;
   lines: InvoiceLine[];
   paid: string;
+  /** What credit notes took off it. */
+  credited: string;
   balance: string;
   status: "paid" | "open" | "overdue";
 }
@@ -451,12 +453,14 @@ const INVOICE_COLUMNS = `i.id::text as id, i.tenant_id::text as tenant_id, i.num
   i.tax_rate::text as tax_rate, i.tax::text as tax, i.total::text as total, i.tax_rule, i.tax_note,
   i.issuer, i.customer, i.plan, i.usage, i.lines,
   coalesce(p.paid, 0)::numeric(14, 2)::text as paid,
-  (i.total - coalesce(p.paid, 0))::numeric(14, 2)::text as balance,
-  case when i.total - coalesce(p.paid, 0) <= 0 then 'paid'
+  coalesce(c.credited, 0)::numeric(14, 2)::text as credited,
+  (i.total - coalesce(p.paid, 0) - coalesce(c.credited, 0))::numeric(14, 2)::text as balance,
+  case when i.total - coalesce(p.paid, 0) - coalesce(c.credited, 0) <= 0 then 'paid'
        when i.due_on < (now() at time zone 'UTC')::date then 'overdue' else 'open' end as status`;
 const INVOICE_FROM = `internal.invoices i
   left join lateral (select sum(case when w.status = 'refunded' then -w.amount else w.amount end) as paid
-    from internal.whitelabel_payments w where w.invoice_id = i.id and w.status in ('paid', 'refunded')) p on true`;
+    from internal.whitelabel_payments w where w.invoice_id = i.id and w.status in ('paid', 'refunded')) p on true
+  left join lateral (select sum(n.total) as credited from internal.credit_notes n where n.invoice_id = i.id) c on true`;
 
 /**
  * Issues `tenantId`'s invoice for `month` (a month that is over): meters the month, computes the
@@ -682,7 +686,8 @@ async function lockedInvoice(tx: Tx, id: string, tenantId?: string) {
       `select i.id::text as id, i.tenant_id::text as tenant_id, to_char(i.month, 'YYYY-MM') as month,
          i.currency::text as currency, i.number,
          (i.total - coalesce((select sum(case when w.status = 'refunded' then -w.amount else w.amount end)
-            from internal.whitelabel_payments w where w.invoice_id = i.id and w.status in ('paid', 'refunded')), 0))::text as balance
+            from internal.whitelabel_payments w where w.invoice_id = i.id and w.status in ('paid', 'refunded')), 0)
+          - coalesce((select sum(n.total) from internal.credit_notes n where n.invoice_id = i.id), 0))::text as balance
        from internal.invoices i where i.id = $1 and ($2::uuid is null or i.tenant_id = $2::uuid)`,
       [id, tenantId ?? null],
     )
@@ -887,4 +892,110 @@ export async function importStripeCharges(db: Db, csv: string, by: string): Prom
   });
   const all = imported.length > 0 ? await listPayments(db, {}) : [];
   return { imported: all.filter((p) => imported.includes(p.id)), duplicates, skipped };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Credit notes
+// ---------------------------------------------------------------------------------------------
+
+export interface CreditNote {
+  id: string;
+  tenant_id: string;
+  invoice_id: string;
+  invoice_number: string;
+  number: string;
+  issued_at: string;
+  currency: string;
+  subtotal: string;
+  tax_rate: string;
+  tax: string;
+  total: string;
+  reason: string;
+  issued_by: string;
+}
+
+const CREDIT_COLUMNS = `n.id::text as id, n.tenant_id::text as tenant_id, n.invoice_id::text as invoice_id,
+  i.number as invoice_number, n.number,
+  to_char(n.issued_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as issued_at, n.currency::text as currency,
+  n.subtotal::text as subtotal, n.tax_rate::text as tax_rate, n.tax::text as tax, n.total::text as total, n.reason,
+  n.issued_by`;
+
+/**
+ * A correction of issued invoice `id`: credits `amount` (net, before tax) at the invoice's tax
+ * rate, the tax rounded half away from zero to the cent. The credit note is numbered in its own
+ * gapless series (the issuer's prefix with CN, CN-000001 for INV-), never changes, and lowers what
+ * is due on the invoice. What is credited in all may not pass the invoice's subtotal (422
+ * credit_exceeds_invoice).
+ */
+export async function issueCreditNote(
+  db: Db,
+  id: string,
+  input: { amount: string; reason: string; by: string },
+): Promise<CreditNote> {
+  const noteId = await db.asService(async (tx) => {
+    const invoice = await lockedInvoice(tx, id);
+    if (!invoice) return fail(404, "not_found", `no invoice ${id}`, "id");
+    const full = (
+      await tx.query<{ subtotal: string; tax_rate: string; credited: string }>(
+        `select i.subtotal::text as subtotal, i.tax_rate::text as tax_rate,
+           coalesce((select sum(n.subtotal) from internal.credit_notes n where n.invoice_id = i.id), 0)::text as credited
+         from internal.invoices i where i.id = $1`,
+        [id],
+      )
+    ).rows[0] as { subtotal: string; tax_rate: string; credited: string };
+    const left = sub(full.subtotal, full.credited);
+    if (compare(input.amount, left) > 0)
+      fail(
+        422,
+        "credit_exceeds_invoice",
+        `${input.amount} ${invoice.currency} is more than the ${format(left, 2)} of ${invoice.number} not yet credited.`,
+        "amount",
+      );
+    const places = minorUnits(invoice.currency);
+    const subtotal = format(input.amount, places);
+    const tax = format(roundHalfUp(percentOf(subtotal, full.tax_rate), places), places);
+    const issuer = await issuerOf(tx);
+    const counter = await tx.query<{ n: string }>(
+      "update internal.invoice_counters set last_number = last_number + 1 where series = 'credit_note' returning last_number::text as n",
+    );
+    const prefix = (issuer?.invoice_prefix ?? "INV-").replace(/^[A-Za-z]*/, "CN");
+    const number = `${prefix === "CN" ? "CN-" : prefix}${(counter.rows[0]?.n ?? "1").padStart(6, "0")}`;
+    const row = await tx.query<{ id: string }>(
+      `insert into internal.credit_notes (tenant_id, invoice_id, seq, number, currency, subtotal, tax_rate, tax, total, reason, issued_by)
+       values ($1, $2, $3::bigint, $4, $5, $6::numeric, $7::numeric, $8::numeric, $6::numeric + $8::numeric, $9, $10)
+       returning id::text as id`,
+      [
+        invoice.tenant_id,
+        id,
+        counter.rows[0]?.n ?? "1",
+        number,
+        invoice.currency,
+        subtotal,
+        full.tax_rate,
+        tax,
+        input.reason,
+        input.by,
+      ],
+    );
+    return row.rows[0]?.id as string;
+  });
+  return (await listCreditNotes(db, { id: noteId }))[0] as CreditNote;
+}
+
+export async function listCreditNotes(
+  db: Db,
+  filter: { invoiceId?: string | undefined; id?: string | undefined },
+): Promise<CreditNote[]> {
+  return db.asService(
+    async (tx) =>
+      (
+        await tx.query<CreditNote>(
+          `select ${CREDIT_COLUMNS} from internal.credit_notes n join internal.invoices i on i.id = n.invoice_id
+            where ($1::uuid is null or n.invoice_id = $1::uuid) and ($2::uuid is null or n.id = $2::uuid)
+            order by n.seq`,
+          [filter.invoiceId ?? null, filter.id ?? null],
+        )
+      ).rows,
+    { readOnly: true },
+  );
 }

@@ -64,10 +64,10 @@ create table internal.tenant_api_calls (
 -- The invoice number's counter: its row is locked by the issuing transaction, so numbers are
 -- handed out one at a time and a transaction that fails hands its number back (no gaps).
 create table internal.invoice_counters (
-  series text primary key check (series in ('invoice')),
+  series text primary key check (series in ('invoice', 'credit_note')),
   last_number bigint not null default 0 check (last_number >= 0)
 );
-insert into internal.invoice_counters (series) values ('invoice');
+insert into internal.invoice_counters (series) values ('invoice'), ('credit_note');
 
 -- An issued invoice: everything printed on it is kept in the row (issuer, customer, plan, usage,
 -- lines, tax), so it reads the same forever. Append-only: no update or delete.
@@ -97,6 +97,27 @@ create table internal.invoices (
 );
 create index invoices_tenant on internal.invoices (tenant_id, month desc);
 
+-- A credit note: a correction of an issued invoice, numbered in its own gapless series (CN-…),
+-- crediting a net amount at the invoice's tax rate. It lowers what is due on the invoice; it is
+-- append-only too.
+create table internal.credit_notes (
+  id uuid primary key default gen_random_uuid(),
+  tenant_id uuid not null references internal.tenants (id) on delete restrict,
+  invoice_id uuid not null references internal.invoices (id) on delete restrict,
+  seq bigint not null unique check (seq > 0),
+  number text not null unique,
+  issued_at timestamptz not null default now(),
+  currency char(3) not null check (currency ~ '^[A-Z]{3}$'),
+  subtotal numeric(14, 2) not null check (subtotal > 0),
+  tax_rate numeric(5, 2) not null check (tax_rate between 0 and 100),
+  tax numeric(14, 2) not null check (tax >= 0),
+  total numeric(14, 2) not null,
+  reason text not null check (length(btrim(reason)) between 1 and 500),
+  issued_by text not null default 'system',
+  check (total = subtotal + tax)
+);
+create index credit_notes_invoice on internal.credit_notes (invoice_id);
+
 create function internal.invoice_is_final() returns trigger
 language plpgsql set search_path = ''
 as $$
@@ -106,6 +127,8 @@ begin
 end
 $$;
 create trigger invoices_final before update or delete on internal.invoices
+  for each row execute function internal.invoice_is_final();
+create trigger credit_notes_final before update or delete on internal.credit_notes
   for each row execute function internal.invoice_is_final();
 revoke execute on function internal.invoice_is_final() from public;
 
@@ -127,5 +150,6 @@ alter table internal.tenant_billing enable row level security;
 alter table internal.tenant_api_calls enable row level security;
 alter table internal.invoice_counters enable row level security;
 alter table internal.invoices enable row level security;
+alter table internal.credit_notes enable row level security;
 revoke all on internal.billing_issuer, internal.billing_plans, internal.tenant_billing, internal.tenant_api_calls,
-  internal.invoice_counters, internal.invoices from authenticated, anon, tenant_service;
+  internal.invoice_counters, internal.invoices, internal.credit_notes from authenticated, anon, tenant_service;
