@@ -154,7 +154,7 @@ describeEachEngine("partners", (t) => {
     assert.equal(rows.rows.length, 0);
   });
 
-  test("a month's statement: each referred tenant's fees from its month on, the share exact and rounded once", async () => {
+  test("by distributor fees: each referred tenant's fees from its month on, the share exact and rounded once", async () => {
     const p = (await call(platform, "POST", "/partners", { name: "Referrer", revenue_share: "12.5" })).body;
     const id = p.id as string;
     // Tenant A from March: 100.005 EUR (two allocations) and 33.33 USD in March; 999 EUR in February
@@ -196,7 +196,11 @@ describeEachEngine("partners", (t) => {
     assert.equal(taken.status, 409);
     assert.equal(taken.body.code, "tenant_has_partner");
 
-    const march = await call(platform, "GET", `/partners/${id}/statement?month=2026-03`);
+    const march = await call(
+      platform,
+      "GET",
+      `/partners/${id}/statement?month=2026-03&basis=distributor_fees`,
+    );
     assert.equal(march.status, 200);
     const lines = march.body.lines as Json[];
     const line = (tenant: Tenant, currency: string) =>
@@ -218,9 +222,17 @@ describeEachEngine("partners", (t) => {
       { currency: "USD", base: "33.33", share: "4.17" },
     ]);
     assert.equal(march.body.basis, "distributor_fees");
+    // These tenants have no invoices: the default basis finds nothing to share.
+    const invoiced = await call(platform, "GET", `/partners/${id}/statement?month=2026-03`);
+    assert.equal(invoiced.body.basis, "invoices");
+    assert.deepEqual(invoiced.body.lines, []);
+    assert.equal(
+      (await call(platform, "GET", `/partners/${id}/statement?month=2026-03&basis=gross`)).status,
+      400,
+    );
 
     // February: A was not yet credited; B has nothing that month.
-    const feb = await call(platform, "GET", `/partners/${id}/statement?month=2026-02`);
+    const feb = await call(platform, "GET", `/partners/${id}/statement?month=2026-02&basis=distributor_fees`);
     assert.deepEqual(feb.body.lines, []);
     assert.equal((await call(platform, "GET", `/partners/${id}/statement?month=March`)).status, 400);
 
@@ -228,10 +240,83 @@ describeEachEngine("partners", (t) => {
     assert.equal((await call(platform, "DELETE", `/partners/${id}`)).status, 409);
     assert.equal((await call(platform, "DELETE", `/partners/${id}/tenants/${a.tenant.id}`)).status, 200);
     assert.equal((await call(platform, "DELETE", `/partners/${id}/tenants/${a.tenant.id}`)).status, 404);
-    const after = await call(platform, "GET", `/partners/${id}/statement?month=2026-03`);
+    const after = await call(
+      platform,
+      "GET",
+      `/partners/${id}/statement?month=2026-03&basis=distributor_fees`,
+    );
     assert.deepEqual(
       (after.body.lines as Json[]).map((l) => l.currency),
       ["JPY"],
     );
+  });
+
+  test("by invoices (the default): each referred tenant's invoice of the month, net of tax and credit notes", async () => {
+    const d = await tenantWithKeys(t());
+    const e = await tenantWithKeys(t());
+    const f = await tenantWithKeys(t());
+    let seq = 900_000 + Math.floor(Math.random() * 1000) * 10;
+    /** An issued invoice of `tenant` for `month`, as the billing run writes one; optionally credited. */
+    async function invoice(
+      tenant: Tenant,
+      month: string,
+      currency: string,
+      subtotal: string,
+      credited?: string,
+    ) {
+      await t().db.asService(async (tx) => {
+        seq += 1;
+        const id = (
+          await tx.query<{ id: string }>(
+            `insert into internal.invoices (tenant_id, seq, number, month, due_on, currency, subtotal, tax_rate, tax, total,
+               tax_rule, issuer, customer, plan, usage, lines)
+             values ($1, $2::bigint, 'INV-' || $2::text, $3::date, $3::date + 30, $4, $5::numeric, 20, round($5::numeric * 0.2, 2),
+               $5::numeric + round($5::numeric * 0.2, 2), 'domestic', '{}', '{}', '{}', '{}', '[]') returning id`,
+            [tenant.id, seq, `${month}-01`, currency, subtotal],
+          )
+        ).rows[0]?.id;
+        if (credited) {
+          seq += 1;
+          await tx.query(
+            `insert into internal.credit_notes (tenant_id, invoice_id, seq, number, currency, subtotal, tax_rate, tax, total, reason)
+             values ($1, $2, $3::bigint, 'CN-' || $3::text, $4, $5::numeric, 20, round($5::numeric * 0.2, 2),
+               $5::numeric + round($5::numeric * 0.2, 2), 'a release billed twice')`,
+            [tenant.id, id, seq, currency, credited],
+          );
+        }
+      });
+    }
+    await invoice(d.tenant, "2026-05", "EUR", "200.00", "20.05");
+    await invoice(d.tenant, "2026-04", "EUR", "500.00");
+    await invoice(e.tenant, "2026-05", "USD", "99.99");
+    await invoice(f.tenant, "2026-05", "EUR", "1000.00");
+
+    const p = (await call(platform, "POST", "/partners", { name: "Invoice referrer", revenue_share: "12.5" }))
+      .body;
+    const id = p.id as string;
+    for (const tenant of [d.tenant, e.tenant]) {
+      const r = await call(platform, "POST", `/partners/${id}/tenants`, {
+        tenant: tenant.slug,
+        since: "2026-05",
+      });
+      assert.equal(r.status, 200);
+    }
+    const may = await call(platform, "GET", `/partners/${id}/statement?month=2026-05`);
+    assert.equal(may.status, 200);
+    assert.equal(may.body.basis, "invoices");
+    // (200.00 − 20.05) × 12.5% = 22.49375 → 22.49; 99.99 × 12.5% = 12.49875 → 12.50; tax never counts.
+    assert.deepEqual(
+      (may.body.lines as Json[]).map((l) => [l.slug, l.currency, l.base, l.share]),
+      [
+        [d.tenant.slug, "EUR", "179.95", "22.49"],
+        [e.tenant.slug, "USD", "99.99", "12.50"],
+      ].sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
+    );
+    assert.deepEqual(may.body.totals, [
+      { currency: "EUR", base: "179.95", share: "22.49" },
+      { currency: "USD", base: "99.99", share: "12.50" },
+    ]);
+    // April is before `since`; tenant f (not attached) never counts.
+    assert.deepEqual((await call(platform, "GET", `/partners/${id}/statement?month=2026-04`)).body.lines, []);
   });
 });

@@ -9,7 +9,7 @@ import { add, format, minorUnits, roundHalfUp, shareOf, sum } from "../money/dec
 /**
  * Partners of the installation (docs/operator.md, "Partners"): referral and reseller partners who
  * brought tenants to the installation and are credited a share (`revenue_share`, percent) of what
- * those tenants earn in distributor fees. Platform staff with the admin role only (partners belong
+ * those tenants pay the installation (their invoices) or earn (their distributor fees). Platform staff with the admin role only (partners belong
  * to the installation, as stores do):
  *
  *   GET    /admin/v1/partners                         every partner
@@ -21,9 +21,12 @@ import { add, format, minorUnits, roundHalfUp, shareOf, sum } from "../money/dec
  *   DELETE /admin/v1/partners/{id}/tenants/{tenant}   detach it
  *   GET    /admin/v1/partners/{id}/statement?month=   what the partner is owed for a month
  *
- * The statement's base is the distributor fees of the month in the money ledger (docs/payouts.md:
- * the `fees` entries of the month's accounting period, voids included, sandbox accounts left out)
- * of each attached tenant from its `since` month on; the share is base × revenue_share / 100,
+ * The statement's base (`basis`) is, for each attached tenant from its `since` month on, either
+ * `invoices` (the default): what the installation invoiced the tenant for the month, net of tax
+ * and of the credit notes against that invoice (internal.invoices, migration 0050); or
+ * `distributor_fees`: the tenant's distributor fees of the month in the money ledger
+ * (docs/payouts.md: the `fees` entries of that accounting period, voids included, sandbox
+ * accounts left out). The share is base × revenue_share / 100,
  * exact (src/money/decimal.ts), stated rounded half away from zero to the currency's minor unit,
  * per tenant and currency; the totals are the sums of the stated lines.
  */
@@ -31,6 +34,8 @@ import { add, format, minorUnits, roundHalfUp, shareOf, sum } from "../money/dec
 const TAG = "Partners";
 const KINDS = ["reseller", "aggregator", "publisher", "store", "other"] as const;
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
+const BASES = ["invoices", "distributor_fees"] as const;
+export type PartnerBasis = (typeof BASES)[number];
 
 const Share = z
   .string()
@@ -97,7 +102,10 @@ const StatementLine = z
     tenant_id: Uuid,
     slug: z.string(),
     currency: Currency,
-    base: Money.meta({ description: "The tenant's distributor fees of the month, exact." }),
+    base: Money.meta({
+      description:
+        "What the share is of, exact: the month's invoice net of tax and credit notes, or its distributor fees.",
+    }),
     share: Money.meta({ description: "base × revenue_share / 100, rounded to the currency's minor unit." }),
   })
   .meta({ id: "PartnerStatementLine" });
@@ -108,8 +116,9 @@ const Statement = z
     partner_id: Uuid,
     month: z.string().meta({ description: "YYYY-MM." }),
     revenue_share: Share,
-    basis: z.literal("distributor_fees").meta({
-      description: "What the share is of: the referred tenants' distributor fees in the money ledger.",
+    basis: z.enum(BASES).meta({
+      description:
+        "What the share is of: `invoices` (what the installation invoiced each tenant for the month, net of tax and credit notes) or `distributor_fees` (each tenant's distributor fees in the money ledger).",
     }),
     lines: z.array(StatementLine),
     totals: z.array(z.object({ currency: Currency, base: Money, share: Money })),
@@ -159,21 +168,32 @@ async function partnerById(tx: Tx, id: string): Promise<PartnerRow> {
 }
 
 /** A partner's statement for a month (YYYY-MM). */
-export async function partnerStatement(tx: Tx, partnerId: string, month: string) {
+export async function partnerStatement(tx: Tx, partnerId: string, month: string, basis: PartnerBasis) {
   const partner = await partnerById(tx, partnerId);
   const rate = canonical(partner.revenue_share);
-  const rows = (
-    await tx.query<{ tenant_id: string; slug: string; currency: string; base: string }>(
-      `select t.id as tenant_id, t.slug, l.currency, sum(l.amount)::text as base
+  const sql =
+    basis === "invoices"
+      ? `select t.id as tenant_id, t.slug, i.currency,
+           (i.subtotal - coalesce((select sum(c.subtotal) from internal.credit_notes c where c.invoice_id = i.id), 0))::text
+             as base
+         from internal.partner_tenants pt
+         join internal.tenants t on t.id = pt.tenant_id
+         join internal.invoices i on i.tenant_id = pt.tenant_id and i.month = $2::date
+         where pt.partner_id = $1 and pt.since <= $2::date
+         order by t.slug, i.currency`
+      : `select t.id as tenant_id, t.slug, l.currency, sum(l.amount)::text as base
        from internal.partner_tenants pt
        join internal.tenants t on t.id = pt.tenant_id
        join internal.ledger_entries l on l.tenant_id = pt.tenant_id and l.holder = 'fees' and l.period = $2::date
        join internal.accounts a on a.id = l.account_id and not a.is_sandbox
        where pt.partner_id = $1 and pt.since <= $2::date
        group by t.id, t.slug, l.currency
-       order by t.slug, l.currency`,
-      [partnerId, `${month}-01`],
-    )
+       order by t.slug, l.currency`;
+  const rows = (
+    await tx.query<{ tenant_id: string; slug: string; currency: string; base: string }>(sql, [
+      partnerId,
+      `${month}-01`,
+    ])
   ).rows;
   const lines = rows.map((r) => {
     const places = minorUnits(r.currency);
@@ -200,7 +220,7 @@ export async function partnerStatement(tx: Tx, partnerId: string, month: string)
     partner_id: partner.id,
     month,
     revenue_share: rate,
-    basis: "distributor_fees" as const,
+    basis,
     lines,
     totals,
   };
@@ -343,7 +363,7 @@ export function partnerSpecs(options: { db: Db }): AnyAdminRoute[] {
       operationId: "attachPartnerTenant",
       summary: "Attach a tenant the partner referred",
       description:
-        "From `since` (YYYY-MM, default this month) on, the tenant's distributor fees count in the partner's statements. " +
+        "From `since` (YYYY-MM, default this month) on, the tenant counts in the partner's statements. " +
         "A tenant has one partner at a time: one attached to another is 409 tenant_has_partner.",
       tag: TAG,
       staffRole: "platform",
@@ -425,19 +445,25 @@ export function partnerSpecs(options: { db: Db }): AnyAdminRoute[] {
       operationId: "partnerStatement",
       summary: "What a partner is owed for a month",
       description:
-        "Per attached tenant and currency: the tenant's distributor fees of the month in the money ledger (base, exact) and " +
-        "the partner's share of them (base × revenue_share / 100, rounded half away from zero to the currency's minor " +
-        "unit); the totals add up the lines. Sandbox accounts and months before a tenant's `since` do not count.",
+        "Per attached tenant and currency: the base (exact) and the partner's share of it (base × revenue_share / 100, " +
+        "rounded half away from zero to the currency's minor unit); the totals add up the lines. `basis=invoices` (the " +
+        "default): what the installation invoiced the tenant for the month, net of tax and of credit notes against that " +
+        "invoice; `basis=distributor_fees`: the tenant's distributor fees of the month in the money ledger, sandbox " +
+        "accounts left out. Months before a tenant's `since` do not count.",
       tag: TAG,
       staffRole: "platform",
       params: IdParams,
       query: z.strictObject({
         month: z.string().regex(MONTH, "a month as YYYY-MM").meta({ description: "The month (YYYY-MM)." }),
+        basis: z
+          .enum(BASES)
+          .default("invoices")
+          .meta({ description: "What the share is of: `invoices` (default) or `distributor_fees`." }),
       }),
       response: { status: 200, description: "The statement.", schema: Statement },
       errors: [404],
       handler: async ({ params, query }) =>
-        db.asService((tx) => partnerStatement(tx, params.id, query.month), { readOnly: true }),
+        db.asService((tx) => partnerStatement(tx, params.id, query.month, query.basis), { readOnly: true }),
     }),
   ];
 }
