@@ -7,7 +7,7 @@
 -- * A partner is a referral or reseller partner of the installation: platform staff list them
 --   (tenant_id null) and attach each tenant a partner brought in (internal.partner_tenants); a
 --   month's partner statement credits the partner revenue_share percent of the referred tenants'
---   distributor fees of that month (the ledger's 'fees' entries).
+--   invoices of that month net of tax (migration 0050), or of their distributor fees.
 -- * A custom script is an external script (analytics, a chat widget) a tenant's admin lists for
 --   that tenant's portal only: an https address (loopback http for development), loaded with the
 --   tenant's portal page, its origin and the origins it may connect to added to that page's
