@@ -1,0 +1,1 @@
+-- Royalty import allocation: the split version per sum and the account's own payee once per account (issue 45, item 3).
