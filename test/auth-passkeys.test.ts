@@ -364,6 +364,35 @@ describeEachEngine("auth: passkeys", (t) => {
     );
   });
 
+  test("passkey_rp_id: one relying party for the tenant's hosts under it, other hosts refused", async () => {
+    const env = await tenant({
+      passkey_rp_id: "backline.test",
+      redirect_urls: ["https://portal.backline.test/*", "https://elsewhere.example/*"],
+    });
+    const m = await env.member();
+    const authenticator = new SoftwareAuthenticator();
+    const { credential, verified, start } = await register(m.client, authenticator);
+    assert.equal((start.data?.options as unknown as Options | undefined)?.rp.id, "backline.test");
+    assert.equal(verified.error, null, verified.error?.message);
+    // Made at app.backline.test, used at portal.backline.test: the same relying party.
+    const there = await signIn(env.client(), authenticator, credential, "https://portal.backline.test");
+    assert.equal(there.result.error, null, there.result.error?.message);
+    // One of the tenant's addresses, but not under the relying party: refused.
+    const outside = await signIn(env.client(), authenticator, credential, "https://elsewhere.example");
+    assertAuthError(outside.result.error, { status: 400, code: "webauthn_verification_failed" }, "outside");
+    // Not a host name: the settings command refuses it and writes nothing.
+    const bad = await runCliOn(t(), [
+      "auth",
+      "settings",
+      "--tenant",
+      env.tenant.slug,
+      "--set",
+      "passkey_rp_id=https://backline.test",
+    ]);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /passkey_rp_id/);
+  });
+
   test("a signature counter that goes back (a cloned authenticator) is refused", async () => {
     const env = await tenant();
     const m = await env.member();
