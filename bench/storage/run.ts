@@ -106,6 +106,7 @@ async function prepare(side: Side): Promise<string> {
 async function measure(
   side: Side,
   o: {
+    duration?: number;
     method: string;
     path: (n: number) => string;
     body?: Buffer | string;
@@ -120,6 +121,7 @@ async function measure(
       url: url.origin,
       connections: o.connections ?? CONNECTIONS,
       duration,
+      timeout: 120,
       requests: [
         {
           method: o.method as "GET",
@@ -131,7 +133,7 @@ async function measure(
     });
   await run(WARMUP);
   const before = side.pid ? cpuSecondsOf(side.pid) : 0;
-  const r = await run(DURATION);
+  const r = await run(o.duration ?? DURATION);
   const total = r.requests.total;
   return {
     rps: r.requests.average,
@@ -142,56 +144,69 @@ async function measure(
   };
 }
 
-async function figures(side: Side): Promise<Map<string, Figure>> {
+/** The requests measured, for a side whose bucket `prepare` made. */
+async function kinds(side: Side): Promise<{ name: string; spec: Parameters<typeof measure>[1] }[]> {
   const bucket = await prepare(side);
   const signed = (await call(side, "POST", `/object/sign/${bucket}/one.bin`, { expiresIn: 3600 })) as {
     signedURL: string;
   };
   // Backline answers the path under /storage/v1; the peer's carries it only behind Supabase's gateway.
   const signedPath = signed.signedURL.replace(/^\/storage\/v1/, "");
-  const out = new Map<string, Figure>();
   const tag = `${Date.now()}`;
-  out.set(
-    "upload 1 MB",
-    await measure(side, {
-      method: "POST",
-      path: (n) => `/object/${bucket}/up/${tag}-${n}.bin`,
-      body: ONE,
-      type: "application/octet-stream",
-    }),
-  );
-  out.set(
-    `upload ${BIG / MB} MB`,
-    await measure(side, {
-      method: "POST",
-      path: (n) => `/object/${bucket}/up/${tag}-big-${n}.bin`,
-      body: FIFTY,
-      type: "application/octet-stream",
-      connections: 2,
-    }),
-  );
-  out.set(
-    "download 1 MB",
-    await measure(side, { method: "GET", path: () => `/object/authenticated/${bucket}/one.bin` }),
-  );
-  out.set(
-    `download ${BIG / MB} MB`,
-    await measure(side, {
-      method: "GET",
-      path: () => `/object/authenticated/${bucket}/big.bin`,
-      connections: 2,
-    }),
-  );
-  out.set(
-    `list ${LISTED}`,
-    await measure(side, {
-      method: "POST",
-      path: () => `/object/list/${bucket}`,
-      body: JSON.stringify({ prefix: "list", limit: 1000 }),
-      type: "application/json",
-    }),
-  );
-  out.set("signed-URL download 1 MB", await measure(side, { method: "GET", path: () => signedPath }));
+  // 50 MB takes seconds per request on a loaded machine: 2 connections, at least 20 s.
+  const big = { connections: 2, duration: Math.max(DURATION, 20) };
+  return [
+    {
+      name: "upload 1 MB",
+      spec: {
+        method: "POST",
+        path: (n) => `/object/${bucket}/up/${tag}-${n}.bin`,
+        body: ONE,
+        type: "application/octet-stream",
+      },
+    },
+    {
+      name: `upload ${BIG / MB} MB`,
+      spec: {
+        method: "POST",
+        path: (n) => `/object/${bucket}/up/${tag}-big-${n}.bin`,
+        body: FIFTY,
+        type: "application/octet-stream",
+        ...big,
+      },
+    },
+    { name: "download 1 MB", spec: { method: "GET", path: () => `/object/authenticated/${bucket}/one.bin` } },
+    {
+      name: `download ${BIG / MB} MB`,
+      spec: { method: "GET", path: () => `/object/authenticated/${bucket}/big.bin`, ...big },
+    },
+    {
+      name: `list ${LISTED}`,
+      spec: {
+        method: "POST",
+        path: () => `/object/list/${bucket}`,
+        body: JSON.stringify({ prefix: "list", limit: 1000 }),
+        type: "application/json",
+      },
+    },
+    { name: "signed-URL download 1 MB", spec: { method: "GET", path: () => signedPath } },
+  ];
+}
+
+/** Each request on Backline and on the peer back to back (the order alternating), so both see the same load. */
+async function figures(
+  backline: Side,
+  peer: Side | undefined,
+): Promise<{ backline: Map<string, Figure>; peer: Map<string, Figure> | undefined }> {
+  const b = await kinds(backline);
+  const p = peer ? await kinds(peer) : undefined;
+  const out = { backline: new Map<string, Figure>(), peer: p ? new Map<string, Figure>() : undefined };
+  for (const [i, k] of b.entries()) {
+    const theirs = p?.[i];
+    if (peer && theirs && i % 2 === 1) out.peer?.set(k.name, await measure(peer, theirs.spec));
+    out.backline.set(k.name, await measure(backline, k.spec));
+    if (peer && theirs && i % 2 === 0) out.peer?.set(k.name, await measure(peer, theirs.spec));
+  }
   return out;
 }
 
@@ -227,7 +242,7 @@ async function backlineSide(server: Server, engine: Engine): Promise<Side> {
   };
 }
 
-async function onPostgres(peer: Map<string, Figure> | undefined): Promise<string> {
+async function onPostgres(peer: Side | undefined): Promise<string> {
   const dbName = `backline_bench_storage_${process.pid}`;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
@@ -244,7 +259,8 @@ async function onPostgres(peer: Map<string, Figure> | undefined): Promise<string
     });
     try {
       const side = await backlineSide(server, owner);
-      return table("Backline on PostgreSQL", await figures(side), peer);
+      const f = await figures(side, peer);
+      return table("Backline on PostgreSQL", f.backline, f.peer);
     } finally {
       await stopServer(server);
     }
@@ -256,7 +272,7 @@ async function onPostgres(peer: Map<string, Figure> | undefined): Promise<string
   }
 }
 
-async function onPglite(peer: Map<string, Figure> | undefined): Promise<string> {
+async function onPglite(peer: Side | undefined): Promise<string> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "backline-bench-storage-pglite-"));
   try {
     const engine = await PgliteEngine.open({ dataDir: path.join(dataDir, "pgdata") });
@@ -280,7 +296,8 @@ async function onPglite(peer: Map<string, Figure> | undefined): Promise<string> 
         headers: { apikey: keys.service_role_key, authorization: `Bearer ${keys.service_role_key}` },
         ...(server.child.pid ? { pid: server.child.pid } : {}),
       };
-      return table("Backline on the embedded database (PGlite)", await figures(side), peer);
+      const f = await figures(side, peer);
+      return table("Backline on the embedded database (PGlite)", f.backline, f.peer);
     } finally {
       await stopServer(server);
     }
@@ -292,10 +309,10 @@ async function onPglite(peer: Map<string, Figure> | undefined): Promise<string> 
 async function main() {
   const wanted = process.argv.slice(2);
   const engines = wanted.length ? wanted : ["postgres", "pglite"];
-  let peer: Map<string, Figure> | undefined;
+  let peer: Side | undefined;
   const peerFile = process.env.STORAGE_PEER;
   const out: string[] = [
-    `${CONNECTIONS} connections (2 for ${BIG / MB} MB), ${DURATION} s after ${WARMUP} s of warm-up, ${os.cpus().length} cores, load average ${os
+    `${CONNECTIONS} connections (2 for ${BIG / MB} MB, for at least 20 s), ${DURATION} s after ${WARMUP} s of warm-up, ${os.cpus().length} cores, load average ${os
       .loadavg()
       .map((l) => l.toFixed(1))
       .join(" ")} at the start, Node ${process.versions.node}`,
@@ -303,12 +320,12 @@ async function main() {
   if (peerFile) {
     const p = JSON.parse(readFileSync(peerFile, "utf8")) as { url: string; serviceKey: string; pid?: number };
     const pid = p.pid;
-    peer = await figures({
+    peer = {
       name: "Supabase Storage",
       base: p.url.replace(/\/+$/, ""),
       headers: { apikey: p.serviceKey, authorization: `Bearer ${p.serviceKey}` },
       ...(pid ? { pid } : {}),
-    });
+    };
   }
   for (const engine of engines) {
     out.push("", engine === "pglite" ? await onPglite(peer) : await onPostgres(peer));
