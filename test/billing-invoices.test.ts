@@ -392,9 +392,10 @@ describeEachEngine("white-label plans and invoices", (t) => {
       assert.equal(res.status, 409);
       assert.equal(res.body.code, "no_plan");
       assert.deepEqual(await sql("select id from internal.invoices"), []);
-      assert.deepEqual(await sql("select last_number::text as n from internal.invoice_counters where series = 'invoice'"), [
-        { n: "0" },
-      ]);
+      assert.deepEqual(
+        await sql("select last_number::text as n from internal.invoice_counters where series = 'invoice'"),
+        [{ n: "0" }],
+      );
     });
 
     test("issued at once, numbers are sequential without gaps; a month is invoiced once", async () => {
@@ -421,9 +422,10 @@ describeEachEngine("white-label plans and invoices", (t) => {
       ]);
       const numbers = created.map((r) => r.body.number as string).sort();
       assert.deepEqual(numbers, ["BL-000001", "BL-000002", "BL-000003", "BL-000004"]);
-      assert.deepEqual(await sql("select last_number::text as n from internal.invoice_counters where series = 'invoice'"), [
-        { n: "4" },
-      ]);
+      assert.deepEqual(
+        await sql("select last_number::text as n from internal.invoice_counters where series = 'invoice'"),
+        [{ n: "4" }],
+      );
       for (const r of created) {
         const k = keys.find((key) => customers[key].tenant.id === r.body.tenant_id);
         if (k) invoices[k] = r.body as Invoice;
@@ -698,6 +700,27 @@ describeEachEngine("white-label plans and invoices", (t) => {
       await assert.rejects(
         sql("update internal.credit_notes set total = 0"),
         (e: Error & { code?: string }) => e.code === "55000" || /never changes/.test(e.message),
+      );
+      const noteId = (mine.body.data ?? [])[0]?.id as string;
+      const pdf = await asAdminOf("de")("GET", `/invoices/${de.id}/credit-notes/${noteId}?format=pdf`);
+      assert.equal(pdf.status, 200);
+      assert.equal(pdf.raw.subarray(0, 5).toString("latin1"), "%PDF-");
+      assert.ok(pdf.raw.toString("latin1").includes("(Credit note CN-000001)"));
+      const csv = parseCsv(
+        (await asAdminOf("de")("GET", `/invoices/${de.id}/credit-notes/${noteId}?format=csv`)).text,
+      );
+      assert.deepEqual(
+        csv.slice(1).map((r) => [r[0], r[1], r[6]]),
+        [
+          ["CN-000001", "line", "2.50"],
+          ["CN-000001", "subtotal", "2.50"],
+          ["CN-000001", "tax", "0.48"],
+          ["CN-000001", "total", "2.98"],
+        ],
+      );
+      assert.equal(
+        (await asAdminOf("fr")("GET", `/invoices/${de.id}/credit-notes/${noteId}?format=pdf`)).status,
+        404,
       );
       // The invoice itself is as it was issued.
       assert.equal(after.body.total, "8.93");

@@ -5,7 +5,7 @@ import { openAuditScope } from "../db/audit-context.ts";
 import type { Db } from "../db/db.ts";
 import { Count, Currency, Money, Timestamp, TimestampInput } from "../http/formats.ts";
 import { HttpError } from "../http/problem.ts";
-import { invoiceCsv, invoicePdf } from "./invoice-files.ts";
+import { creditNoteDocument, invoiceCsv, invoicePdf } from "./invoice-files.ts";
 import {
   createPlan,
   getInvoice,
@@ -544,6 +544,49 @@ export function billingSpecs(options: {
         const invoice = await getInvoice(db, params.id, isPlatformAdmin(request) ? undefined : tenantId);
         if (!invoice) throw new HttpError(404, "not_found", `no invoice ${params.id}`, "id");
         return { data: await listCreditNotes(db, { invoiceId: invoice.id }) };
+      },
+    }),
+    adminRoute({
+      method: "GET",
+      path: "/invoices/{id}/credit-notes/{note_id}",
+      operationId: "getCreditNote",
+      summary: "A credit note: JSON, or ?format=pdf or csv",
+      tag: TAG,
+      staffRole: "admin",
+      params: z.object({ id: Uuid, note_id: Uuid }),
+      query: z.strictObject({
+        format: z
+          .enum(["json", "csv", "pdf"])
+          .default("json")
+          .describe("The credit note as JSON, CSV or a PDF document."),
+      }),
+      response: {
+        status: 200,
+        description: "The credit note.",
+        schema: CreditNoteSchema,
+        exports: ["text/csv", "application/pdf"],
+      },
+      errors: [404],
+      handler: async ({ tenantId, params, query, request, reply }) => {
+        const invoice = await getInvoice(db, params.id, isPlatformAdmin(request) ? undefined : tenantId);
+        const note = invoice
+          ? (await listCreditNotes(db, { invoiceId: invoice.id, id: params.note_id }))[0]
+          : undefined;
+        if (!invoice || !note)
+          throw new HttpError(404, "not_found", `no credit note ${params.note_id}`, "note_id");
+        if (query.format === "json") return note;
+        const doc = creditNoteDocument(invoice, note);
+        const body =
+          query.format === "csv"
+            ? invoiceCsv(doc)
+            : await invoicePdf(doc, { creditNote: { corrects: invoice.number } });
+        return reply
+          .headers({
+            "content-type": query.format === "csv" ? "text/csv; charset=utf-8" : "application/pdf",
+            "content-disposition": `attachment; filename="credit-note-${note.number.replace(/[^A-Za-z0-9-]/g, "-")}.${query.format}"`,
+          })
+          .status(200)
+          .send(body);
       },
     }),
     adminRoute({

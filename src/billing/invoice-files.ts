@@ -12,7 +12,7 @@
  */
 import PDFDocument from "pdfkit";
 import { formatAmount, pdfText } from "../money/statement-pdf.ts";
-import { type Invoice, monthLabel } from "./invoices.ts";
+import { type CreditNote, type Invoice, monthLabel } from "./invoices.ts";
 
 export const INVOICE_CSV_COLUMNS = [
   "invoice_number",
@@ -75,6 +75,35 @@ const RULE_LABEL: Record<Invoice["tax_rule"], string> = {
 export interface InvoicePdfOptions {
   /** Compress the page contents (default true; tests turn it off to read the text). */
   compress?: boolean;
+  /** A credit note of the invoice (its number, the invoice it corrects): no due date, usage or payment details. */
+  creditNote?: { corrects: string };
+}
+
+/**
+ * A credit note (src/billing/invoices.ts) as an invoice-shaped document for the files: one line
+ * crediting its net amount, the invoice's parties and tax rule, the credit note's own number and totals.
+ */
+export function creditNoteDocument(invoice: Invoice, note: CreditNote): Invoice {
+  return {
+    ...invoice,
+    number: note.number,
+    issued_at: note.issued_at,
+    due_on: "",
+    subtotal: note.subtotal,
+    tax_rate: note.tax_rate,
+    tax: note.tax,
+    total: note.total,
+    lines: [
+      {
+        description: `Credit for invoice ${invoice.number}: ${note.reason}`,
+        currency: note.currency,
+        quantity: "1",
+        unit: "credit",
+        unit_price: note.subtotal,
+        amount: note.subtotal,
+      },
+    ],
+  };
 }
 
 /** The invoice as a PDF: issuer, customer, number and dates, lines, totals, the tax mention, how to pay. */
@@ -86,7 +115,7 @@ export async function invoicePdf(invoice: Invoice, options: InvoicePdfOptions = 
     lang: "en",
     displayTitle: true,
     info: {
-      Title: `Invoice ${invoice.number}`,
+      Title: `${options.creditNote ? "Credit note" : "Invoice"} ${invoice.number}`,
       Author: invoice.issuer.legal_name,
       Subject: `${invoice.customer.legal_name}, ${monthLabel(invoice.month)}`,
       Creator: "Backline",
@@ -116,10 +145,14 @@ export async function invoicePdf(invoice: Invoice, options: InvoicePdfOptions = 
     .fillColor(ink)
     .font("Helvetica-Bold")
     .fontSize(14)
-    .text(t(`Invoice ${invoice.number}`));
+    .text(t(`${options.creditNote ? "Credit note" : "Invoice"} ${invoice.number}`));
   pdf.font("Helvetica").fontSize(9);
   pdf.text(
-    t(`Issued ${invoice.issued_at.slice(0, 10)} - due ${invoice.due_on} - for ${monthLabel(invoice.month)}`),
+    t(
+      options.creditNote
+        ? `Issued ${invoice.issued_at.slice(0, 10)} - corrects invoice ${options.creditNote.corrects} for ${monthLabel(invoice.month)}`
+        : `Issued ${invoice.issued_at.slice(0, 10)} - due ${invoice.due_on} - for ${monthLabel(invoice.month)}`,
+    ),
   );
   pdf.moveDown(0.8);
   pdf.font("Helvetica-Bold").text("Bill to");
@@ -177,18 +210,22 @@ export async function invoicePdf(invoice: Invoice, options: InvoicePdfOptions = 
   pdf.moveDown(1);
   pdf.font("Helvetica").fontSize(8.5).fillColor(ink);
   if (invoice.tax_note) pdf.text(t(invoice.tax_note), left, pdf.y, { width });
-  pdf.moveDown(0.6);
-  pdf.text(
-    t(
-      `Usage in ${monthLabel(invoice.month)}: ${invoice.usage.accounts} accounts, ${invoice.usage.releases_delivered} releases delivered, ` +
-        `${invoice.usage.tracks} tracks, ${formatAmount(String(invoice.usage.storage_bytes))} bytes stored, ${formatAmount(String(invoice.usage.api_calls))} API calls.`,
-    ),
-    { width },
-  );
-  if (invoice.issuer.bank_details) {
+  if (!options.creditNote) {
     pdf.moveDown(0.6);
-    pdf.font("Helvetica-Bold").text("How to pay");
-    pdf.font("Helvetica").text(t(`${invoice.issuer.bank_details} - reference ${invoice.number}`), { width });
+    pdf.text(
+      t(
+        `Usage in ${monthLabel(invoice.month)}: ${invoice.usage.accounts} accounts, ${invoice.usage.releases_delivered} releases delivered, ` +
+          `${invoice.usage.tracks} tracks, ${formatAmount(String(invoice.usage.storage_bytes))} bytes stored, ${formatAmount(String(invoice.usage.api_calls))} API calls.`,
+      ),
+      { width },
+    );
+    if (invoice.issuer.bank_details) {
+      pdf.moveDown(0.6);
+      pdf.font("Helvetica-Bold").text("How to pay");
+      pdf
+        .font("Helvetica")
+        .text(t(`${invoice.issuer.bank_details} - reference ${invoice.number}`), { width });
+    }
   }
   pdf.end();
   return done;
