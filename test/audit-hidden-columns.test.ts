@@ -174,6 +174,34 @@ const REVIEWED_SAFE: Record<string, string[]> = {
     "rate",
     "set_at",
   ],
+  // A tenant's portal scripts (migration 0053): public addresses and origins; integrity is the
+  // digest of a public file (Subresource Integrity), not of a secret.
+  "internal.custom_scripts": [
+    "id",
+    "tenant_id",
+    "name",
+    "placement",
+    "source",
+    "enabled",
+    "connect_origins",
+    "integrity",
+    "created_at",
+    "updated_at",
+  ],
+  // The installation's partners and the tenants they referred (migration 0053): business contacts
+  // and a percentage; settings is unused by the API and holds no secret.
+  "internal.partners": [
+    "id",
+    "tenant_id",
+    "name",
+    "kind",
+    "contact_email",
+    "revenue_share",
+    "settings",
+    "created_at",
+    "updated_at",
+  ],
+  "internal.partner_tenants": ["tenant_id", "partner_id", "since", "created_at"],
   // The tenant's add-ons (migration 0051): a price list; config is the add-on's settings, never a secret.
   "internal.add_on_settings": [
     "tenant_id",
