@@ -765,6 +765,23 @@ describeEachEngine("white-label plans and invoices", (t) => {
       assert.match(show.stdout, /BL-00000\d/);
       const rows = parseCsv((await import("node:fs")).readFileSync(`${dir}/i.csv`, "utf8"));
       assert.equal(rows.at(-1)?.[6], "106.22");
+      const credit = await runCliOn(t(), [
+        "invoices",
+        "credit",
+        paid?.id ?? "",
+        "--amount",
+        "1.00",
+        "--reason",
+        "Goodwill",
+        "--pdf",
+        `${dir}/cn.pdf`,
+      ]);
+      assert.equal(credit.code, 0, credit.stderr);
+      assert.match(credit.stdout, /^CN-000002 credits 1\.00 EUR on BL-/);
+      assert.equal(
+        (await import("node:fs")).readFileSync(`${dir}/cn.pdf`).subarray(0, 5).toString("latin1"),
+        "%PDF-",
+      );
       const again = await runCliOn(t(), ["invoices", "issue", "--tenant", slug, "--month", MONTH]);
       assert.notEqual(again.code, 0);
       assert.match(again.stderr, /already invoiced/);

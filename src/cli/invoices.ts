@@ -314,6 +314,34 @@ export function register(program: Command, cli: Cli): void {
     );
 
   invoices
+    .command("credit")
+    .description("correct an issued invoice with a credit note (a net amount, at the invoice's tax rate)")
+    .argument("<id>", "the invoice's id", uuid)
+    .requiredOption("--amount <amount>", "the net amount credited", fee)
+    .requiredOption("--reason <text>", "why")
+    .option("--pdf <file>", "write the credit note's PDF here")
+    .action(async (id: string, o: { amount: string; reason: string; pdf?: string }) =>
+      run(async (s, db) => {
+        const note = await s.issueCreditNote(db, id, {
+          amount: o.amount,
+          reason: o.reason,
+          by: "cli:invoices credit",
+        });
+        if (o.pdf) {
+          const invoice = await s.getInvoice(db, id);
+          if (invoice)
+            await writeFile(
+              cli.path(o.pdf),
+              await s.invoicePdf(s.creditNoteDocument(invoice, note), {
+                creditNote: { corrects: invoice.number },
+              }),
+            );
+        }
+        cli.output(`${note.number} credits ${note.total} ${note.currency} on ${note.invoice_number}`, note);
+      }),
+    );
+
+  invoices
     .command("import-payments")
     .description("record the payments in a provider's export (Stripe's charges CSV)")
     .argument("<file>", "the export")
