@@ -346,6 +346,7 @@ describeEachEngine("store dictionaries", (t) => {
       [{ genres: { indie: "Not An Apple Genre" } }, "genres.indie", "invalid_dictionary"],
       [{ genres: { "no-such-genre": "Pop" } }, "genres.no-such-genre", "unknown_genre"],
       [{ roles: { whistler: "Whistler" } }, "roles.whistler", "unknown_role"],
+      [{ roles: { arranger: "  " } }, "roles.arranger", "blank"],
     ] as const) {
       const res: ApiResponse<Any> = await admin(platform, "PATCH", `/stores/${APPLE}/dictionary`, body);
       assertProblem(res, 422, "invalid_dictionary");

@@ -202,6 +202,20 @@ export async function updateStoreDictionary(
         });
       }
     }
+    for (const [field, given] of [
+      ["genres", patch.genres],
+      ["roles", patch.roles],
+    ] as const) {
+      for (const [key, value] of Object.entries(given ?? {})) {
+        if (typeof value === "string" && value.trim() === "") {
+          errors.push({
+            param: `${field}.${key}`,
+            code: "blank",
+            message: `${field}.${key} is blank: give the store's name for it, or null to remove the override`,
+          });
+        }
+      }
+    }
     if (errors.length > 0)
       throw new DictionaryError(422, "invalid_dictionary", errors.map((e) => e.message).join("; "), errors);
 
