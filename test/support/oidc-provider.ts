@@ -69,6 +69,9 @@ export async function startOidcProvider(options: { redirectUri: string }): Promi
   // The switch: the token endpoint's ID token, re-signed with one thing wrong.
   provider.use(async (ctx: { path: string; body: unknown }, next: () => Promise<void>) => {
     await next();
+    // The development pages ask for a web font: a browser test's page stays on loopback.
+    if (typeof ctx.body === "string")
+      ctx.body = ctx.body.replace(/@import url\(https:\/\/fonts\.googleapis[^)]*\);/g, "");
     const body = ctx.body as { id_token?: string } | undefined;
     if (ctx.path !== "/token" || !state.tamper || !body?.id_token) return;
     const claims = decodeJwt(body.id_token);

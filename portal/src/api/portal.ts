@@ -392,6 +392,41 @@ export async function choosePassword(password: string): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Sign-in with the tenant's OpenID Connect providers (docs/portal.md, "Sign-in providers")
+
+export interface SignInProvider {
+  name: string;
+  label: string;
+}
+
+/** The providers the tenant turned on (GET /auth/v1/settings: `external`, `external_labels`). */
+export async function signInProviders(): Promise<SignInProvider[]> {
+  const t = currentTenant();
+  const response = await fetch("/auth/v1/settings", { headers: { apikey: t.anon_key } }).catch(() => null);
+  if (!response?.ok) return [];
+  const settings = (await response.json()) as {
+    external?: Record<string, boolean>;
+    external_labels?: Record<string, string>;
+  };
+  return Object.entries(settings.external_labels ?? {})
+    .filter(([name]) => settings.external?.[name] === true)
+    .map(([name, label]) => ({ name, label }));
+}
+
+/**
+ * Sends the browser to the provider (supabase-js signInWithOAuth); it comes back to
+ * /auth/callback with the session in the fragment, as from a mailed link.
+ */
+export async function signInWithProvider(name: string): Promise<void> {
+  const { error } = await sb().auth.signInWithOAuth({
+    provider: name as "google",
+    // The tenant's apikey names the tenant whose provider this is (docs/auth.md).
+    options: { redirectTo: callbackUrl(), queryParams: { apikey: currentTenant().anon_key } },
+  });
+  if (error) throw plain(error, "sign-in");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Passkeys (docs/portal.md, "Passkeys"): supabase-js's passkey API, the browser's WebAuthn prompt
 
 export interface Passkey {

@@ -1,16 +1,22 @@
-import { type FormEvent, useState } from "react";
+import { type FormEvent, useEffect, useState } from "react";
 import { Link } from "../../../ui-shared/router.tsx";
 import {
   browserHasPasskeys,
   type PortalTenant,
+  type SignInProvider,
   sendSignInCode,
+  signInProviders,
   signInWithPasskey,
   signInWithPassword,
+  signInWithProvider,
   verifySignInCode,
 } from "../api/portal.ts";
 import { errorFor, Field, FormError, Notice, Page } from "../ui.tsx";
 
-/** Sign in by password, or by a code mailed to the address (its link signs in too). */
+/**
+ * Sign in by password, or by a code mailed to the address (its link signs in too), or with one of
+ * the tenant's OpenID Connect providers ("Continue with …") or a passkey when the tenant has them.
+ */
 export function SignIn({ tenant }: { tenant: PortalTenant }) {
   const [mode, setMode] = useState<"password" | "code">("password");
   const [email, setEmail] = useState("");
@@ -19,6 +25,10 @@ export function SignIn({ tenant }: { tenant: PortalTenant }) {
   const [codeSent, setCodeSent] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  const [providers, setProviders] = useState<SignInProvider[]>([]);
+  useEffect(() => {
+    void signInProviders().then(setProviders);
+  }, []);
 
   const run = async (work: () => Promise<void>) => {
     setBusy(true);
@@ -89,6 +99,22 @@ export function SignIn({ tenant }: { tenant: PortalTenant }) {
           {mode === "password" ? "Sign in" : codeSent ? "Sign in with the code" : "Email me a code"}
         </button>
       </form>
+      {providers.length > 0 ? (
+        <div className="alternatives" data-testid="signin-providers">
+          {providers.map((p) => (
+            <button
+              key={p.name}
+              type="button"
+              className="secondary"
+              disabled={busy}
+              onClick={() => void run(() => signInWithProvider(p.name))}
+              data-testid={`signin-provider-${p.name}`}
+            >
+              Continue with {p.label}
+            </button>
+          ))}
+        </div>
+      ) : null}
       {tenant.passkeys && browserHasPasskeys() ? (
         <div className="alternatives">
           <button
