@@ -320,8 +320,8 @@ export interface InvoiceFigures {
 export function computeInvoice(
   plan: Plan,
   usage: Usage,
-  issuer: Pick<Issuer, "country" | "vat_id" | "tax_rates">,
-  customer: Pick<Customer, "country" | "vat_id">,
+  issuer: Parameters<typeof decideTax>[0],
+  customer: Parameters<typeof decideTax>[1],
   monthLabel: string,
 ): InvoiceFigures {
   const places = minorUnits(plan.currency);
