@@ -176,7 +176,7 @@ describe("the console in Chromium: a store's dictionary", { skip }, () => {
     await page.locator(tid("dictionary-save")).click();
     const refused = section.locator(tid("error-state"));
     await refused.waitFor();
-    assert.match(await refused.innerText(), /roles\.arranger/);
+    assert.match(await refused.innerText(), /roles\.arranger is blank/);
     assert.equal(
       await page
         .locator(`${tid("dictionary-role")}[data-role="arranger"] input`)
