@@ -33,8 +33,19 @@ export class ApiCallMeter {
     this.intervalMs = intervalMs;
   }
 
-  count(tenantId: string, at: Date = new Date()): void {
-    const key = `${tenantId}|${at.toISOString().slice(0, 10)}`;
+  /** The UTC day counted into, kept until it ends (no date formatting per call). */
+  private day = "";
+  private dayStart = 0;
+  private dayEnd = 0;
+
+  count(tenantId: string, at?: Date): void {
+    const now = at ? at.getTime() : Date.now();
+    if (now < this.dayStart || now >= this.dayEnd) {
+      this.dayStart = now - (now % 86_400_000);
+      this.dayEnd = this.dayStart + 86_400_000;
+      this.day = new Date(this.dayStart).toISOString().slice(0, 10);
+    }
+    const key = `${tenantId}|${this.day}`;
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
   }
 
