@@ -72,7 +72,10 @@ async function seedWorld(db: Db, config: Config): Promise<World> {
 /** The review queue, choosing the tenant first where the console asks (platform staff work on any). */
 async function openQueue(page: Page, slug: string): Promise<void> {
   const queue = page.locator(tid("page-review-queue"));
-  await queue.or(page.locator(tid("tenant-list"))).first().waitFor();
+  await queue
+    .or(page.locator(tid("tenant-list")))
+    .first()
+    .waitFor();
   if (!(await queue.isVisible())) await page.locator(tid(`tenant-choice-${slug}`)).click();
   await queue.waitFor();
 }
