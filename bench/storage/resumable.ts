@@ -38,6 +38,16 @@ interface Target {
   headers: Record<string, string>;
 }
 
+/**
+ * The peer runs with NODE_ENV=production and answers https upload URLs (a gateway ends TLS in
+ * front of it in Supabase); on loopback they are plain http.
+ */
+class LoopbackHttp extends tus.DefaultHttpStack {
+  override createRequest(method: string, url: string) {
+    return super.createRequest(method, url.replace(/^https:\/\/127\.0\.0\.1:/, "http://127.0.0.1:"));
+  }
+}
+
 function send(
   t: Target,
   bucket: string,
@@ -49,6 +59,7 @@ function send(
     const upload: tus.Upload = new tus.Upload(FILE, {
       ...(o.uploadUrl ? { uploadUrl: o.uploadUrl } : { endpoint: `${t.base}/upload/resumable` }),
       chunkSize: CHUNK,
+      httpStack: new LoopbackHttp({}),
       retryDelays: [0, 500, 2000],
       headers: { ...t.headers, "x-upsert": "true" },
       metadata: { bucketName: bucket, objectName: name, contentType: "audio/wav", cacheControl: "3600" },
