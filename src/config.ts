@@ -164,6 +164,7 @@ const schema = z.object({
     })
     .optional(),
   WEBHOOK_ALLOW_PRIVATE: bool.optional(),
+  OIDC_ALLOW_PRIVATE: bool.optional(),
   CONSOLE_TENANT: z
     .string()
     .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { message: "must be a tenant's slug" })
@@ -325,6 +326,11 @@ export interface Config {
    * tests only, off unless WEBHOOK_ALLOW_PRIVATE=true (the server warns at start when it is on).
    */
   webhookAllowPrivate: boolean;
+  /**
+   * A tenant's OpenID Connect providers may be on http:// and loopback, private and link-local
+   * addresses: for development and tests only, off unless OIDC_ALLOW_PRIVATE=true (warned at start).
+   */
+  oidcAllowPrivate: boolean;
   /** Where uploaded media goes (docs/uploads.md): DATA_DIR/storage, or an S3-compatible bucket. */
   storage: { driver: "local"; root: string } | { driver: "s3"; s3: S3Settings };
   uploads: UploadLimits;
@@ -469,6 +475,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // Off on every engine: any API key holder registers webhook URLs, and a local address would
     // point the server at itself or its network (docs/security.md, "Outbound calls").
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,
+    // Off likewise: a tenant's admin sets its identity providers' issuer (docs/auth.md).
+    oidcAllowPrivate: e.OIDC_ALLOW_PRIVATE ?? false,
     storage,
     uploads: {
       urlTtlSeconds: e.UPLOAD_URL_TTL_SECONDS,

@@ -30,7 +30,7 @@ describeEachEngine("auth: OpenID Connect providers", (t) => {
   let app: RunningApp;
   let idp: LoopbackProvider;
   before(async () => {
-    app = await startApp(t(), { PUBLIC_URL });
+    app = await startApp(t(), { PUBLIC_URL, OIDC_ALLOW_PRIVATE: "true" });
     idp = await startOidcProvider({ redirectUri: `${PUBLIC_URL}/auth/v1/callback` });
   });
   after(async () => {

@@ -1,7 +1,8 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
+import { createRemoteJWKSet, customFetch, type JWTPayload, jwtVerify } from "jose";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
+import { guardedFetch, type OutboundFetch } from "../http/outbound.ts";
 import { displayNameOf, provisionAccounts } from "../tenancy/memberships.ts";
 import { AuthError, validationFailed } from "./errors.ts";
 import { type SessionContext, startSession } from "./sessions.ts";
@@ -91,7 +92,7 @@ export function checkIssuer(issuer: string): string {
 const discoveries = new Map<string, { doc: Discovery; until: number }>();
 const keySets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
 
-async function discover(issuer: string): Promise<Discovery> {
+async function discover(fetch: OutboundFetch, issuer: string): Promise<Discovery> {
   const cached = discoveries.get(issuer);
   if (cached && cached.until > Date.now()) return cached.doc;
   const res = await fetch(`${issuer}/.well-known/openid-configuration`, {
@@ -119,10 +120,13 @@ const providerDisabled = () =>
 const providerUnreachable = (why: string) =>
   new AuthError(502, "unexpected_failure", `The identity provider could not be used: ${why}`);
 
-function keySet(jwksUri: string) {
+function keySet(fetch: OutboundFetch, jwksUri: string) {
   let set = keySets.get(jwksUri);
   if (!set) {
-    set = createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: HTTP_TIMEOUT_MS });
+    set = createRemoteJWKSet(new URL(jwksUri), {
+      timeoutDuration: HTTP_TIMEOUT_MS,
+      [customFetch]: (url, options) => fetch(url, options),
+    });
     keySets.set(jwksUri, set);
   }
   return set;
@@ -205,9 +209,13 @@ export class OidcFlows {
   /** PUBLIC_URL. */
   readonly publicUrl: string;
 
-  constructor(deps: { db: Db; publicUrl: string }) {
+  /** Calls to the providers: https to public addresses only, unless OIDC_ALLOW_PRIVATE (src/http/outbound.ts). */
+  private readonly fetch: OutboundFetch;
+
+  constructor(deps: { db: Db; publicUrl: string; allowPrivate?: boolean }) {
     this.db = deps.db;
     this.publicUrl = deps.publicUrl;
+    this.fetch = guardedFetch({ allowPrivate: deps.allowPrivate ?? false });
   }
 
   /** The provider's redirect_uri: one for every tenant (the state names the flow). */
@@ -232,7 +240,7 @@ export class OidcFlows {
         throw validationFailed("code challenge must be 43 to 128 characters of the PKCE alphabet");
       method = m;
     }
-    const doc = await discover(provider.issuer);
+    const doc = await discover(this.fetch, provider.issuer);
     const state = b64url(randomBytes(32));
     const nonce = b64url(randomBytes(24));
     const verifier = b64url(randomBytes(48));
@@ -366,7 +374,7 @@ export class OidcFlows {
 
   /** The provider's code for tokens; the ID token verified; the claims (with userinfo's, when the token has no address). */
   private async exchange(provider: ProviderRow, flow: FlowRow, code: string): Promise<JWTPayload> {
-    const doc = await discover(provider.issuer);
+    const doc = await discover(this.fetch, provider.issuer);
     const secret = provider.client_secret_sealed
       ? this.db.secrets.decrypt(provider.client_secret_sealed)
       : undefined;
@@ -388,7 +396,7 @@ export class OidcFlows {
       form.set("client_id", provider.client_id);
       if (secret !== undefined) form.set("client_secret", secret);
     }
-    const res = await fetch(doc.token_endpoint, {
+    const res = await this.fetch(doc.token_endpoint, {
       method: "POST",
       headers,
       body: form,
@@ -405,7 +413,7 @@ export class OidcFlows {
       );
     let claims: JWTPayload;
     try {
-      ({ payload: claims } = await jwtVerify(tokens.id_token, keySet(doc.jwks_uri), {
+      ({ payload: claims } = await jwtVerify(tokens.id_token, keySet(this.fetch, doc.jwks_uri), {
         issuer: doc.issuer,
         audience: provider.client_id,
         clockTolerance: 30,
@@ -421,7 +429,7 @@ export class OidcFlows {
     if (typeof claims.sub !== "string" || claims.sub === "")
       throw new AuthError(400, "bad_oauth_callback", "Invalid ID token: no sub");
     if (claims.email === undefined && doc.userinfo_endpoint && typeof tokens.access_token === "string") {
-      const info = await fetch(doc.userinfo_endpoint, {
+      const info = await this.fetch(doc.userinfo_endpoint, {
         headers: { authorization: `Bearer ${tokens.access_token}`, accept: "application/json" },
         signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
       })

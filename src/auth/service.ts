@@ -129,12 +129,16 @@ export class AuthService {
   /** Passkeys (src/auth/passkeys.ts). */
   readonly passkeys: Passkeys;
 
-  constructor(deps: { db: Db; mailer: Mailer; publicUrl: string }) {
+  constructor(deps: { db: Db; mailer: Mailer; publicUrl: string; oidcAllowPrivate?: boolean }) {
     this.db = deps.db;
     this.mailer = deps.mailer;
     this.publicUrl = deps.publicUrl;
     this.admin = new AuthAdmin({ db: deps.db, publicUrl: deps.publicUrl });
-    this.oidc = new OidcFlows({ db: deps.db, publicUrl: deps.publicUrl });
+    this.oidc = new OidcFlows({
+      db: deps.db,
+      publicUrl: deps.publicUrl,
+      allowPrivate: deps.oidcAllowPrivate ?? false,
+    });
     this.passkeys = new Passkeys({ db: deps.db, publicUrl: deps.publicUrl });
   }
 

@@ -172,7 +172,12 @@ export function buildApp(given: AppDeps): FastifyInstance {
     from: deps.config.mail.from,
     logger,
   });
-  const auth = new AuthService({ db: deps.db, mailer, publicUrl: deps.config.publicUrl });
+  const auth = new AuthService({
+    db: deps.db,
+    mailer,
+    publicUrl: deps.config.publicUrl,
+    oidcAllowPrivate: deps.config.oidcAllowPrivate,
+  });
   // Queued mail (a reveal code, a sign-up's confirmation) is sent as soon as its transaction commits.
   app.addHook("onReady", () => mailer.start());
   app.addHook("onClose", () => mailer.close());

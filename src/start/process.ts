@@ -52,18 +52,23 @@ export function loadConfigOrDie(): Config {
  * Settings that lower a protection, said at start so an operator who left one on sees it
  * (docs/security.md). One line each, at warn.
  */
-export function unsafeSettings(config: Pick<Config, "webhookAllowPrivate">): string[] {
+export function unsafeSettings(config: Pick<Config, "webhookAllowPrivate" | "oidcAllowPrivate">): string[] {
   const warnings: string[] = [];
   if (config.webhookAllowPrivate) {
     warnings.push(
       "WEBHOOK_ALLOW_PRIVATE is on: webhook endpoints may be http:// and on loopback, private and link-local addresses (this server, its network, cloud metadata). Any API key holder can point them there. For development only.",
     );
   }
+  if (config.oidcAllowPrivate) {
+    warnings.push(
+      "OIDC_ALLOW_PRIVATE is on: a tenant's OpenID Connect providers may be http:// and on loopback, private and link-local addresses (this server, its network, cloud metadata). Any tenant admin can point them there. For development only.",
+    );
+  }
   return warnings;
 }
 
 export function warnUnsafeSettings(
-  config: Pick<Config, "webhookAllowPrivate">,
+  config: Pick<Config, "webhookAllowPrivate" | "oidcAllowPrivate">,
   logger: Pick<Logger, "warn">,
 ): void {
   for (const warning of unsafeSettings(config)) logger.warn({ unsafe_setting: true }, warning);

@@ -54,7 +54,10 @@ describe("the portal in Chromium: sign-in providers", { skip }, () => {
       );
       return seeded;
     };
-    const [started, launched] = await Promise.all([startConsoleStack("pglite", seed), launchBrowser()]);
+    const [started, launched] = await Promise.all([
+      startConsoleStack("pglite", seed, { OIDC_ALLOW_PRIVATE: "true" }),
+      launchBrowser(),
+    ]);
     stack = started.stack;
     world = started.seeded;
     browser = launched;
