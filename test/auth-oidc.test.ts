@@ -510,4 +510,70 @@ describeEachEngine("auth: OpenID Connect providers", (t) => {
     assert.deepEqual((await admin(keys.service_role_key, "GET", "/auth/providers")).body, { data: [] });
     fs.rmSync(dir, { recursive: true, force: true });
   });
+  test("a provider whose issuer changed signs in to none of the identities the old issuer made", async () => {
+    const env = await tenant();
+    const sub = `moved-${randomUUID()}`;
+    idp.accounts.set(sub, { email: newEmail(), email_verified: true });
+    const first = await signIn(env.client(), env.keys.anon_key, sub);
+    const userId = first.user.id;
+    // The tenant's admin points "loopback" at another issuer, whose accounts claim the same sub.
+    const other = await startOidcProvider({ redirectUri: `${PUBLIC_URL}/auth/v1/callback` });
+    try {
+      const moved = await admin(env.keys.service_role_key, "POST", "/auth/providers/loopback", {
+        issuer: other.issuer,
+        client_id: other.clientId,
+        client_secret: other.clientSecret,
+      });
+      assert.equal(moved.status, 200, moved.text);
+      other.accounts.set(sub, { email: newEmail(), email_verified: true });
+      const { data } = await env.client().auth.signInWithOAuth({
+        provider: "loopback" as "google",
+        options: {
+          redirectTo: SITE_URL,
+          skipBrowserRedirect: true,
+          queryParams: { apikey: env.keys.anon_key },
+        },
+      });
+      const back = new URL(await playBrowser(data.url as string, { account: sub, provider: other, rewrite }));
+      assert.equal(back.searchParams.get("error_code"), "identity_already_exists", back.toString());
+      assert.equal(back.searchParams.get("code"), null);
+      const sessions = await rows<{ n: number }>(
+        "select count(*)::int as n from internal.sessions where user_id = $1",
+        [userId],
+      );
+      assert.equal(sessions[0]?.n, 1, "only the first sign-in's session");
+    } finally {
+      await other.close();
+    }
+  });
+
+  test("no new user where the tenant takes no sign-ups, nor with an unverified address where it confirms them", async () => {
+    const closed = await tenant({ disable_signup: true });
+    const email = newEmail();
+    const sub = `closed-${randomUUID()}`;
+    idp.accounts.set(sub, { email, email_verified: true });
+    const refused = await oauthTrip(closed.client(), closed.keys.anon_key, sub);
+    assert.equal(refused.searchParams.get("error_code"), "signup_disabled", refused.toString());
+    const confirming = await tenant({ email_confirmation: true });
+    const unverified = `unverified-new-${randomUUID()}`;
+    const other = newEmail();
+    idp.accounts.set(unverified, { email: other, email_verified: false });
+    const needs = await oauthTrip(confirming.client(), confirming.keys.anon_key, unverified);
+    assert.equal(needs.searchParams.get("error_code"), "provider_email_needs_verification", needs.toString());
+    assert.equal(needs.searchParams.get("code"), null);
+    for (const [tenantId, address] of [
+      [closed.tenant.id, email],
+      [confirming.tenant.id, other],
+    ] as const) {
+      const made = await rows<{ n: number }>(
+        "select count(*)::int as n from internal.users where tenant_id = $1 and email = $2",
+        [tenantId, address],
+      );
+      assert.equal(made[0]?.n, 0, `no user ${address}`);
+    }
+    // A verified address where the tenant confirms them is a new user at once.
+    const verified = `verified-new-${randomUUID()}`;
+    idp.accounts.set(verified, { email: newEmail(), email_verified: true });
+    await signIn(confirming.client(), confirming.keys.anon_key, verified);
+  });
 });

@@ -6,6 +6,7 @@ import { guardedFetch, type OutboundFetch } from "../http/outbound.ts";
 import { displayNameOf, provisionAccounts } from "../tenancy/memberships.ts";
 import { AuthError, validationFailed } from "./errors.ts";
 import { type SessionContext, startSession } from "./sessions.ts";
+import type { AuthSettings } from "./settings.ts";
 import { sha256 } from "./tokens.ts";
 import { providerNotEnabled } from "./unsupported-routes.ts";
 import { findUserByEmail, findUserById, isStaffUser, type UserRow, updateUser } from "./users.ts";
@@ -327,7 +328,7 @@ export class OidcFlows {
       if (!provider?.enabled) throw providerDisabled();
       const claims = await this.exchange(provider, flow, params.code);
       const outcome = await this.db.asService(async (tx) => {
-        const user = await this.userOf(tx, provider, flow, claims);
+        const user = await this.userOf(tx, provider, flow, claims, ctx.settings);
         if (pkce) {
           const code = randomUUID();
           await tx.query(
@@ -442,7 +443,13 @@ export class OidcFlows {
   }
 
   /** The user the identity belongs to, made or linked as GoTrue does (docs/auth.md). */
-  private async userOf(tx: Tx, provider: ProviderRow, flow: FlowRow, claims: JWTPayload): Promise<UserRow> {
+  private async userOf(
+    tx: Tx,
+    provider: ProviderRow,
+    flow: FlowRow,
+    claims: JWTPayload,
+    settings: Pick<AuthSettings, "disable_signup" | "email_confirmation">,
+  ): Promise<UserRow> {
     const sub = claims.sub as string;
     const email =
       typeof claims.email === "string" && claims.email !== "" ? claims.email.toLowerCase() : undefined;
@@ -467,11 +474,21 @@ export class OidcFlows {
       ...(typeof claims.picture === "string" ? { avatar_url: claims.picture } : {}),
     };
     const existing = (
-      await tx.query<{ id: string; user_id: string }>(
-        `select id, user_id from internal.identities where tenant_id = $1 and provider = $2 and provider_id = $3 for update`,
+      await tx.query<{ id: string; user_id: string; iss: string | null }>(
+        `select id, user_id, identity_data ->> 'iss' as iss from internal.identities
+         where tenant_id = $1 and provider = $2 and provider_id = $3 for update`,
         [flow.tenant_id, provider.name, sub],
       )
     ).rows[0];
+    // An identity is its issuer's subject, not the provider's name's: after the provider's issuer
+    // changed (a tenant admin may change it), the new issuer's `sub` is someone else's claim and
+    // signs in to no identity the old issuer made (docs/auth.md).
+    if (existing && existing.iss !== null && existing.iss !== claims.iss)
+      throw new AuthError(
+        422,
+        "identity_already_exists",
+        `This ${provider.name} identity was made by another issuer (${existing.iss}) than the provider's now: it cannot be used to sign in`,
+      );
     if (flow.link_user_id) {
       if (existing && existing.user_id !== flow.link_user_id)
         throw new AuthError(422, "identity_already_exists", "Identity is already linked to another user");
@@ -515,7 +532,17 @@ export class OidcFlows {
       await this.saveIdentity(tx, linked, provider.name, sub, identityData, undefined);
       return addProvider(tx, linked, provider.name);
     }
-    // A new user: the claims are its metadata, as GoTrue's; a verified address is proven.
+    // A new user, as GoTrue makes one: not where the tenant takes no sign-ups, and not with an
+    // address the provider has not verified where the tenant wants addresses confirmed.
+    if (settings.disable_signup)
+      throw new AuthError(422, "signup_disabled", "Signups not allowed for this instance");
+    if (settings.email_confirmation && !verified)
+      throw new AuthError(
+        422,
+        "provider_email_needs_verification",
+        `Unverified email with ${provider.name}: verify the address with ${provider.name} first`,
+      );
+    // The claims are its metadata, as GoTrue's; a verified address is proven.
     const metadata = { ...identityData };
     const user = (
       await tx.query<UserRow>(
