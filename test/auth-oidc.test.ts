@@ -272,6 +272,15 @@ describeEachEngine("auth: OpenID Connect providers", (t) => {
     const replay = await fetch(rewrite(callback), { redirect: "manual" });
     assert.equal(replay.status, 400);
     assert.equal(((await replay.json()) as { error_code: string }).error_code, "bad_oauth_state");
+    // A provider's form post (Apple's response_mode=form_post) lands on the same check.
+    const posted = await fetch(`${app.url}/auth/v1/callback`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ state, code: "x" }),
+      redirect: "manual",
+    });
+    assert.equal(posted.status, 400);
+    assert.equal(((await posted.json()) as { error_code: string }).error_code, "bad_oauth_state");
     // A code with another verifier: refused, and spent.
     const wrong = await fetch(`${app.url}/auth/v1/token?grant_type=pkce`, {
       method: "POST",
