@@ -10,7 +10,7 @@ import * as tus from "tus-js-client";
 import { Worker } from "../src/jobs/worker.ts";
 import { pipelineHandlers } from "../src/pipeline/handlers.ts";
 import { openStorage } from "../src/storage/open.ts";
-import { sweepExpiredUploads } from "../src/storage/resumable.ts";
+import { OPEN_UPLOADS_PER_CALLER, sweepExpiredUploads } from "../src/storage/resumable.ts";
 import { loadSecretBox } from "../src/webhooks/secrets.ts";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine } from "./support/db.ts";
@@ -498,6 +498,71 @@ function suite(env: Record<string, string>) {
       const del = await tusFetch(url, "DELETE", auth(keys.anon_key, alice.token));
       assert.equal(del.status, 204);
       assert.equal((await tusFetch(url, "HEAD", auth(keys.anon_key, alice.token))).status, 404);
+    });
+
+    test("a query string cannot name someone else's upload behind the caller's own", async () => {
+      const { keys } = await tenant();
+      const alice = await signedUp(keys.anon_key);
+      const other = await tenant();
+      const mallory = await signedUp(other.keys.anon_key);
+      const open = async (who: Who, apikey: string, name: string) => {
+        const created = await tusFetch(endpoint(), "POST", {
+          ...auth(apikey, who.token),
+          "upload-length": "100",
+          "upload-metadata": meta({
+            bucketName: "masters",
+            objectName: `${who.account}/${name}`,
+            contentType: "text/plain",
+          }),
+        });
+        assert.equal(created.status, 201, await created.clone().text());
+        return new URL(String(created.headers.get("location")), app.url).toString();
+      };
+      const victim = await open(alice, keys.anon_key, "victim.txt");
+      const own = await open(mallory, other.keys.anon_key, "own.txt");
+      const victimId = victim.split("/").at(-1) as string;
+      const forged = `${own}?x=/${victimId}`;
+      const h = auth(other.keys.anon_key, mallory.token);
+      const head = await tusFetch(forged, "HEAD", h);
+      assert.notEqual(
+        head.headers.get("upload-metadata")?.includes(Buffer.from(alice.account).toString("base64")),
+        true,
+      );
+      await tusFetch(
+        forged,
+        "PATCH",
+        { ...h, "upload-offset": "0", "content-type": "application/offset+octet-stream" },
+        Buffer.alloc(30, 7),
+      );
+      await tusFetch(forged, "DELETE", h);
+      const still = await tusFetch(victim, "HEAD", auth(keys.anon_key, alice.token));
+      assert.equal(still.status, 200, "the victim's upload is still there");
+      assert.equal(still.headers.get("upload-offset"), "0", "and nothing was appended to it");
+    });
+
+    test("unfinished uploads are bounded per caller: the next one is refused before anything is staged", async () => {
+      const { keys } = await tenant();
+      const carol = await signedUp(keys.anon_key);
+      const create = (i: number) =>
+        tusFetch(endpoint(), "POST", {
+          ...auth(keys.anon_key, carol.token),
+          "upload-length": String(50 * MB),
+          "upload-metadata": meta({ bucketName: "masters", objectName: `${carol.account}/open-${i}.wav` }),
+        });
+      for (let i = 0; i < OPEN_UPLOADS_PER_CALLER; i++) assert.equal((await create(i)).status, 201);
+      const before = staged().length;
+      const refused = await create(OPEN_UPLOADS_PER_CALLER);
+      assert.equal(refused.status, 429, await refused.clone().text());
+      assert.match(((await refused.json()) as Obj).message as string, /Too many unfinished uploads/);
+      assert.equal(staged().length, before);
+      // Another user of the tenant is not held up by Carol's.
+      const dave = await signedUp(keys.anon_key);
+      const theirs = await tusFetch(endpoint(), "POST", {
+        ...auth(keys.anon_key, dave.token),
+        "upload-length": "10",
+        "upload-metadata": meta({ bucketName: "masters", objectName: `${dave.account}/one.wav` }),
+      });
+      assert.equal(theirs.status, 201, await theirs.clone().text());
     });
 
     test("unfinished uploads expire and are swept", async () => {

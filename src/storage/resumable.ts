@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import path from "node:path";
 import { FileStore } from "@tus/file-store";
@@ -51,6 +52,38 @@ export interface ResumableDeps {
 export const RESUMABLE_EXPIRY_MS = 24 * 60 * 60 * 1000;
 const SWEEP_EVERY_MS = 60 * 60 * 1000;
 const UPLOAD_ID = /^[0-9a-f]{32}$/;
+/**
+ * Unfinished uploads staged at once, so disk use is bounded (docs/storage.md): per caller (user
+ * or key) and per tenant, and the bytes a tenant's unfinished uploads may declare in all.
+ */
+export const OPEN_UPLOADS_PER_CALLER = 10;
+export const OPEN_UPLOADS_PER_TENANT = 100;
+export const OPEN_BYTES_PER_TENANT = 20 * 1024 ** 3;
+
+/** The unfinished uploads staged in `dir` (@tus/file-store keeps each one's description in <id>.json). */
+async function stagedUploads(dir: string): Promise<{ size: number; tenant?: string; binding?: string }[]> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const found = await Promise.all(
+    names
+      .filter((n) => n.endsWith(".json"))
+      .map(async (n) => {
+        try {
+          const info = JSON.parse(await readFile(path.join(dir, n), "utf8")) as {
+            size?: number;
+            metadata?: Record<string, string | null>;
+          };
+          return {
+            size: Number(info.size ?? 0),
+            ...(info.metadata?.tenant ? { tenant: info.metadata.tenant } : {}),
+            ...(info.metadata?.binding ? { binding: info.metadata.binding } : {}),
+          };
+        } catch {
+          return undefined; // removed meanwhile, or being written
+        }
+      }),
+  );
+  return found.filter((f) => f !== undefined);
+}
 
 /** The TUS headers a browser must be allowed to send and read (CORS). */
 export const TUS_REQUEST_HEADERS = [
@@ -135,6 +168,13 @@ export function registerResumableRoutes(raw: FastifyInstance, deps: ResumableDep
     // tus-js-client resolves it against the endpoint it was given (a proxy's included).
     relativeLocation: true,
     namingFunction: () => randomUUID().replaceAll("-", ""),
+    // The upload's id is the path's last segment, as the route that checked its binding read it —
+    // never a segment of the query string (@tus/server's default takes the URL's last "/" part,
+    // query included, so "<mine>?x=/<theirs>" would pass the check on one and act on the other).
+    getFileIdFromRequest: (req) => {
+      const match = /\/upload\/resumable\/([^/]+)$/.exec(new URL(req.url).pathname);
+      return match?.[1];
+    },
     allowedOrigins: () => true,
     allowedHeaders: ["apikey", "authorization", "x-upsert", "x-client-info"],
     exposedHeaders: ["x-request-id", "backline-asset-id"],
@@ -182,6 +222,21 @@ export function registerResumableRoutes(raw: FastifyInstance, deps: ResumableDep
     const upsert = String(request.headers["x-upsert"]).toLowerCase() === "true";
     const userMetadata = given.metadata ?? null;
     if (userMetadata !== null) parseUserMetadata(userMetadata);
+    const staged = await stagedUploads(deps.dir);
+    const mine = staged.filter((u) => u.binding === bindingOf(who)).length;
+    const tenants = staged.filter((u) => u.tenant === who.tenant.id);
+    const declared = tenants.reduce((sum, u) => sum + u.size, 0);
+    if (
+      mine >= OPEN_UPLOADS_PER_CALLER ||
+      tenants.length >= OPEN_UPLOADS_PER_TENANT ||
+      declared + size > OPEN_BYTES_PER_TENANT
+    ) {
+      throw new StorageError(
+        429,
+        "too_many_uploads",
+        `Too many unfinished uploads: at most ${OPEN_UPLOADS_PER_CALLER} per user and ${OPEN_UPLOADS_PER_TENANT} (${OPEN_BYTES_PER_TENANT / 1024 ** 3} GiB) per tenant at once; finish or cancel one first`,
+      );
+    }
     const bound: Record<string, string | null> = {
       bucketName,
       objectName,
