@@ -5,9 +5,8 @@ import { AuthError } from "./errors.ts";
 /**
  * GoTrue endpoints Backline does not offer (docs/auth.md, "What /auth/v1 answers"), answered as
  * GoTrue answers them when the feature is turned off, so auth-js shows its usual message instead
- * of a bare 404: SAML single sign-on, OAuth providers, identity linking, Backline as an OAuth
- * server (passkeys: src/auth/passkeys.ts). Phone and Web3 sign-ins are refused where their requests land (/signup, /otp,
- * /verify, /token: src/auth/routes.ts and service.ts).
+ * of a bare 404: SAML single sign-on, Backline as an OAuth server. Phone and Web3 sign-ins are
+ * refused where their requests land (/signup, /otp, /verify, /token: src/auth/routes.ts and service.ts).
  */
 
 const samlDisabled = () => new AuthError(404, "saml_provider_disabled", "SAML 2.0 is disabled");
