@@ -191,6 +191,19 @@ const SMOKES: Smoke[] = [
     budget: 180,
   },
   {
+    // Backline alone here: the Supabase Storage peer (STORAGE_PEER) is not part of the gate.
+    name: "storage (postgres + pglite)",
+    argv: ["bench/storage/run.ts"],
+    env: { ...LOADED, BENCH_SMOKE: "1", STORAGE_PEER: "" },
+    budget: 180,
+  },
+  {
+    name: "storage:resumable (pglite)",
+    argv: ["bench/storage/resumable.ts"],
+    env: { BENCH_SMOKE: "1", STORAGE_PEER: "" },
+    budget: 180,
+  },
+  {
     name: "stores sftp-delivery (pglite)",
     argv: ["bench/stores/sftp-delivery.ts", "pglite"],
     env: { BENCH_RELEASES: "3", BENCH_AUDIO_BYTES: "100000" },
