@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { DEFAULT_PORTAL_DIR } from "../src/console/static.ts";
+import { setPortalDomains } from "../src/portal/domains.ts";
 import type { TenantKeys } from "../src/tenancy/keys.ts";
 import type { Tenant } from "../src/tenancy/tenants.ts";
 import { type RunningApp, startApp, tenantWithKeys } from "./support/app.ts";
@@ -13,7 +15,9 @@ import { seedStaffUser, userToken } from "./support/seed.ts";
  * A tenant's own portal scripts (docs/operator.md, "Custom scripts on the portal"): managed by
  * that tenant's admins through /admin/v1/custom-scripts over real HTTP, refused when they are not
  * https origins without wildcards, invisible to another tenant, audited, and loaded by that
- * tenant's portal page only, with exactly their origins added to its Content-Security-Policy.
+ * tenant's portal page only at the tenant's own domain, with exactly their origins added to its
+ * Content-Security-Policy — never on PUBLIC_URL's host, one origin with the console and every
+ * other tenant's portal (whose sessions its localStorage holds).
  */
 
 type Json = Record<string, unknown>;
@@ -243,8 +247,33 @@ describeEachEngine("custom scripts", (t) => {
     await call(A(), "DELETE", `/custom-scripts/${id}`);
   });
 
-  test("the portal page of tenant A loads A's enabled scripts and its CSP allows exactly their origins; B's has neither", async (c) => {
+  /** A portal page as the browser asks for it at `host` (fetch sends its own Host; node:http does not). */
+  function getPage(pathname: string, host?: string): Promise<{ status: number; csp: string; html: string }> {
+    const url = new URL(pathname, running.url);
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(url, { headers: host ? { host: `${host}:${url.port}` } : {} }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            csp: String(res.headers["content-security-policy"] ?? ""),
+            html: Buffer.concat(chunks).toString("utf8"),
+          }),
+        );
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  }
+
+  test("tenant A's scripts load on A's own domain only, with exactly their origins in the CSP; never on PUBLIC_URL's shared host or B's domain", async (c) => {
     if (!PORTAL_BUILT) return c.skip("the portal is not built (npm run build:console)");
+    const aHost = `music.${a.tenant.slug}.test`;
+    const bHost = `music.${b.tenant.slug}.test`;
+    await setPortalDomains(t().db, a.tenant.id, [aHost], "http:");
+    await setPortalDomains(t().db, b.tenant.id, [bHost], "http:");
     const on = await call(A(), "POST", "/custom-scripts", {
       name: "Stats",
       src: "https://stats.example.com/js/script.js?site=a&v=1",
@@ -262,17 +291,20 @@ describeEachEngine("custom scripts", (t) => {
       src: "https://off.example.net/off.js",
     });
     assert.deepEqual([on.status, widget.status, off.status], [201, 201, 201]);
+    const NAMED = ["stats.example.com", "widget.example.org", "collect.example.com", "off.example.net"];
 
-    const page = await fetch(`${running.url}/portal/t/${a.tenant.slug}/releases`);
+    // A's own domain: A's enabled scripts, and exactly their origins added to the policy.
+    const page = await getPage("/portal/releases", aHost);
     assert.equal(page.status, 200);
-    const html = await page.text();
+    const html = page.html;
+    assert.match(html, /"via":"domain"/, "the page is A's, found by its host name");
     assert.match(
       html,
       /<script src="https:\/\/stats\.example\.com\/js\/script\.js\?site=a&amp;v=1" async><\/script><\/head>/,
     );
     assert.match(html, /<script src="https:\/\/widget\.example\.org\/w\.js"><\/script><\/body>/);
     assert.equal(html.includes("off.example.net"), false, "a disabled script is not on the page");
-    const csp = directives(page.headers.get("content-security-policy"));
+    const csp = directives(page.csp);
     assert.deepEqual(csp["script-src"], [
       "'self'",
       "https://stats.example.com",
@@ -290,28 +322,64 @@ describeEachEngine("custom scripts", (t) => {
     assert.deepEqual(csp["default-src"], ["'self'"]);
     assert.deepEqual(csp["object-src"], ["'none'"]);
 
-    // Tenant B's portal, on the same server: the portal's own policy, none of A's.
-    const other = await fetch(`${running.url}/portal/t/${b.tenant.slug}/releases`);
-    const otherHtml = await other.text();
-    for (const host of ["stats.example.com", "widget.example.org", "collect.example.com"]) {
-      assert.equal(otherHtml.includes(host), false, `B's page names no ${host}`);
-      assert.equal((other.headers.get("content-security-policy") ?? "").includes(host), false);
+    // PUBLIC_URL's host: one origin with the console and every tenant's portal, so A's page there
+    // (and the development path) runs none of A's scripts and keeps the portal's own policy.
+    const shared = [
+      await getPage(`/portal/t/${a.tenant.slug}/releases`),
+      await getPage(`/portal/t/${a.tenant.slug}/`),
+      await getPage(`/portal/t/${a.tenant.slug}/releases`, new URL(running.url).hostname),
+    ];
+    for (const p of shared) {
+      assert.equal(p.status, 200);
+      assert.match(p.html, new RegExp(`"id":"${a.tenant.id}"`), "it is A's portal");
+      for (const host of NAMED) {
+        assert.equal(p.html.includes(host), false, `the shared host's page names no ${host}`);
+        assert.equal(p.csp.includes(host), false, `the shared host's CSP names no ${host}`);
+      }
+      assert.deepEqual(directives(p.csp)["script-src"], ["'self'"]);
+      assert.equal(p.html.match(/<script\b/g)?.length, 2, "the start data and the bundle only");
     }
-    assert.deepEqual(directives(other.headers.get("content-security-policy"))["script-src"], ["'self'"]);
 
-    // Disabled: gone from the next page load.
+    // B's own domain and B's path: B's portal, none of A's; A's slug under B's domain is no portal.
+    for (const p of [
+      await getPage("/portal/", bHost),
+      await getPage(`/portal/t/${b.tenant.slug}/releases`),
+      await getPage(`/portal/t/${a.tenant.slug}/`, bHost),
+    ]) {
+      for (const host of NAMED) {
+        assert.equal(p.html.includes(host), false, `B's page names no ${host}`);
+        assert.equal(p.csp.includes(host), false);
+      }
+      assert.deepEqual(directives(p.csp)["script-src"], ["'self'"]);
+    }
+
+    // Disabled: gone from the next page load on A's domain.
     await call(A(), "PATCH", `/custom-scripts/${widget.body.id}`, { enabled: false });
-    const after = await fetch(`${running.url}/portal/t/${a.tenant.slug}/`);
-    const afterHtml = await after.text();
-    assert.equal(afterHtml.includes("widget.example.org"), false);
-    assert.deepEqual(directives(after.headers.get("content-security-policy"))["script-src"], [
-      "'self'",
-      "https://stats.example.com",
-    ]);
-    // The portal's hashed assets keep the portal's own policy.
+    const after = await getPage("/portal/", aHost);
+    assert.equal(after.html.includes("widget.example.org"), false);
+    assert.deepEqual(directives(after.csp)["script-src"], ["'self'", "https://stats.example.com"]);
+
+    // B claiming A's domain is refused; a tenant whose domain another tenant's settings name too
+    // (written past the CLI) is not its own, and loads nothing.
+    await assert.rejects(
+      setPortalDomains(t().db, b.tenant.id, [aHost], "http:"),
+      /already the portal domain/,
+    );
+    await t().db.asService((tx) =>
+      tx.query(
+        `update internal.tenants set settings = jsonb_set(settings, '{portal,domains}', $2::jsonb) where id = $1`,
+        [b.tenant.id, JSON.stringify([bHost, aHost])],
+      ),
+    );
+    const clash = await getPage("/portal/", aHost);
+    assert.deepEqual(directives(clash.csp)["script-src"], ["'self'"]);
+    assert.equal(clash.html.includes("stats.example.com"), false);
+    await setPortalDomains(t().db, b.tenant.id, [], "http:");
+
     for (const s of [on, widget, off]) await call(A(), "DELETE", `/custom-scripts/${s.body.id}`);
-    const none = await fetch(`${running.url}/portal/t/${a.tenant.slug}/`);
-    assert.deepEqual(directives(none.headers.get("content-security-policy"))["script-src"], ["'self'"]);
-    assert.equal((await none.text()).match(/<script\b/g)?.length, 2, "the start data and the bundle only");
+    const none = await getPage("/portal/", aHost);
+    assert.deepEqual(directives(none.csp)["script-src"], ["'self'"]);
+    assert.equal(none.html.match(/<script\b/g)?.length, 2, "the start data and the bundle only");
+    await setPortalDomains(t().db, a.tenant.id, [], "http:");
   });
 });

@@ -42,10 +42,11 @@ export interface ConsoleStaticOptions {
   startData?: (request: FastifyRequest) => Promise<unknown>;
   /**
    * The portal's tenant's own scripts (src/tenancy/custom-scripts.ts), given what startData
-   * answered: their elements go into the start page and their origins into that page's CSP
-   * (script-src, connect-src). undefined: none, the page's own policy.
+   * answered and the request (whose host decides whether they may run there at all): their
+   * elements go into the start page and their origins into that page's CSP (script-src,
+   * connect-src). undefined: none, the page's own policy.
    */
-  pageScripts?: (start: unknown) => Promise<PageScripts | undefined>;
+  pageScripts?: (start: unknown, request: FastifyRequest) => Promise<PageScripts | undefined>;
 }
 
 /** Where signed media URLs point when they are not Backline's own: the object store's origin. */
@@ -258,7 +259,7 @@ export async function consoleStatic(app: FastifyInstance, options: ConsoleStatic
     let html = block ? page.html.replace("</head>", `${block}</head>`) : page.html;
     let scripts: PageScripts | undefined;
     try {
-      scripts = data && options.pageScripts ? await options.pageScripts(data) : undefined;
+      scripts = data && options.pageScripts ? await options.pageScripts(data, request) : undefined;
     } catch (error) {
       // Without them the page is the portal's own: nothing from another origin.
       request.log.warn({ err: error }, "custom scripts");

@@ -301,6 +301,7 @@ export function buildApp(given: AppDeps): FastifyInstance {
   // uploaded logo is PUBLIC_URL's (/brand/...), which a tenant's own domain is not.
   app.register(portalAccountsRoutes, { db: deps.db, directory });
   app.register(brandAssetRoutes, { db: deps.db });
+  const publicHost = new URL(deps.config.publicUrl).hostname.toLowerCase();
   app.register(consoleStatic, {
     prefix: "/portal",
     app: "portal",
@@ -313,10 +314,16 @@ export function buildApp(given: AppDeps): FastifyInstance {
       if (slug !== undefined && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(slug)) return undefined;
       return (await tenantConfigs.portal(request.hostname, slug)) ?? null;
     },
-    // The tenant's own scripts, when its admin enabled some (docs/operator.md, "Custom scripts").
-    pageScripts: async (start) => {
-      const id = (start as { id?: unknown } | null)?.id;
-      return typeof id === "string" ? portalScripts(deps.db, id) : undefined;
+    // The tenant's own scripts, when its admin enabled some (docs/operator.md, "Custom scripts"),
+    // and only on the tenant's own domain: PUBLIC_URL's host is one origin for the console and
+    // every tenant's /portal/t/<slug>/, whose localStorage holds staff, platform-admin and other
+    // tenants' sessions, all readable by any script that runs there.
+    pageScripts: async (start, request) => {
+      const found = start as { id?: unknown; via?: unknown } | null;
+      if (typeof found?.id !== "string" || found.via !== "domain") return undefined;
+      const host = request.hostname.toLowerCase().replace(/\.$/, "");
+      if (host === publicHost) return undefined;
+      return portalScripts(deps.db, found.id, host);
     },
   });
   // The admin API's OpenAPI document, outside its authentication: it describes, it holds no data.

@@ -417,15 +417,27 @@ export interface PageScripts {
   connectOrigins: string[];
 }
 
-/** The enabled scripts of a tenant's portal (none: undefined, the portal's own policy). */
-export async function portalScripts(db: Db, tenantId: string): Promise<PageScripts | undefined> {
+/**
+ * The enabled scripts of a tenant's portal as served at `host` (none: undefined, the portal's own
+ * policy). Only at a host that is the tenant's own portal domain and no other tenant's: a host
+ * several tenants or the console share is one origin, whose localStorage holds all their sessions
+ * (the caller also refuses PUBLIC_URL's host, whatever a tenant's settings name).
+ */
+export async function portalScripts(
+  db: Db,
+  tenantId: string,
+  host: string,
+): Promise<PageScripts | undefined> {
   const rows = await db.asService(
     async (tx) =>
       (
         await tx.query<Pick<ScriptRow, "source" | "placement" | "integrity" | "connect_origins">>(
           `select source, placement, integrity, connect_origins from internal.custom_scripts
-           where tenant_id = $1 and enabled order by created_at, id`,
-          [tenantId],
+           where tenant_id = $1 and enabled
+             and (select array_agg(t.id) from internal.tenants t
+                  where coalesce(t.settings #> '{portal,domains}', '[]'::jsonb) ? $2) = array[$1::uuid]
+           order by created_at, id`,
+          [tenantId, host],
         )
       ).rows,
     { readOnly: true },

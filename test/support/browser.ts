@@ -72,12 +72,12 @@ export function portalMissing(): string | false {
   return message;
 }
 
-export async function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     // Playwright adds its own --headless and --user-data-dir (a fresh temporary profile) too.
     headless: true,
-    args: CHROMIUM_FLAGS,
+    args: [...CHROMIUM_FLAGS, ...extraArgs],
     // A hung browser fails the test instead of hanging the suite.
     timeout: 30_000,
   });

@@ -82,12 +82,14 @@ export function portalStories(
 
 /**
  * A describe block's portal: `npm start`'s server on the embedded database with the portal's
- * world (test/support/portal-seed.ts) and a Chromium, started before its tests and stopped after
- * (a page that threw fails the block). `stack` and `world` are set once `before` has run.
+ * world (test/support/portal-seed.ts) and a Chromium (with `launchArgs` besides the usual, e.g.
+ * `--host-resolver-rules` to reach the tenant's own domain on loopback), started before its tests
+ * and stopped after (a page that threw fails the block). `stack` and `world` are set once `before`
+ * has run.
  */
 export function portalSuite(
   env: Record<string, string> = {},
-  options: { otherOrigins?: () => string[] } = {},
+  options: { otherOrigins?: () => string[]; launchArgs?: string[] } = {},
 ) {
   const pageErrors: string[] = [];
   const started: { stack: ConsoleStack; world: PortalWorld; browser: Browser } = {
@@ -116,7 +118,7 @@ export function portalSuite(
   before(async () => {
     const [stack, launched] = await Promise.all([
       startConsoleStack("pglite", seedPortalWorld, env),
-      launchBrowser(),
+      launchBrowser(options.launchArgs),
     ]);
     started.stack = stack.stack;
     started.world = stack.seeded;
