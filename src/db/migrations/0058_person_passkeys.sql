@@ -1,0 +1,1 @@
+-- Erasure and export of a person's passkeys and passkey challenges (and OpenID Connect flow states): placeholder, filled in below.
