@@ -132,6 +132,25 @@ describeEachEngine("people's own data: export and erasure", (t) => {
         "insert into internal.ticket_replies (ticket_id, author_user_id, body) values ($1, $2, 'Please check')",
         [ticket, anaId],
       );
+      // Her passkey, one she is registering, and a sign-in through a provider under way (migrations
+      // 0054, 0052); Bob's passkey, which her erasure leaves alone.
+      await tx.query(
+        `insert into internal.passkeys (tenant_id, user_id, credential_id, public_key, rp_id, friendly_name, device_type)
+         values ($1, $2, $3, $4, 'localhost', 'Ana''s laptop', 'multiDevice'),
+                ($1, $5, $6, $4, 'localhost', 'Bob''s key', 'singleDevice')`,
+        [tenant.id, anaId, `ana-${randomUUID()}`, Buffer.alloc(32, 1), bob.id, `bob-${randomUUID()}`],
+      );
+      await tx.query(
+        `insert into internal.passkey_challenges (tenant_id, user_id, kind, challenge, rp_id, expires_at)
+         values ($1, $2, 'registration', $3, 'localhost', now() + interval '5 minutes')`,
+        [tenant.id, anaId, randomUUID().replace(/-/g, "")],
+      );
+      await tx.query(
+        `insert into internal.oauth_flow_states (tenant_id, provider, nonce, provider_code_verifier, redirect_to,
+           link_user_id, expires_at)
+         values ($1, 'oidc:acme', 'n', 'v', 'http://localhost/portal/', $2, now() + interval '5 minutes')`,
+        [tenant.id, anaId],
+      );
     });
 
     // Acts of her own over HTTP: an API key (its code is mailed to the owners), in the audit log
@@ -205,6 +224,11 @@ describeEachEngine("people's own data: export and erasure", (t) => {
       ["Ana's phone"],
     );
     assert.equal(list("notifications")[0]?.title, "Approved");
+    // Her passkey, as she would know it: never its public key or credential id; not Bob's.
+    assert.deepEqual(
+      list("passkeys").map((k) => [k.friendly_name, k.device_type, "public_key" in k, "credential_id" in k]),
+      [["Ana's laptop", "multiDevice", false, false]],
+    );
     assert.equal(list("invitations_received").length, 1);
     assert.equal(list("invitations_sent").length, 1);
     assert.deepEqual(
@@ -332,6 +356,9 @@ describeEachEngine("people's own data: export and erasure", (t) => {
       "public.notifications",
       "internal.invitations",
       "internal.payees",
+      "internal.passkeys",
+      "internal.passkey_challenges",
+      "internal.oauth_flow_states",
     ])
       assert.ok((tables[tbl] ?? 0) >= 1, `${tbl}: ${JSON.stringify(tables)}`);
     assert.ok((tables["internal.audit_log"] ?? 0) >= 1);
@@ -378,12 +405,24 @@ describeEachEngine("people's own data: export and erasure", (t) => {
       "internal.identities",
       "internal.mfa_factors",
       "internal.memberships",
+      "internal.passkeys",
+      "internal.passkey_challenges",
     ]) {
       const n = (
         await sql<{ n: number }>(`select count(*)::int as n from ${tbl} where user_id = $1`, [anaId])
       ).rows[0]?.n;
       assert.equal(n, 0, tbl);
     }
+    assert.equal(
+      (await sql("select 1 from internal.oauth_flow_states where link_user_id = $1", [anaId])).rows.length,
+      0,
+      "her sign-in flows under way",
+    );
+    assert.equal(
+      (await sql("select 1 from internal.passkeys where user_id = $1", [bob.id])).rows.length,
+      1,
+      "Bob's passkey is his",
+    );
     // The ledger keeps the payee's id; its personal fields are gone.
     const payee = (
       await sql<Obj>(

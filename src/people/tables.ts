@@ -3,7 +3,7 @@
  * with it (docs/privacy.md, "Table by table"). test/people-data.test.ts lists the tables of a
  * migrated database whose columns look personal (PERSONAL_COLUMN) and fails on any table or column
  * missing here: a new table with personal data cannot be forgotten. The work itself is done in the
- * database (migration 0043, internal.person_export and internal.person_erase); this list is the
+ * database (migrations 0043 and 0058, internal.person_export and internal.person_erase); this list is the
  * review, kept beside the code that follows it.
  *
  * `exported`: the key of the export (GET /me/export) that holds the person's rows, or null.
@@ -76,6 +76,25 @@ export const PERSONAL_TABLES: Record<string, PersonalTable> = {
     exported: null,
     erasure: "deleted",
     why: "a counter of wrong codes for the address",
+  },
+  "internal.passkeys": {
+    // Migration 0058 (internal.person_erase and person_export over 0043's).
+    columns: ["user_id", "friendly_name"],
+    exported: "passkeys",
+    erasure: "deleted",
+    why: "sign-in ends; exported by name, kind of device and dates (never the public key or credential id)",
+  },
+  "internal.passkey_challenges": {
+    columns: ["user_id"],
+    exported: null,
+    erasure: "deleted",
+    why: "a registration under way (short-lived, a secret challenge: never exported)",
+  },
+  "internal.oauth_flow_states": {
+    columns: ["link_user_id", "user_id"],
+    exported: null,
+    erasure: "deleted",
+    why: "a sign-in through an OpenID Connect provider under way (short-lived, secrets: never exported)",
   },
   "internal.memberships": {
     columns: ["user_id"],
@@ -269,6 +288,50 @@ export const PERSONAL_TABLES: Record<string, PersonalTable> = {
     erasure: "kept",
     why: `the account's files (name: a path the uploader chose); ${PSEUDONYM}`,
   },
+  "internal.add_on_orders": {
+    columns: ["name", "ordered_by"],
+    exported: null,
+    erasure: "kept",
+    why: `the account's purchases (an accounting record; name is the add-on's); ${PSEUDONYM}`,
+  },
+  "internal.invoices": {
+    columns: ["tax_rate", "tax_rule", "tax_note", "issued_by"],
+    exported: null,
+    erasure: "kept",
+    why: `an invoice to a tenant (an accounting record; tax_* is the tax applied, not a person's tax identity); ${PSEUDONYM}`,
+  },
+  "internal.credit_notes": {
+    columns: ["tax_rate", "issued_by"],
+    exported: null,
+    erasure: "kept",
+    why: `a credit note to a tenant (an accounting record; tax_rate is the rate applied); ${PSEUDONYM}`,
+  },
+  "internal.whitelabel_payments": {
+    columns: ["method", "recorded_by"],
+    exported: null,
+    erasure: "kept",
+    why: `a tenant's payment to the operator (an accounting record; method is how it paid); ${PSEUDONYM}`,
+  },
+  "internal.billing_issuer": {
+    columns: ["legal_name", "address", "email", "tax_rates"],
+    exported: null,
+    erasure: "none",
+    why: "the operator's own business identity on its invoices, set by the operator: not a member's account",
+  },
+  "internal.tenant_billing": {
+    columns: ["legal_name", "address", "email"],
+    exported: null,
+    erasure: "none",
+    why: "a tenant's billing name, address and contact (a business customer of the operator), set by the operator: not a member's account",
+  },
+  "internal.oidc_providers": {
+    columns: ["name", "display_name"],
+    exported: null,
+    erasure: "none",
+    why: "names an identity provider (Google, a company's sign-in), not a person",
+  },
+  "internal.add_on_settings": { columns: ["name"], exported: null, erasure: "none", why: NOT_PERSONAL },
+  "internal.billing_plans": { columns: ["name"], exported: null, erasure: "none", why: NOT_PERSONAL },
   "internal.custom_scripts": { columns: ["name"], exported: null, erasure: "none", why: NOT_PERSONAL },
   "internal.genres": { columns: ["name"], exported: null, erasure: "none", why: NOT_PERSONAL },
   "internal.territories": { columns: ["name"], exported: null, erasure: "none", why: NOT_PERSONAL },
