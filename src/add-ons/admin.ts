@@ -3,7 +3,7 @@ import { FieldsError } from "../admin/errors.ts";
 import { type AnyAdminRoute, adminRoute } from "../admin/spec.ts";
 import type { Db } from "../db/db.ts";
 import type { Tx } from "../db/types.ts";
-import { Currency, Timestamp } from "../http/formats.ts";
+import { Currency, MONEY_PATTERN, Money, Timestamp } from "../http/formats.ts";
 import { HttpError } from "../http/problem.ts";
 import { minorUnits } from "../money/decimal.ts";
 import {
@@ -40,9 +40,13 @@ const Code = z
   .regex(/^[a-z0-9_-]{1,60}$/, "lower-case letters, digits, _ and -, up to 60")
   .meta({ description: "The add-on's code, unique in the tenant.", example: "youtube_content_id" });
 
+// The Money schema's pattern (what the document shows, docs/public-api.md "Formats"), and then
+// what a price may be: not negative, up to 9 whole digits and 3 decimals.
+const PRICE_MESSAGE = "an amount as a decimal string (0 or more), e.g. 4.99";
 const Price = z
   .string()
-  .regex(/^\d{1,9}(\.\d{1,3})?$/, "an amount as a decimal string (0 or more), e.g. 4.99")
+  .regex(MONEY_PATTERN, PRICE_MESSAGE)
+  .refine((v) => /^\d{1,9}(\.\d{1,3})?$/.test(v), PRICE_MESSAGE)
   .meta({
     description:
       "The price, a decimal string (0 for a free add-on), with at most the currency's decimals (2 for most, 0 for JPY, 3 for KWD).",
@@ -113,7 +117,10 @@ export const AdminAddOn = z
     object: z.literal("add_on"),
     name: z.string(),
     description: z.string(),
-    price: z.string().meta({ description: "Decimal string, in the currency's minor units." }),
+    price: Money.meta({
+      description:
+        "A decimal string with as many decimals as the currency has minor units (2 for most, 0 for JPY).",
+    }),
     currency: Currency,
     billing: z.enum(ADD_ON_BILLING),
     effect: z.enum(ADD_ON_EFFECTS),
@@ -139,7 +146,7 @@ const AdminAddOnOrder = z
     store_codes: z.array(z.string()),
     billing: z.enum(ADD_ON_BILLING),
     currency: Currency,
-    price: z.string().meta({ description: "What it was bought at." }),
+    price: Money.meta({ description: "What it was bought at, a decimal string in the currency beside it." }),
     active: z.boolean().meta({ description: "false once a per_year order has expired." }),
     created_at: Timestamp,
     expires_at: Timestamp.nullable(),

@@ -10,7 +10,7 @@ import {
   ordersOf,
 } from "../../add-ons/add-ons.ts";
 import { asDbError } from "../../db/errors.ts";
-import { Currency, Timestamp } from "../../http/formats.ts";
+import { Currency, Money, Timestamp } from "../../http/formats.ts";
 import { ApiError, notFound, validationFailed } from "../errors.ts";
 import { Id, route } from "../route.ts";
 
@@ -30,8 +30,9 @@ const Code = z
   .regex(/^[a-z0-9_-]{1,60}$/, "an add-on's code: lower-case letters, digits, _ and -")
   .meta({ description: "The add-on's code (GET /add-ons).", example: "youtube_content_id" });
 
-const Price = z.string().meta({
-  description: "A decimal string in the currency's minor units (never a float).",
+const Price = Money.meta({
+  description:
+    "A decimal string (never a float) with as many decimals as the currency has minor units (2 for most, 0 for JPY, 3 for KWD).",
   example: "4.99",
 });
 
