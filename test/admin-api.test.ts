@@ -58,6 +58,8 @@ interface Queued {
   artist_name: string | null;
   status: string;
   submitted_at: string | null;
+  /** An active priority_review add-on: sorted first (docs/operator.md, "Add-ons"). */
+  priority: boolean;
   problems: { param: string; code: string; message: string }[];
 }
 
@@ -291,12 +293,18 @@ describeEachEngine("admin API /admin/v1", (t) => {
           "account_id",
           "artist_name",
           "id",
+          "priority",
           "problems",
           "status",
           "submitted_at",
           "title",
         ]);
         for (const r of queue) assert.match(r.submitted_at ?? "", ISO);
+        // No priority_review add-on bought here: none is first for it.
+        assert.deepEqual(
+          queue.map((r) => r.priority),
+          [false, false, false],
+        );
         assert.deepEqual(
           queue.map((r) => r.problems),
           [[], [{ param: "tracks", code: "no_tracks", message: "a release needs at least one track" }], []],
