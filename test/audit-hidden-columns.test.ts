@@ -307,7 +307,18 @@ const REVIEWED_SAFE: Record<string, string[]> = {
   "internal.staff": ["id", "user_id", "tenant_id", "role", "created_at", "updated_at"],
   // code: the store's identifier (the audit row's object_id). settings: no credential can be in it
   // (stores_settings_hold_no_credentials; any that an older version left there is scrubbed).
-  "internal.stores": ["code", "name", "kind", "enabled", "offers_oac", "sort", "settings", "updated_at"],
+  // genre_map (migration 0055): Backline genre code -> the store's genre, from the dictionary file.
+  "internal.stores": [
+    "code",
+    "name",
+    "kind",
+    "enabled",
+    "offers_oac",
+    "sort",
+    "settings",
+    "updated_at",
+    "genre_map",
+  ],
   // settings: the tenant's auth and catalog settings (no credentials are kept there).
   "internal.tenants": [
     "id",
