@@ -21,7 +21,15 @@ export interface SessionContext {
 }
 
 export interface AmrEntry {
-  method: "password" | "otp" | "recovery" | "email/signup" | "email_change" | "anonymous" | "passkey" | "oauth";
+  method:
+    | "password"
+    | "otp"
+    | "recovery"
+    | "email/signup"
+    | "email_change"
+    | "anonymous"
+    | "passkey"
+    | "oauth";
   timestamp: number;
 }
 

@@ -55,7 +55,10 @@ export function guardedFetch(options: OutboundOptions): OutboundFetch {
     if (net.isIP(host) && !options.allowPrivate && classifyAddress(host) !== "public")
       return Promise.reject(new OutboundRefused(`${host} is not a public address`));
     const headers: Record<string, string> = {};
-    if (init.headers instanceof Headers) init.headers.forEach((v, k) => (headers[k] = v));
+    if (init.headers instanceof Headers)
+      init.headers.forEach((v, k) => {
+        headers[k] = v;
+      });
     else Object.assign(headers, init.headers ?? {});
     const body = init.body === undefined ? undefined : String(init.body);
     if (body !== undefined && init.body instanceof URLSearchParams)
