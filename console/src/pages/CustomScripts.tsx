@@ -8,7 +8,8 @@ import { ConfirmDialog } from "../ui/Dialog.tsx";
 /**
  * Settings' "Scripts on the portal" (docs/operator.md, "Custom scripts on the portal"): the
  * tenant's own analytics or chat scripts, as https addresses, loaded by this tenant's portal only
- * and added to its Content-Security-Policy while enabled. Through /admin/v1/custom-scripts.
+ * and added to its Content-Security-Policy while enabled (at the tenant's own portal domain only).
+ * Through /admin/v1/custom-scripts.
  */
 
 interface CustomScript {
@@ -108,8 +109,9 @@ export function CustomScripts() {
       <p>
         Analytics or a chat widget on this tenant&apos;s portal, from addresses you list: each enabled
         script&apos;s origin (and the origins it sends to) is added to the portal&apos;s
-        Content-Security-Policy. Without any, the portal loads nothing from another site. A script runs with
-        your members&apos; sessions: list only ones you trust.
+        Content-Security-Policy. Without any, the portal loads nothing from another site. Scripts run only
+        where the portal is opened at this tenant&apos;s own domain (set by the operator), never at the shared
+        address the console is on. A script runs with your members&apos; sessions: list only ones you trust.
       </p>
       {scripts.isPending ? (
         <Loading />
