@@ -153,8 +153,8 @@ async function kinds(side: Side): Promise<{ name: string; spec: Parameters<typeo
   // Backline answers the path under /storage/v1; the peer's carries it only behind Supabase's gateway.
   const signedPath = signed.signedURL.replace(/^\/storage\/v1/, "");
   const tag = `${Date.now()}`;
-  // 50 MB takes seconds per request on a loaded machine: 2 connections, at least 20 s.
-  const big = { connections: 2, duration: Math.max(DURATION, 20) };
+  // 50 MB takes seconds per request on a loaded machine: 2 connections, at least 20 s (not at smoke size).
+  const big = { connections: 2, duration: SMOKE ? DURATION : Math.max(DURATION, 20) };
   return [
     {
       name: "upload 1 MB",
