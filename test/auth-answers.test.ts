@@ -121,6 +121,24 @@ describeEachEngine("auth: GoTrue's answers under /auth/v1", (t) => {
       msg: "No API route for GET /auth/v1/admin/audit",
     });
 
+    // A password sign-in with a phone (auth-js's own suite asks it): no phone sign-in here.
+    const byPhone = await client().auth.signInWithPassword({ phone: "+15555550100", password: "x-y-z-1234" });
+    assertAuthError(
+      byPhone.error,
+      { status: 400, code: "phone_provider_disabled", message: "Phone logins are disabled" },
+      "password grant with a phone",
+    );
+    for (const [body, message] of [
+      [{ email: "mira@example.com", phone: "+15555550100", password: "p" }, /Only an email address or phone/],
+      [{ password: "p" }, /missing email or phone/],
+    ] as const) {
+      const answer = await raw("POST", "/token?grant_type=password", body);
+      assert.equal(answer.status, 400);
+      const got = answer.body as { error_code: string; msg: string };
+      assert.equal(got.error_code, "validation_failed");
+      assert.match(got.msg, message);
+    }
+
     const idToken = await client().auth.signInWithIdToken({ provider: "google", token: "x.y.z" });
     assertAuthError(
       idToken.error,

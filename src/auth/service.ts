@@ -332,8 +332,15 @@ export class AuthService {
     });
   }
 
-  async signInWithPassword(req: RequestInfo, body: { email?: unknown; password?: unknown }) {
+  async signInWithPassword(req: RequestInfo, body: { email?: unknown; phone?: unknown; password?: unknown }) {
     const ctx = this.context(req);
+    // GoTrue's order: both given, or a phone (no phone sign-in here), before the address is read.
+    if (!absent(body.phone)) {
+      if (!absent(body.email))
+        throw validationFailed("Only an email address or phone number should be provided on login.");
+      throw new AuthError(400, "phone_provider_disabled", "Phone logins are disabled");
+    }
+    if (absent(body.email)) throw validationFailed("missing email or phone");
     const email = validateEmail(body.email);
     if (typeof body.password !== "string" || body.password === "")
       throw validationFailed("Password is required");
