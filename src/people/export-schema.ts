@@ -21,6 +21,11 @@ export const PersonExport = z
       description: "Sign-in sessions: client address, user agent, assurance level, times.",
     }),
     mfa_factors: Rows.meta({ description: "Second factors: name, type, status. Never the secret." }),
+    passkeys: Rows.meta({
+      description:
+        "Passkeys: name, kind of device, whether backed up, the host it belongs to, created and last used. " +
+        "Never the public key or credential id.",
+    }),
     memberships: Rows,
     staff_roles: Rows,
     invitations_received: Rows,
