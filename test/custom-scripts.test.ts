@@ -248,7 +248,10 @@ describeEachEngine("custom scripts", (t) => {
   });
 
   /** A portal page as the browser asks for it at `host` (fetch sends its own Host; node:http does not). */
-  function getPage(pathname: string, host?: string): Promise<{ status: number; csp: string; html: string }> {
+  function getPage(
+    pathname: string,
+    host?: string,
+  ): Promise<{ status: number; csp: string; html: string; location: string }> {
     const url = new URL(pathname, running.url);
     return new Promise((resolve, reject) => {
       const req = httpRequest(url, { headers: host ? { host: `${host}:${url.port}` } : {} }, (res) => {
@@ -258,6 +261,7 @@ describeEachEngine("custom scripts", (t) => {
           resolve({
             status: res.statusCode ?? 0,
             csp: String(res.headers["content-security-policy"] ?? ""),
+            location: String(res.headers.location ?? ""),
             html: Buffer.concat(chunks).toString("utf8"),
           }),
         );
@@ -339,6 +343,13 @@ describeEachEngine("custom scripts", (t) => {
       assert.deepEqual(directives(p.csp)["script-src"], ["'self'"]);
       assert.equal(p.html.match(/<script\b/g)?.length, 2, "the start data and the bundle only");
     }
+
+    // The console is never served at A's domain (A's scripts run on that origin): it is sent to
+    // PUBLIC_URL, where no tenant script runs.
+    const consoleThere = await getPage("/console/releases?x=1", aHost);
+    assert.equal(consoleThere.status, 308);
+    assert.equal(consoleThere.location, `${running.url}/console/releases?x=1`);
+    assert.equal(consoleThere.html.includes("<script"), false);
 
     // B's own domain and B's path: B's portal, none of A's; A's slug under B's domain is no portal.
     for (const p of [

@@ -293,15 +293,26 @@ export function buildApp(given: AppDeps): FastifyInstance {
     mailer,
   });
   // The Backline Console (docs/console.md): the built web app, with deep links answering index.html.
-  app.register(consoleStatic, {
-    prefix: "/console",
-    mediaOrigins: storageMediaOrigins(deps.config),
+  // Never at a tenant's own portal domain: the tenant's custom scripts run on that origin, where
+  // they could read a console session kept in its localStorage; it is sent to PUBLIC_URL instead.
+  const publicHost = new URL(deps.config.publicUrl).hostname.toLowerCase();
+  const publicOrigin = new URL(deps.config.publicUrl).origin;
+  app.register(async (scope) => {
+    scope.addHook("onRequest", async (request, reply) => {
+      const host = request.hostname.toLowerCase().replace(/\.$/, "");
+      if (host === publicHost) return;
+      if ((await tenantConfigs.portal(host, undefined))?.via === "domain")
+        return reply.redirect(`${publicOrigin}${request.url}`, 308);
+    });
+    scope.register(consoleStatic, {
+      prefix: "/console",
+      mediaOrigins: storageMediaOrigins(deps.config),
+    });
   });
   // The portal for labels and artists (docs/portal.md): the same serving, its own build. An
   // uploaded logo is PUBLIC_URL's (/brand/...), which a tenant's own domain is not.
   app.register(portalAccountsRoutes, { db: deps.db, directory });
   app.register(brandAssetRoutes, { db: deps.db });
-  const publicHost = new URL(deps.config.publicUrl).hostname.toLowerCase();
   app.register(consoleStatic, {
     prefix: "/portal",
     app: "portal",
