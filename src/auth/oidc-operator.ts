@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
+import { Timestamp } from "../http/formats.ts";
 import { findTenant } from "../tenancy/tenants.ts";
 import { checkIssuer, PRESETS } from "./oidc.ts";
 
@@ -71,8 +72,8 @@ export const ProviderOutput = z
     scopes: z.string(),
     enabled: z.boolean(),
     callback_url: z.string().meta({ description: "The redirect URI to register with the provider." }),
-    created_at: z.string(),
-    updated_at: z.string(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
   })
   .meta({ id: "AuthProvider" });
 export type ProviderOutputT = z.infer<typeof ProviderOutput>;

@@ -171,8 +171,8 @@ const AddOnOrderObject = z
     currency: Currency,
     price: Money.meta({ description: "What it was bought at, charged to the account." }),
     active: z.boolean(),
-    created_at: z.string().meta({ description: "When it was bought." }),
-    expires_at: z.string().nullable().meta({ description: "per_year: when it runs out." }),
+    created_at: Timestamp.meta({ description: "When it was bought." }),
+    expires_at: Timestamp.nullable().meta({ description: "per_year: when it runs out." }),
   })
   .meta({ id: "WebhookAddOnOrderObject", description: "The order, as GET /releases/{id}/add-ons lists it." });
 
