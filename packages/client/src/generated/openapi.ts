@@ -43,7 +43,7 @@ export interface paths {
   "/releases/{id}/submit": {
     /**
      * Submit a release for review and delivery
-     * @description Checks that the release is complete (a UPC and tracks with ISRCs — assigned now from the platform's number ranges when the operator configured them, else required —, track numbers, splits totalling 100, a known primary genre, territories, stores, a release date at least the platform's lead time away) and lists every problem at once (422 release_incomplete). Then the release is submitted: review and delivery start and the release.submitted event is sent.
+     * @description Checks that the release is complete (a UPC and tracks with ISRCs — assigned now from the platform's number ranges when the operator configured them, else required —, track numbers, splits totalling 100, a known primary genre — one each store with its own genre list can name (problem unmapped_genre, naming the store) —, territories, stores, a release date at least the platform's lead time away) and lists every problem at once (422 release_incomplete). Then the release is submitted: review and delivery start and the release.submitted event is sent.
      */
     post: operations["submitRelease"];
   };
@@ -432,6 +432,25 @@ export interface paths {
      */
     post: operations["replyToTicket"];
   };
+  "/add-ons": {
+    /**
+     * The add-ons on sale
+     * @description What the tenant sells for a release, in its order. Another tenant's are never listed.
+     */
+    get: operations["listAddOns"];
+  };
+  "/releases/{id}/add-ons": {
+    /**
+     * A release's add-ons
+     * @description Every order for the release, oldest first, expired per_year ones included (active false).
+     */
+    get: operations["listReleaseAddOns"];
+    /**
+     * Buy an add-on for a release
+     * @description Charges the add-on's price to the account (a recoupable expense: recouped from the account's earnings before its payees are paid, shown on its statements) and puts it in effect at once. Idempotent: while the release has the add-on (a per_release one ever, a per_year one until it expires) the answer is that same order and nothing is charged again (compare its created_at). A viewer (or a key without catalog:write) cannot buy (403).
+     */
+    post: operations["buyReleaseAddOn"];
+  };
 }
 
 export interface webhooks {
@@ -518,6 +537,13 @@ export interface webhooks {
      * @description A catalogue transfer asked for through POST /transfers ended: completed (see its counts and problems) or failed. Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); see docs/webhooks.md.
      */
     post: operations["event_transfer_completed"];
+  };
+  "add_on.purchased": {
+    /**
+     * add_on.purchased
+     * @description An add-on was bought for one of the account's releases (its price is charged to the account as a recoupable expense). Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); see docs/webhooks.md.
+     */
+    post: operations["event_add_on_purchased"];
   };
 }
 
@@ -1305,7 +1331,7 @@ export interface components {
       object: "webhook_endpoint";
       url: string;
       description: string | null;
-      events: ("release.submitted" | "release.approved" | "release.rejected" | "release.live" | "release.takedown_completed" | "royalties.imported" | "royalties.voided" | "statement.ready" | "payout.requested" | "payout.paid" | "payout.failed" | "transfer.completed")[];
+      events: ("release.submitted" | "release.approved" | "release.rejected" | "release.live" | "release.takedown_completed" | "royalties.imported" | "royalties.voided" | "statement.ready" | "payout.requested" | "payout.paid" | "payout.failed" | "transfer.completed" | "add_on.purchased")[];
       /**
        * @description best_effort (the default): deliveries go in parallel and a failing one does not hold the others, so events may arrive out of order; order them by `sequence` and `created`. strict: one delivery at a time, in the order the events happened; a failing one holds the later ones until it succeeds or fails for good (docs/webhooks.md, "Order").
        * @enum {string}
@@ -1348,7 +1374,7 @@ export interface components {
       object: "webhook_endpoint";
       url: string;
       description: string | null;
-      events: ("release.submitted" | "release.approved" | "release.rejected" | "release.live" | "release.takedown_completed" | "royalties.imported" | "royalties.voided" | "statement.ready" | "payout.requested" | "payout.paid" | "payout.failed" | "transfer.completed")[];
+      events: ("release.submitted" | "release.approved" | "release.rejected" | "release.live" | "release.takedown_completed" | "royalties.imported" | "royalties.voided" | "statement.ready" | "payout.requested" | "payout.paid" | "payout.failed" | "transfer.completed" | "add_on.purchased")[];
       /**
        * @description best_effort (the default): deliveries go in parallel and a failing one does not hold the others, so events may arrive out of order; order them by `sequence` and `created`. strict: one delivery at a time, in the order the events happened; a failing one holds the later ones until it succeeds or fails for good (docs/webhooks.md, "Order").
        * @enum {string}
@@ -2027,6 +2053,43 @@ export interface components {
            */
           unrecouped: string;
         })[];
+      /** @description The account's own statement: add-ons bought in the period (GET /add-ons), each an expense in recoupables too. Absent when there were none. */
+      charges?: ({
+          /** @constant */
+          kind: "add_on";
+          /**
+           * Format: uuid
+           * @description An id (UUID).
+           * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+           */
+          order_id: string;
+          /** @description The add-on's code. */
+          add_on: string;
+          name: string;
+          /**
+           * Format: uuid
+           * @description An id (UUID).
+           * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+           */
+          release_id: string;
+          release_title: string | null;
+          /**
+           * @description ISO 4217 currency code.
+           * @example EUR
+           */
+          currency: string;
+          /**
+           * @description A decimal amount as a string (never a float), in the currency beside it.
+           * @example 12.3456
+           */
+          amount: string;
+          /**
+           * Format: date-time
+           * @description RFC 3339 date-time in UTC with milliseconds.
+           * @example 2026-11-26T03:45:12.345Z
+           */
+          at: string;
+        })[];
       rates: {
           /**
            * @description ISO 4217 currency code.
@@ -2329,6 +2392,43 @@ export interface components {
            */
           unrecouped: string;
         })[];
+      /** @description The account's own statement: add-ons bought in the period (GET /add-ons), each an expense in recoupables too. Absent when there were none. */
+      charges?: ({
+          /** @constant */
+          kind: "add_on";
+          /**
+           * Format: uuid
+           * @description An id (UUID).
+           * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+           */
+          order_id: string;
+          /** @description The add-on's code. */
+          add_on: string;
+          name: string;
+          /**
+           * Format: uuid
+           * @description An id (UUID).
+           * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+           */
+          release_id: string;
+          release_title: string | null;
+          /**
+           * @description ISO 4217 currency code.
+           * @example EUR
+           */
+          currency: string;
+          /**
+           * @description A decimal amount as a string (never a float), in the currency beside it.
+           * @example 12.3456
+           */
+          amount: string;
+          /**
+           * Format: date-time
+           * @description RFC 3339 date-time in UTC with milliseconds.
+           * @example 2026-11-26T03:45:12.345Z
+           */
+          at: string;
+        })[];
       rates: {
           /**
            * @description ISO 4217 currency code.
@@ -2569,6 +2669,10 @@ export interface components {
       mfa_factors: {
           [key: string]: unknown;
         }[];
+      /** @description Passkeys: name, kind of device, whether backed up, the host it belongs to, created and last used. Never the public key or credential id. */
+      passkeys: {
+          [key: string]: unknown;
+        }[];
       memberships: {
           [key: string]: unknown;
         }[];
@@ -2748,6 +2852,119 @@ export interface components {
       /** @description When the desk first answered. */
       first_reply_at: string | null;
       solved_at: string | null;
+    };
+    AddOnList: {
+      /** @constant */
+      object: "list";
+      data: components["schemas"]["AddOn"][];
+      /** @constant */
+      has_more: false;
+    };
+    AddOn: {
+      /**
+       * @description The add-on's code (GET /add-ons).
+       * @example youtube_content_id
+       */
+      code: string;
+      /** @constant */
+      object: "add_on";
+      name: string;
+      description: string;
+      /**
+       * @description A decimal string (never a float) with as many decimals as the currency has minor units (2 for most, 0 for JPY, 3 for KWD).
+       * @example 4.99
+       */
+      price: string;
+      /**
+       * @description ISO 4217 currency code.
+       * @example EUR
+       */
+      currency: string;
+      /**
+       * @description per_release: once for the release; per_year: for a year from purchase, then bought again.
+       * @enum {string}
+       */
+      billing: "per_release" | "per_year";
+      /**
+       * @description unlock_store: the release is delivered to store_codes only with it; priority_review: the release is reviewed first; informational: the tenant's staff fulfil it.
+       * @enum {string}
+       */
+      effect: "unlock_store" | "priority_review" | "informational";
+      /** @description The stores an unlock_store add-on unlocks. */
+      store_codes: string[];
+      /**
+       * Format: date-time
+       * @description RFC 3339 date-time in UTC with milliseconds.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      created_at: string;
+      /**
+       * Format: date-time
+       * @description RFC 3339 date-time in UTC with milliseconds.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      updated_at: string;
+    };
+    AddOnOrderList: {
+      /** @constant */
+      object: "list";
+      data: components["schemas"]["AddOnOrder"][];
+      /** @constant */
+      has_more: false;
+    };
+    AddOnOrder: {
+      /**
+       * Format: uuid
+       * @description An id (UUID).
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      id: string;
+      /** @constant */
+      object: "add_on_order";
+      /**
+       * Format: uuid
+       * @description An id (UUID).
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      account_id: string;
+      /**
+       * Format: uuid
+       * @description An id (UUID).
+       * @example 3f2b6a5e-8c1d-4e7a-9b0f-2a6c5d4e3f21
+       */
+      release_id: string;
+      /**
+       * @description The add-on's code (GET /add-ons).
+       * @example youtube_content_id
+       */
+      add_on: string;
+      /** @description The add-on's name when it was bought. */
+      name: string;
+      /** @enum {string} */
+      effect: "unlock_store" | "priority_review" | "informational";
+      store_codes: string[];
+      /** @enum {string} */
+      billing: "per_release" | "per_year";
+      /**
+       * @description ISO 4217 currency code.
+       * @example EUR
+       */
+      currency: string;
+      /**
+       * @description What it was bought at (charged to the account).
+       * @example 4.99
+       */
+      price: string;
+      /** @description Whether it is in effect: false once a per_year order has expired. */
+      active: boolean;
+      /**
+       * Format: date-time
+       * @description RFC 3339 date-time in UTC with milliseconds.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      created_at: string;
+      /** @description per_year: when it runs out; null for per_release. */
+      expires_at: string | null;
     };
     ReleaseSubmittedEvent: {
       /**
@@ -3285,6 +3502,67 @@ export interface components {
         object: components["schemas"]["Transfer"];
       };
     };
+    AddOnPurchasedEvent: {
+      /**
+       * Format: uuid
+       * @description The event id; also the webhook-id header, the same on every attempt.
+       */
+      id: string;
+      /** @constant */
+      type: "add_on.purchased";
+      /**
+       * Format: date-time
+       * @description When the event happened.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      created: string;
+      /** @description The event's number among its release's events: 1, 2, 3… in the order they happened, given by the database when the event was written (1 for events that are not a release's). Deliveries are not sent in order unless the endpoint asks for strict ordering: order a release's events by this number. */
+      sequence: number;
+      /** Format: uuid */
+      account_id: string;
+      data: {
+        object: components["schemas"]["WebhookAddOnOrderObject"];
+      };
+    };
+    /** @description The order, as GET /releases/{id}/add-ons lists it. */
+    WebhookAddOnOrderObject: {
+      /** Format: uuid */
+      id: string;
+      /** @constant */
+      object: "add_on_order";
+      /** Format: uuid */
+      account_id: string;
+      /** Format: uuid */
+      release_id: string;
+      /** @description The add-on's code. */
+      add_on: string;
+      name: string;
+      /** @enum {string} */
+      effect: "unlock_store" | "priority_review" | "informational";
+      store_codes: string[];
+      /** @enum {string} */
+      billing: "per_release" | "per_year";
+      /**
+       * @description ISO 4217 currency code.
+       * @example EUR
+       */
+      currency: string;
+      /**
+       * @description What it was bought at, charged to the account.
+       * @example 12.3456
+       */
+      price: string;
+      active: boolean;
+      /**
+       * Format: date-time
+       * @description When it was bought.
+       * @example 2026-11-26T03:45:12.345Z
+       */
+      created_at: string;
+      /** @description per_year: when it runs out. */
+      expires_at: string | null;
+      [key: string]: unknown;
+    };
     /** @description artist_name or artist_id is required (checked with the other fields, see checkReleaseCreate). */
     ReleaseCreate: {
       title: string;
@@ -3529,7 +3807,7 @@ export interface components {
       /** @description Where events are POSTed: https, on a public address (plain http and local addresses only where the operator allows them, for development). */
       url: string;
       /** @description The event types to receive. Each needs the scope that reads what it carries: release events catalog:read, royalties.imported and royalties.voided royalties:read, statement.ready and payout.* payouts:read. */
-      events: ("release.submitted" | "release.approved" | "release.rejected" | "release.live" | "release.takedown_completed" | "royalties.imported" | "royalties.voided" | "statement.ready" | "payout.requested" | "payout.paid" | "payout.failed" | "transfer.completed")[];
+      events: ("release.submitted" | "release.approved" | "release.rejected" | "release.live" | "release.takedown_completed" | "royalties.imported" | "royalties.voided" | "statement.ready" | "payout.requested" | "payout.paid" | "payout.failed" | "transfer.completed" | "add_on.purchased")[];
       description?: string;
       /**
        * @description best_effort (the default): deliveries go in parallel and a failing one does not hold the others, so events may arrive out of order; order them by `sequence` and `created`. strict: one delivery at a time, in the order the events happened; a failing one holds the later ones until it succeeds or fails for good (docs/webhooks.md, "Order").
@@ -3545,7 +3823,7 @@ export interface components {
     WebhookEndpointUpdate: {
       /** @description Where events are POSTed: https, on a public address (plain http and local addresses only where the operator allows them, for development). */
       url?: string;
-      events?: ("release.submitted" | "release.approved" | "release.rejected" | "release.live" | "release.takedown_completed" | "royalties.imported" | "royalties.voided" | "statement.ready" | "payout.requested" | "payout.paid" | "payout.failed" | "transfer.completed")[];
+      events?: ("release.submitted" | "release.approved" | "release.rejected" | "release.live" | "release.takedown_completed" | "royalties.imported" | "royalties.voided" | "statement.ready" | "payout.requested" | "payout.paid" | "payout.failed" | "transfer.completed" | "add_on.purchased")[];
       description?: string | null;
       /**
        * @description best_effort (the default): deliveries go in parallel and a failing one does not hold the others, so events may arrive out of order; order them by `sequence` and `created`. strict: one delivery at a time, in the order the events happened; a failing one holds the later ones until it succeeds or fails for good (docs/webhooks.md, "Order").
@@ -3712,6 +3990,13 @@ export interface components {
     NewTicketReply: {
       /** @description The message: plain text, up to 20,000 characters. */
       body: string;
+    };
+    AddOnPurchase: {
+      /**
+       * @description The add-on's code (GET /add-ons).
+       * @example youtube_content_id
+       */
+      add_on: string;
     };
     /** @description RFC 9457 problem details, with Backline's code, the field at fault and the request id. */
     Problem: {
@@ -4706,7 +4991,7 @@ export interface operations {
   };
   /**
    * Submit a release for review and delivery
-   * @description Checks that the release is complete (a UPC and tracks with ISRCs — assigned now from the platform's number ranges when the operator configured them, else required —, track numbers, splits totalling 100, a known primary genre, territories, stores, a release date at least the platform's lead time away) and lists every problem at once (422 release_incomplete). Then the release is submitted: review and delivery start and the release.submitted event is sent.
+   * @description Checks that the release is complete (a UPC and tracks with ISRCs — assigned now from the platform's number ranges when the operator configured them, else required —, track numbers, splits totalling 100, a known primary genre — one each store with its own genre list can name (problem unmapped_genre, naming the store) —, territories, stores, a release date at least the platform's lead time away) and lists every problem at once (422 release_incomplete). Then the release is submitted: review and delivery start and the release.submitted event is sent.
    */
   submitRelease: {
     parameters: {
@@ -14698,6 +14983,412 @@ export interface operations {
     };
   };
   /**
+   * The add-ons on sale
+   * @description What the tenant sells for a release, in its order. Another tenant's are never listed.
+   */
+  listAddOns: {
+    parameters: {
+      header?: {
+        "Backline-Account"?: components["parameters"]["BacklineAccount"];
+      };
+    };
+    responses: {
+      /** @description Every add-on on sale (one page). */
+      200: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/json": components["schemas"]["AddOnList"];
+        };
+      };
+      /** @description Malformed request: bad JSON, a bad query parameter or a missing body. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No API key, or a key that is malformed, unknown, frozen, revoked or expired. */
+      401: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The key lacks the scope this endpoint needs. */
+      403: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Too many requests: wait for `Retry-After` seconds. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description An unexpected error; the request changed nothing it could not undo. */
+      500: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed. */
+      504: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /**
+   * A release's add-ons
+   * @description Every order for the release, oldest first, expired per_year ones included (active false).
+   */
+  listReleaseAddOns: {
+    parameters: {
+      header?: {
+        "Backline-Account"?: components["parameters"]["BacklineAccount"];
+      };
+      path: {
+        /** @description An id (UUID). */
+        id: string;
+      };
+    };
+    responses: {
+      /** @description The orders. */
+      200: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/json": components["schemas"]["AddOnOrderList"];
+        };
+      };
+      /** @description Malformed request: bad JSON, a bad query parameter or a missing body. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No API key, or a key that is malformed, unknown, frozen, revoked or expired. */
+      401: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The key lacks the scope this endpoint needs. */
+      403: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No such object in the key's account (another account's ids, and ids that are not ids, are not found either). */
+      404: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Too many requests: wait for `Retry-After` seconds. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description An unexpected error; the request changed nothing it could not undo. */
+      500: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed. */
+      504: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /**
+   * Buy an add-on for a release
+   * @description Charges the add-on's price to the account (a recoupable expense: recouped from the account's earnings before its payees are paid, shown on its statements) and puts it in effect at once. Idempotent: while the release has the add-on (a per_release one ever, a per_year one until it expires) the answer is that same order and nothing is charged again (compare its created_at). A viewer (or a key without catalog:write) cannot buy (403).
+   */
+  buyReleaseAddOn: {
+    parameters: {
+      header?: {
+        "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+        "Backline-Account"?: components["parameters"]["BacklineAccount"];
+      };
+      path: {
+        /** @description An id (UUID). */
+        id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["AddOnPurchase"];
+      };
+    };
+    responses: {
+      /** @description The order: the new one, or the one in effect that the release already had. */
+      200: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/json": components["schemas"]["AddOnOrder"];
+        };
+      };
+      /** @description Malformed request: bad JSON, a bad query parameter or a missing body. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No API key, or a key that is malformed, unknown, frozen, revoked or expired. */
+      401: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The key lacks the scope this endpoint needs. */
+      403: {
+        headers: {
+          "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description No such object in the key's account (another account's ids, and ids that are not ids, are not found either). */
+      404: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The object's state does not allow this (for example a release that is no longer editable); for a POST, also an Idempotency-Key whose first request is still running (with Retry-After). */
+      409: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request body is too large (`body_too_large`; 1 MiB for JSON). The connection is closed after the answer. */
+      413: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request body is not application/json (`unsupported_media_type`). */
+      415: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Validation failed: `errors` lists every failing field. For a POST, also an Idempotency-Key reused with another request (`idempotency_key_reused`). */
+      422: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description Too many requests: wait for `Retry-After` seconds. */
+      429: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+          "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description An unexpected error; the request changed nothing it could not undo. */
+      500: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The database is busy (`too_many_connections`: no connection within the bounded wait) or the server is shutting down: retry after `Retry-After` seconds. Nothing was started. */
+      503: {
+        headers: {
+          "Retry-After": components["headers"]["Retry-After"];
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** @description The request ran longer than its statement timeout and was cancelled (`statement_timeout`); nothing was changed. */
+      504: {
+        headers: {
+          "X-Request-Id": components["headers"]["X-Request-Id"];
+          RateLimit: components["headers"]["RateLimit"];
+          "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+        };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /**
    * release.submitted
    * @description A release was submitted for review (through either interface). Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); see docs/webhooks.md.
    */
@@ -14936,6 +15627,27 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": components["schemas"]["TransferCompletedEvent"];
+      };
+    };
+    responses: {
+      /** @description Any 2xx answer acknowledges the event; anything else is retried. */
+      200: {
+        content: never;
+      };
+      /** @description Gone: the endpoint is disabled and no more events are sent to it. */
+      410: {
+        content: never;
+      };
+    };
+  };
+  /**
+   * add_on.purchased
+   * @description An add-on was bought for one of the account's releases (its price is charged to the account as a recoupable expense). Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature); see docs/webhooks.md.
+   */
+  event_add_on_purchased: {
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["AddOnPurchasedEvent"];
       };
     };
     responses: {
