@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/app.ts";
 import { describeEachEngine, type TestDb } from "./support/db.ts";
-import { type RunningS3rver, startS3rver } from "./support/s3rver.ts";
+import { type RunningS3rver, startS3Storage } from "./support/s3rver.ts";
 
 /**
  * /storage/v1's buckets and objects (docs/uploads.md, "Buckets", "Objects", "Errors") through
@@ -26,24 +25,9 @@ for (const driver of ["local", "s3"] as const) {
     const env: Record<string, string> = {};
     before(async () => {
       if (driver !== "s3") return;
-      s3 = await startS3rver();
-      const client = new S3Client({
-        endpoint: s3.endpoint,
-        region: "us-east-1",
-        forcePathStyle: true,
-        credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
-      });
-      await client.send(new CreateBucketCommand({ Bucket: "objects" }));
-      client.destroy();
-      Object.assign(env, {
-        STORAGE_DRIVER: "s3",
-        S3_ENDPOINT: s3.endpoint,
-        S3_BUCKET: "objects",
-        S3_REGION: "us-east-1",
-        S3_ACCESS_KEY_ID: "S3RVER",
-        S3_SECRET_ACCESS_KEY: "S3RVER",
-        S3_FORCE_PATH_STYLE: "true",
-      });
+      const started = await startS3Storage("objects");
+      s3 = started.s3;
+      Object.assign(env, started.env);
     });
     after(async () => {
       await s3?.close();

@@ -4,7 +4,6 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import * as tus from "tus-js-client";
 import { Worker } from "../src/jobs/worker.ts";
@@ -16,7 +15,7 @@ import { type RunningApp, startApp, tenantWithKeys, UNLIMITED } from "./support/
 import { describeEachEngine } from "./support/db.ts";
 import { wav } from "./support/media-fixtures.ts";
 import { tempDir } from "./support/process.ts";
-import { type RunningS3rver, startS3rver } from "./support/s3rver.ts";
+import { type RunningS3rver, startS3Storage } from "./support/s3rver.ts";
 
 /**
  * Resumable uploads (docs/storage.md, "Resumable uploads"): TUS at /storage/v1/upload/resumable
@@ -42,24 +41,9 @@ for (const driver of ["local", "s3"] as const) {
     const env: Record<string, string> = {};
     before(async () => {
       if (driver !== "s3") return;
-      s3 = await startS3rver();
-      const client = new S3Client({
-        endpoint: s3.endpoint,
-        region: "us-east-1",
-        forcePathStyle: true,
-        credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
-      });
-      await client.send(new CreateBucketCommand({ Bucket: "objects" }));
-      client.destroy();
-      Object.assign(env, {
-        STORAGE_DRIVER: "s3",
-        S3_ENDPOINT: s3.endpoint,
-        S3_BUCKET: "objects",
-        S3_REGION: "us-east-1",
-        S3_ACCESS_KEY_ID: "S3RVER",
-        S3_SECRET_ACCESS_KEY: "S3RVER",
-        S3_FORCE_PATH_STYLE: "true",
-      });
+      const started = await startS3Storage("objects");
+      s3 = started.s3;
+      Object.assign(env, started.env);
     });
     after(async () => {
       await s3?.close();

@@ -34,3 +34,37 @@ export async function startS3rver(): Promise<RunningS3rver> {
     },
   };
 }
+
+/**
+ * An s3rver with `bucket` made in it, and the server settings that point Backline's S3 driver at it
+ * (STORAGE_DRIVER=s3, S3_*), for suites that run once per storage driver.
+ */
+export async function startS3Storage(
+  bucket = "objects",
+): Promise<{ s3: RunningS3rver; env: Record<string, string> }> {
+  const s3 = await startS3rver();
+  const { CreateBucketCommand, S3Client } = await import("@aws-sdk/client-s3");
+  const client = new S3Client({
+    endpoint: s3.endpoint,
+    region: "us-east-1",
+    forcePathStyle: true,
+    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+  });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  } finally {
+    client.destroy();
+  }
+  return {
+    s3,
+    env: {
+      STORAGE_DRIVER: "s3",
+      S3_ENDPOINT: s3.endpoint,
+      S3_BUCKET: bucket,
+      S3_REGION: "us-east-1",
+      S3_ACCESS_KEY_ID: "S3RVER",
+      S3_SECRET_ACCESS_KEY: "S3RVER",
+      S3_FORCE_PATH_STYLE: "true",
+    },
+  };
+}
