@@ -244,6 +244,15 @@ export function billingSpecs(options: {
     const who = openAuditScope(request).actor;
     return who ? `${who.type}:${who.id}` : "admin_api";
   };
+  /** The invoice as the caller may see it: any tenant's for platform admins, else their tenant's. */
+  const visibleInvoice = (id: string, tenantId: string, request: FastifyRequest) =>
+    getInvoice(db, id, isPlatformAdmin(request) ? undefined : tenantId);
+  /** The same, or 404 naming the id. */
+  const invoiceOr404 = async (id: string, tenantId: string, request: FastifyRequest) => {
+    const invoice = await visibleInvoice(id, tenantId, request);
+    if (!invoice) throw new HttpError(404, "not_found", `no invoice ${id}`, "id");
+    return invoice;
+  };
   return [
     adminRoute({
       method: "GET",
@@ -470,8 +479,7 @@ export function billingSpecs(options: {
       },
       errors: [404],
       handler: async ({ tenantId, params, query, request, reply }) => {
-        const invoice = await getInvoice(db, params.id, isPlatformAdmin(request) ? undefined : tenantId);
-        if (!invoice) throw new HttpError(404, "not_found", `no invoice ${params.id}`, "id");
+        const invoice = await invoiceOr404(params.id, tenantId, request);
         if (query.format === "json") return invoice;
         const body = query.format === "csv" ? invoiceCsv(invoice) : await invoicePdf(invoice);
         return reply
@@ -498,8 +506,7 @@ export function billingSpecs(options: {
       },
       errors: [404],
       handler: async ({ tenantId, params, request }) => {
-        const invoice = await getInvoice(db, params.id, isPlatformAdmin(request) ? undefined : tenantId);
-        if (!invoice) throw new HttpError(404, "not_found", `no invoice ${params.id}`, "id");
+        const invoice = await invoiceOr404(params.id, tenantId, request);
         return { data: await listPayments(db, { invoiceId: invoice.id }) };
       },
     }),
@@ -541,8 +548,7 @@ export function billingSpecs(options: {
       },
       errors: [404],
       handler: async ({ tenantId, params, request }) => {
-        const invoice = await getInvoice(db, params.id, isPlatformAdmin(request) ? undefined : tenantId);
-        if (!invoice) throw new HttpError(404, "not_found", `no invoice ${params.id}`, "id");
+        const invoice = await invoiceOr404(params.id, tenantId, request);
         return { data: await listCreditNotes(db, { invoiceId: invoice.id }) };
       },
     }),
@@ -568,7 +574,7 @@ export function billingSpecs(options: {
       },
       errors: [404],
       handler: async ({ tenantId, params, query, request, reply }) => {
-        const invoice = await getInvoice(db, params.id, isPlatformAdmin(request) ? undefined : tenantId);
+        const invoice = await visibleInvoice(params.id, tenantId, request);
         const note = invoice
           ? (await listCreditNotes(db, { invoiceId: invoice.id, id: params.note_id }))[0]
           : undefined;
