@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
+import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Config } from "../../src/config.ts";
+import type { Db } from "../../src/db/db.ts";
+import { setPortalDomains } from "../../src/portal/domains.ts";
 import {
   assertAccessible,
   assertNoOffsite,
@@ -20,9 +24,19 @@ import { ENGINES } from "../support/db.ts";
 /**
  * Settings' "Scripts on the portal" (docs/operator.md, "Custom scripts on the portal") in Chromium
  * against `npm start` on the embedded database: the tenant's admin is refused an http address at
- * its field (nothing added), adds an https one, turns it on — the tenant's portal page then loads
- * it and its CSP names its origin — and removes it after confirming.
+ * its field (nothing added), adds an https one, turns it on — the tenant's portal page on its own
+ * domain then loads it and its CSP names its origin, while the page on PUBLIC_URL's shared host
+ * (the console's origin) never does — and removes it after confirming.
  */
+
+/** The tenant's own portal domain (scripts run only there: docs/operator.md). */
+const OWN_HOST = "music.nightowl.test";
+
+async function seedWithDomain(db: Db, config: Config): Promise<DeskWorld> {
+  const world = await seedDeskWorld(db, config);
+  await setPortalDomains(db, world.tenant.id, [OWN_HOST], "http:");
+  return world;
+}
 
 const skip =
   browserMissing() ||
@@ -41,7 +55,7 @@ describe("the console in Chromium: scripts on the portal", { skip }, () => {
   let pageErrors: string[];
 
   before(async () => {
-    const started = await startConsoleStack("pglite", seedDeskWorld);
+    const started = await startConsoleStack("pglite", seedWithDomain);
     stack = started.stack;
     world = started.seeded;
     browser = await launchBrowser();
@@ -54,9 +68,25 @@ describe("the console in Chromium: scripts on the portal", { skip }, () => {
     await stack?.stop();
   });
 
-  const portalPage = async () => {
-    const res = await fetch(`${stack.url}/portal/t/${world.tenant.slug}/`);
-    return { html: await res.text(), csp: res.headers.get("content-security-policy") ?? "" };
+  /** The tenant's portal page at its own domain (node:http sends the Host asked for), or on PUBLIC_URL. */
+  const portalPage = (where: "own" | "shared" = "own"): Promise<{ html: string; csp: string }> => {
+    const url = new URL(where === "own" ? "/portal/" : `/portal/t/${world.tenant.slug}/`, stack.url);
+    const headers = where === "own" ? { host: `${OWN_HOST}:${url.port}` } : {};
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(url, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () =>
+          resolve({
+            html: Buffer.concat(chunks).toString("utf8"),
+            csp: String(res.headers["content-security-policy"] ?? ""),
+          }),
+        );
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end();
+    });
   };
 
   test("an admin adds a script (an http address refused at its field), turns it on, and removes it", async () => {
@@ -99,6 +129,10 @@ describe("the console in Chromium: scripts on the portal", { skip }, () => {
     assert.match(on.html, /<script src="https:\/\/stats\.example\.com\/script\.js" async><\/script>/);
     assert.match(on.csp, /script-src 'self' https:\/\/stats\.example\.com;/);
     assert.match(on.csp, /connect-src [^;]*https:\/\/collect\.example\.com/);
+    // PUBLIC_URL's host is the console's origin: no tenant's script is ever loaded there.
+    const shared = await portalPage("shared");
+    assert.equal(shared.html.includes("stats.example.com"), false);
+    assert.match(shared.csp, /script-src 'self';/);
     await screenshot(page, "console-custom-scripts", "desktop");
     await assertAccessible(page, "custom scripts");
 
