@@ -1,0 +1,1 @@
+-- Webhook claims in one statement (issue 45, item 5): placeholder, filled in below.
