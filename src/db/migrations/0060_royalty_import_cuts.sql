@@ -1,0 +1,1 @@
+-- Royalty import, cheaper allocation and rollups (issue 45, item 3): placeholder, filled in below.
