@@ -90,12 +90,24 @@ export function checkIssuer(issuer: string): string {
 }
 
 // Discovery documents and key sets, per issuer, for an hour (jose refetches a key set on an unknown kid).
+// Tenant admins choose the issuers, so both maps are bounded: past CACHE_LIMIT entries the least
+// recently used goes (a Map iterates in insertion order; a hit is moved to the end).
+const CACHE_LIMIT = 256;
 const discoveries = new Map<string, { doc: Discovery; until: number }>();
 const keySets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
 
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > CACHE_LIMIT) map.delete(map.keys().next().value as string);
+}
+
 async function discover(fetch: OutboundFetch, issuer: string): Promise<Discovery> {
   const cached = discoveries.get(issuer);
-  if (cached && cached.until > Date.now()) return cached.doc;
+  if (cached && cached.until > Date.now()) {
+    remember(discoveries, issuer, cached);
+    return cached.doc;
+  }
   const res = await fetch(`${issuer}/.well-known/openid-configuration`, {
     signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
     headers: { accept: "application/json" },
@@ -110,7 +122,7 @@ async function discover(fetch: OutboundFetch, issuer: string): Promise<Discovery
   for (const key of ["authorization_endpoint", "token_endpoint", "jwks_uri"] as const) {
     if (typeof doc[key] !== "string") throw providerUnreachable(`discovery has no ${key}`);
   }
-  discoveries.set(issuer, { doc, until: Date.now() + 3600_000 });
+  remember(discoveries, issuer, { doc, until: Date.now() + 3600_000 });
   return doc;
 }
 
@@ -123,12 +135,13 @@ const providerUnreachable = (why: string) =>
 
 function keySet(fetch: OutboundFetch, jwksUri: string) {
   let set = keySets.get(jwksUri);
-  if (!set) {
+  if (set) remember(keySets, jwksUri, set);
+  else {
     set = createRemoteJWKSet(new URL(jwksUri), {
       timeoutDuration: HTTP_TIMEOUT_MS,
       [customFetch]: (url, options) => fetch(url, options),
     });
-    keySets.set(jwksUri, set);
+    remember(keySets, jwksUri, set);
   }
   return set;
 }
