@@ -1,4 +1,4 @@
-import { globSync } from "node:fs";
+import { globSync, writeFileSync } from "node:fs";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 
@@ -78,10 +78,27 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-run({ files, concurrency: Number(process.env.TEST_CONCURRENCY ?? 2) })
+// Each file's wall time, so LONGEST_FIRST can be kept in the measured order: the slowest are
+// printed after the run (TEST_TIMINGS=<path> also writes every file's, as JSON).
+const durations = new Map<string, number>();
+const reporter = run({ files, concurrency: Number(process.env.TEST_CONCURRENCY ?? 2) })
   .on("test:summary", (summary) => {
+    if (summary.file !== undefined) durations.set(summary.file, summary.duration_ms);
     // The run's own summary (no file): what `node --test` turns into its exit status.
-    if (summary.file === undefined && !summary.success) process.exitCode = 1;
+    else if (!summary.success) process.exitCode = 1;
   })
-  .compose(spec)
-  .pipe(process.stdout);
+  .compose(spec);
+reporter.pipe(process.stdout);
+reporter.on("end", () => {
+  const cwd = `${process.cwd()}/`;
+  const byTime = [...durations]
+    .map(([file, ms]) => [file.startsWith(cwd) ? file.slice(cwd.length) : file, ms] as const)
+    .sort((a, b) => b[1] - a[1]);
+  if (byTime.length > 1) {
+    console.log("\nThe slowest files (wall time, s):");
+    for (const [file, ms] of byTime.slice(0, 15))
+      console.log(`  ${(ms / 1000).toFixed(1).padStart(7)}  ${file}`);
+  }
+  if (process.env.TEST_TIMINGS)
+    writeFileSync(process.env.TEST_TIMINGS, `${JSON.stringify(Object.fromEntries(byTime), null, 1)}\n`);
+});
