@@ -41,8 +41,17 @@ export const STORAGE_ERRORS = {
   accessDenied: (message = "Access denied") => new StorageError(403, "AccessDenied", message),
   notSupported: (feature: string) =>
     new StorageError(400, "NotSupported", `The feature ${feature} is not supported by this server`),
+  /**
+   * Storage's words for an unknown route, with the path as Storage sees it on Supabase (behind
+   * the gateway, without the /storage/v1 prefix).
+   */
   routeNotFound: (method: string, url: string) =>
-    new StorageError(404, "NotFound", `Route ${method}:${url} not found`, "Not Found"),
+    new StorageError(
+      404,
+      "InvalidRequest",
+      `Route ${method}:${url.replace(/^\/storage\/v1(?=\/|$)/, "") || "/"} not found`,
+      "Not Found",
+    ),
 } as const;
 
 /** Storage's name rule for buckets (and the database's check, migration 0046). */

@@ -474,7 +474,7 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
             upsert: false,
           }),
         );
-        return reply.send({ Id: row.id, Key: `${to.bucket}/${to.name}` });
+        return reply.send({ Id: row.id, Key: `${to.bucket}/${to.name}`, ...objectJson(row) });
       } catch (error) {
         await store.remove(objectKey);
         throw error;
@@ -503,7 +503,7 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
         store,
         rows.map((r) => r.object_key),
       );
-      return reply.send(rows.map(removedJson));
+      return reply.send(rows.map(objectJson));
     }),
   );
 
@@ -716,6 +716,20 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     signedUpload,
     upload,
     render,
+  };
+}
+
+/**
+ * An object as Storage answers a copy (beside `Id` and `Key`) or a remove: the row's fields, with
+ * `owner` and `owner_id` the uploader ("" for a key's upload), and `version` the row's, as `info`.
+ */
+function objectJson(row: ObjectRow): Record<string, unknown> {
+  return {
+    ...removedJson(row),
+    owner: row.owner ?? "",
+    owner_id: row.owner ?? "",
+    version: row.id,
+    user_metadata: row.user_metadata ?? {},
   };
 }
 
