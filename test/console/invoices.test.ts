@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import { describe, test } from "node:test";
 import {
   createPlan,
   issueInvoice,
@@ -15,17 +14,13 @@ import { createAccount, createTenant } from "../../src/tenancy/tenants.ts";
 import {
   assertAccessible,
   assertNoOffsite,
-  browserMissing,
-  consoleMissing,
-  launchBrowser,
   newContext,
   screenshot,
   watchPageErrors,
 } from "../support/browser.ts";
-import { type ConsoleStack, seedPasswordUser, startConsoleStack } from "../support/console.ts";
+import { seedPasswordUser } from "../support/console.ts";
 import { addStaff, PASSWORD } from "../support/console-seed.ts";
-import { signInWithPassword, tid } from "../support/console-ui.ts";
-import { ENGINES } from "../support/db.ts";
+import { consoleSkip, consoleSuite, tid } from "../support/console-ui.ts";
 
 /**
  * The console's Invoices page (docs/operator.md, "Plans and invoices") in Chromium against
@@ -114,38 +109,14 @@ async function seedWorld(db: Db, config: Config): Promise<World> {
   };
 }
 
-const skip =
-  browserMissing() ||
-  (ENGINES.includes("pglite")
-    ? false
-    : "the browser tests run once, on the embedded database (the PGlite pass of the suite)") ||
-  consoleMissing();
+const skip = consoleSkip();
 
 describe("the console in Chromium: a tenant's invoices", { skip }, () => {
-  let stack: ConsoleStack;
-  let world: World;
-  let browser: Browser;
-  let desktop: BrowserContext & { offsite: string[] };
-  let page: Page;
-  let pageErrors: string[];
-
-  before(async () => {
-    const started = await startConsoleStack("pglite", seedWorld);
-    stack = started.stack;
-    world = started.seeded;
-    browser = await launchBrowser();
-    desktop = await newContext(browser, "desktop", stack.url);
-    page = await desktop.newPage();
-    pageErrors = watchPageErrors(page);
-  });
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const ui = consoleSuite(seedWorld);
 
   test("an admin sees the plan and its own invoices, the overdue one flagged, and downloads a PDF", async () => {
-    await page.goto(`${stack.url}/console/invoices`);
-    await signInWithPassword(page, { slug: world.slug, email: world.admin, password: PASSWORD });
+    const { stack, world, browser, context: desktop, page, pageErrors } = ui;
+    await ui.signIn("/console/invoices", { slug: world.slug, email: world.admin });
     await page.locator(tid("page-invoices")).waitFor();
     await page.locator(tid("invoice-row")).first().waitFor();
     assert.equal(await page.locator(tid("plan-name")).innerText(), "Growth");
@@ -205,11 +176,11 @@ describe("the console in Chromium: a tenant's invoices", { skip }, () => {
   });
 
   test("a reviewer is not offered Invoices and is refused the page", async () => {
-    const context = await newContext(browser, "desktop", stack.url);
+    const { stack, world } = ui;
+    const context = await newContext(ui.browser, "desktop", stack.url);
     try {
       const p = await context.newPage();
-      await p.goto(`${stack.url}/console/`);
-      await signInWithPassword(p, { slug: world.slug, email: world.reviewer, password: PASSWORD });
+      await ui.signIn("/console/", { slug: world.slug, email: world.reviewer }, p);
       await p.locator(tid("page-review-queue")).waitFor();
       assert.equal(await p.locator(tid("nav-invoices")).count(), 0);
       await p.goto(`${stack.url}/console/invoices`);

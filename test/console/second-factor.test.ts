@@ -1,23 +1,19 @@
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import { describe, test } from "node:test";
+import type { Page } from "playwright-core";
 import { totpCode, totpStep } from "../../src/auth/totp.ts";
 import type { Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/db.ts";
 import {
   assertAccessible,
   assertNoOffsite,
-  browserMissing,
-  consoleMissing,
-  launchBrowser,
   newContext,
   screenshot,
   watchPageErrors,
 } from "../support/browser.ts";
-import { type ConsoleStack, seedPasswordUser, startConsoleStack } from "../support/console.ts";
+import { seedPasswordUser } from "../support/console.ts";
 import { type DeskWorld, PASSWORD, seedDeskWorld } from "../support/console-seed.ts";
-import { signInWithPassword, tid } from "../support/console-ui.ts";
-import { ENGINES } from "../support/db.ts";
+import { consoleSkip, consoleSuite, signInWithPassword, tid } from "../support/console-ui.ts";
 import { tempDir } from "../support/process.ts";
 
 /**
@@ -29,12 +25,7 @@ import { tempDir } from "../support/process.ts";
  * app asks first. A user without a factor signs in as before. Screenshots and axe on each step.
  */
 
-const skip =
-  browserMissing() ||
-  (ENGINES.includes("pglite")
-    ? false
-    : "the browser tests run once, on the embedded database (the PGlite pass of the suite)") ||
-  consoleMissing();
+const skip = consoleSkip();
 
 interface World extends DeskWorld {
   platform: { id: string; email: string };
@@ -92,28 +83,10 @@ async function sessionAal(page: Page): Promise<string | undefined> {
 }
 
 describe("the console's two-step sign-in in Chromium", { skip }, () => {
-  let stack: ConsoleStack;
-  let world: World;
-  let browser: Browser;
-  let context: BrowserContext & { offsite: string[] };
-  let page: Page;
-  const errors: string[] = [];
+  const ui = consoleSuite(seedWorld);
+  const errors = ui.pageErrors;
   let secret = "";
   let usedStep = 0;
-
-  before(async () => {
-    const started = await startConsoleStack("pglite", seedWorld);
-    stack = started.stack;
-    world = started.seeded;
-    browser = await launchBrowser();
-    context = await newContext(browser, "desktop", stack.url);
-    page = await context.newPage();
-    watchPageErrors(page, errors);
-  });
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
 
   async function record(p: Page, name: string, device: "desktop" | "phone"): Promise<void> {
     await p.waitForLoadState("networkidle");
@@ -122,12 +95,8 @@ describe("the console's two-step sign-in in Chromium", { skip }, () => {
   }
 
   test("without a factor, sign-in opens the console at aal1 and platform acts say what is missing", async () => {
-    await page.goto(`${stack.url}/console/`);
-    await signInWithPassword(page, {
-      slug: world.tenant.slug,
-      email: world.platform.email,
-      password: PASSWORD,
-    });
+    const { stack, world, page } = ui;
+    await ui.signIn("/console/", { slug: world.tenant.slug, email: world.platform.email });
     await openQueue(page, world.tenant.slug);
     assert.equal(await sessionAal(page), "aal1");
     await page.goto(`${stack.url}/console/stores/${world.store}`);
@@ -139,6 +108,7 @@ describe("the console's two-step sign-in in Chromium", { skip }, () => {
   });
 
   test("adding an authenticator app: QR code and key, a wrong code refused by the field, the right one gives aal2", async () => {
+    const { page } = ui;
     await page.locator(tid("security-link")).click();
     await page.locator(tid("page-security")).waitFor();
     await page.locator(tid("factor-name")).fill("Work phone");
@@ -168,12 +138,14 @@ describe("the console's two-step sign-in in Chromium", { skip }, () => {
   });
 
   test("with the aal2 session the store check, a platform act, passes from the console", async () => {
+    const { stack, world, page } = ui;
     await page.goto(`${stack.url}/console/stores/${world.store}`);
     await page.locator(tid("store-check")).click();
     await page.locator(`${tid("store-check-result")}[data-ok="true"]`).waitFor();
   });
 
   test("signing in again asks for the code first; a wrong code keeps everything closed", async () => {
+    const { world, page } = ui;
     await page.locator(tid("sign-out")).click();
     await signInWithPassword(page, {
       slug: world.tenant.slug,
@@ -203,6 +175,7 @@ describe("the console's two-step sign-in in Chromium", { skip }, () => {
   });
 
   test("on a phone the step and the security page fit, and removing the app asks first", async () => {
+    const { stack, world, browser, context, page } = ui;
     const phone = await newContext(browser, "phone", stack.url, await context.storageState());
     try {
       const p = await phone.newPage();
@@ -234,6 +207,7 @@ describe("the console's two-step sign-in in Chromium", { skip }, () => {
   });
 
   test("a staff user without a factor never sees the step; nothing was loaded from elsewhere", async () => {
+    const { world, context, page } = ui;
     await page.locator(tid("sign-out")).click();
     await signInWithPassword(page, { slug: world.tenant.slug, email: world.desk.email, password: PASSWORD });
     await page.locator(tid("page-review-queue")).waitFor();

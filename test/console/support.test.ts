@@ -1,20 +1,8 @@
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import {
-  assertAccessible,
-  assertNoOffsite,
-  browserMissing,
-  consoleMissing,
-  launchBrowser,
-  newContext,
-  screenshot,
-  watchPageErrors,
-} from "../support/browser.ts";
-import { type ConsoleStack, startConsoleStack } from "../support/console.ts";
-import { type DeskWorld, PASSWORD, seedDeskWorld } from "../support/console-seed.ts";
-import { signInWithPassword, tid } from "../support/console-ui.ts";
-import { ENGINES } from "../support/db.ts";
+import { describe, test } from "node:test";
+import { assertAccessible, assertNoOffsite, screenshot } from "../support/browser.ts";
+import { seedDeskWorld } from "../support/console-seed.ts";
+import { consoleSkip, consoleSuite, tid } from "../support/console-ui.ts";
 import { publicApi } from "../support/public-api.ts";
 
 /**
@@ -25,39 +13,16 @@ import { publicApi } from "../support/public-api.ts";
  * on the Support page and on the front page (the review queue).
  */
 
-const skip =
-  browserMissing() ||
-  (ENGINES.includes("pglite")
-    ? false
-    : "the browser tests run once, on the embedded database (the PGlite pass of the suite)") ||
-  consoleMissing();
+const skip = consoleSkip();
 
 type Ticket = { id: string; status: string; replies: { author: string; body: string }[] };
 
 describe("the console in Chromium: the support desk", { skip }, () => {
-  let stack: ConsoleStack;
-  let world: DeskWorld;
-  let browser: Browser;
-  let context: BrowserContext & { offsite: string[] };
-  let page: Page;
-  let pageErrors: string[];
-  const api = () => publicApi(stack.url, world.apiKey);
-
-  before(async () => {
-    const started = await startConsoleStack("pglite", seedDeskWorld);
-    stack = started.stack;
-    world = started.seeded;
-    browser = await launchBrowser();
-    context = await newContext(browser, "desktop", stack.url);
-    page = await context.newPage();
-    pageErrors = watchPageErrors(page);
-  });
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const ui = consoleSuite(seedDeskWorld);
+  const api = () => publicApi(ui.stack.url, ui.world.apiKey);
 
   test("a reviewer works the queue: figures, a note, an answer, an assignee", async () => {
+    const { world, context, page, pageErrors } = ui;
     const first = await api()<Ticket>("POST", "/tickets", {
       subject: "Payout missing",
       body: "Where is it?",
@@ -69,12 +34,7 @@ describe("the console in Chromium: the support desk", { skip }, () => {
     });
     assert.equal(second.status, 201);
 
-    await page.goto(`${stack.url}/console/support`);
-    await signInWithPassword(page, {
-      slug: world.tenant.slug,
-      email: world.reviewer.email,
-      password: PASSWORD,
-    });
+    await ui.signIn("/console/support", { slug: world.tenant.slug, email: world.reviewer.email });
     await page.locator(tid("page-support")).waitFor();
     await page.locator(tid("ticket-row")).nth(1).waitFor();
     assert.equal(await page.locator(tid("stat-open")).innerText(), "2");
