@@ -1,25 +1,12 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
-import { after, before, describe, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import { describe, test } from "node:test";
 import type { Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/db.ts";
 import { setPortalDomains } from "../../src/portal/domains.ts";
-import {
-  assertAccessible,
-  assertNoOffsite,
-  browserMissing,
-  consoleMissing,
-  launchBrowser,
-  newContext,
-  portalMissing,
-  screenshot,
-  watchPageErrors,
-} from "../support/browser.ts";
-import { type ConsoleStack, startConsoleStack } from "../support/console.ts";
-import { type DeskWorld, PASSWORD, seedDeskWorld } from "../support/console-seed.ts";
-import { signInWithPassword, tid } from "../support/console-ui.ts";
-import { ENGINES } from "../support/db.ts";
+import { assertAccessible, assertNoOffsite, screenshot } from "../support/browser.ts";
+import { type DeskWorld, seedDeskWorld } from "../support/console-seed.ts";
+import { consoleSkip, consoleSuite, tid } from "../support/console-ui.ts";
 
 /**
  * Settings' "Scripts on the portal" (docs/operator.md, "Custom scripts on the portal") in Chromium
@@ -38,39 +25,14 @@ async function seedWithDomain(db: Db, config: Config): Promise<DeskWorld> {
   return world;
 }
 
-const skip =
-  browserMissing() ||
-  (ENGINES.includes("pglite")
-    ? false
-    : "the browser tests run once, on the embedded database (the PGlite pass of the suite)") ||
-  consoleMissing() ||
-  portalMissing();
+const skip = consoleSkip({ portal: true });
 
 describe("the console in Chromium: scripts on the portal", { skip }, () => {
-  let stack: ConsoleStack;
-  let world: DeskWorld;
-  let browser: Browser;
-  let context: BrowserContext & { offsite: string[] };
-  let page: Page;
-  let pageErrors: string[];
-
-  before(async () => {
-    const started = await startConsoleStack("pglite", seedWithDomain);
-    stack = started.stack;
-    world = started.seeded;
-    browser = await launchBrowser();
-    context = await newContext(browser, "desktop", stack.url);
-    page = await context.newPage();
-    pageErrors = watchPageErrors(page);
-  });
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+  const ui = consoleSuite(seedWithDomain);
 
   /** The tenant's portal page at its own domain (node:http sends the Host asked for), or on PUBLIC_URL. */
   const portalPage = (where: "own" | "shared" = "own"): Promise<{ html: string; csp: string }> => {
-    const url = new URL(where === "own" ? "/portal/" : `/portal/t/${world.tenant.slug}/`, stack.url);
+    const url = new URL(where === "own" ? "/portal/" : `/portal/t/${ui.world.tenant.slug}/`, ui.stack.url);
     const headers = where === "own" ? { host: `${OWN_HOST}:${url.port}` } : {};
     return new Promise((resolve, reject) => {
       const req = httpRequest(url, { headers }, (res) => {
@@ -90,8 +52,8 @@ describe("the console in Chromium: scripts on the portal", { skip }, () => {
   };
 
   test("an admin adds a script (an http address refused at its field), turns it on, and removes it", async () => {
-    await page.goto(`${stack.url}/console/settings`);
-    await signInWithPassword(page, { slug: world.tenant.slug, email: world.desk.email, password: PASSWORD });
+    const { world, context, page, pageErrors } = ui;
+    await ui.signIn("/console/settings", { slug: world.tenant.slug, email: world.desk.email });
     await page.locator(tid("custom-scripts")).waitFor();
     await page.locator(`${tid("custom-scripts")} >> text=No scripts`).waitFor();
 
@@ -107,7 +69,17 @@ describe("the console in Chromium: scripts on the portal", { skip }, () => {
       await page.locator(tid("custom-script-connect-origins")).getAttribute("aria-invalid"),
       "true",
     );
-    assert.match(await page.locator(tid("custom-scripts")).innerText(), /only https addresses are accepted/);
+    // Said in plain words beside the address and tied to it, without the API's field path (`src: …`).
+    const srcError = await page.locator(tid("custom-script-src")).getAttribute("aria-describedby");
+    assert.equal(
+      await page.locator(`[id="${srcError}"]`).innerText(),
+      "Only https addresses are accepted (http only on loopback, for development).",
+    );
+    assert.match(
+      await page.locator(tid("custom-script-connect-origins-error")).innerText(),
+      /^https:\/\/\*\.example\.com: wildcards are not accepted/,
+    );
+    assert.doesNotMatch(await page.locator(tid("custom-scripts")).innerText(), /\bsrc\b|connect_origins/);
     assert.equal(await page.locator(tid("custom-script-row")).count(), 0, "nothing added");
     await screenshot(page, "console-custom-scripts-refused", "desktop");
     await assertAccessible(page, "custom scripts refused");

@@ -26,9 +26,10 @@ import { seedStaffUser, userToken } from "../support/seed.ts";
  * Store dictionaries in the console (issue 41, item 4), in a real Chromium against `npm start`:
  * a platform admin sees a store's dictionary on its page — the list it uses and where that list
  * comes from, every genre with what the store receives, every role — and changes a mapping, which
- * the admin API then answers; a field the server refuses is marked and said; a tenant's admin is
- * told that only platform admins see it. Screenshots on a desktop and a phone, axe finding no
- * serious or critical violation.
+ * the admin API then answers; a field the server refuses is marked and said beside it in plain
+ * words (a role's or a genre's row), and below Save without the API's field paths; a tenant's
+ * admin is told that only platform admins see it. Screenshots on a desktop and a phone, axe
+ * finding no serious or critical violation.
  */
 
 const skip =
@@ -171,23 +172,45 @@ describe("the console in Chromium: a store's dictionary", { skip }, () => {
     assert.equal(view.roles.find((r: Any) => r.role === "co_producer").store_role, "Additional Producer");
     await record(page, "02-saved", "desktop");
 
-    // A blank name is refused by the server: the field is marked and the refusal said.
-    await page.locator(`${tid("dictionary-role")}[data-role="arranger"] input`).fill("   ");
+    // A blank name is refused by the server: said in plain words beside the arranger's field and
+    // tied to it, and below Save by the role's name as the page shows it, never by a field path.
+    const arranger = page.locator(`${tid("dictionary-role")}[data-role="arranger"]`);
+    await arranger.locator("input").fill("   ");
     await page.locator(tid("dictionary-save")).click();
-    const refused = section.locator(tid("error-state"));
+    const refused = section.locator(tid("dictionary-error"));
     await refused.waitFor();
-    assert.match(await refused.innerText(), /roles\.arranger is blank/);
+    assert.equal(await refused.innerText(), "Nothing was saved: check the role arranger, marked above.");
+    assert.equal(await arranger.locator("input").getAttribute("aria-invalid"), "true");
+    const said = arranger.locator(tid("dictionary-field-error"));
     assert.equal(
-      await page
-        .locator(`${tid("dictionary-role")}[data-role="arranger"] input`)
-        .getAttribute("aria-invalid"),
-      "true",
+      await arranger.locator("input").getAttribute("aria-describedby"),
+      await said.getAttribute("id"),
     );
+    assert.match(await said.innerText(), /^Only spaces: type the store's name/);
+    assert.doesNotMatch(await section.innerText(), /\b(roles|genres)\.[a-z_]|\bnull\b/);
+    assert.equal(await section.locator(tid("error-state")).count(), 0);
     await record(page, "03-refused", "desktop");
     assert.equal(
       (await adminGet(`/stores/${STORE}/dictionary`)).roles.find((r: Any) => r.role === "arranger").from,
       "dictionary",
     );
+
+    // Another list, which lacks the genre Indie's override goes as: said in Indie's row, the list
+    // by its name; the arranger's field is no longer marked.
+    await arranger.locator("input").fill("");
+    await page.locator(tid("dictionary-choice")).selectOption("beatport");
+    await page.locator(tid("dictionary-save")).click();
+    await refused.filter({ hasText: "the genre Indie" }).waitFor();
+    assert.equal(await refused.innerText(), "Nothing was saved: check the genre Indie, marked above.");
+    const indieRow = page.locator(`${tid("dictionary-genre")}[data-genre="indie"]`);
+    assert.equal(await indieRow.locator("select").getAttribute("aria-invalid"), "true");
+    assert.equal(
+      await indieRow.locator(tid("dictionary-field-error")).innerText(),
+      '"Alternative" is not a genre of the Beatport list.',
+    );
+    assert.equal(await arranger.locator(tid("dictionary-field-error")).count(), 0);
+    assert.doesNotMatch(await section.innerText(), /\b(roles|genres)\.[a-z_]|beatport dictionary/);
+    assert.equal((await adminGet(`/stores/${STORE}/dictionary`)).dictionary.id, "apple-music");
 
     // Removing the override: back to the dictionary's own mapping.
     await page.reload();

@@ -1,9 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useId, useState } from "react";
 import { admin } from "../api/admin.ts";
-import { ApiError } from "../api/errors.ts";
 import { Checkbox, Empty, ErrorState, Loading, TableWrap } from "../ui/common.tsx";
 import { ConfirmDialog } from "../ui/Dialog.tsx";
+import { fieldProblems } from "../ui/field-errors.ts";
 
 /**
  * Settings' "Scripts on the portal" (docs/operator.md, "Custom scripts on the portal"): the
@@ -43,15 +43,15 @@ const EMPTY: Draft = {
   enabled: false,
 };
 
-/** The message of a refused field: `connect_origins[1]` is said under the origins' box. */
+/**
+ * The message of a refused field in plain words, without the API's field path (`src: only https…`
+ * is said "Only https…" under the address): `connect_origins[1]` is said under the origins' box.
+ */
 function fieldMessage(error: unknown, field: string): string | undefined {
-  if (!(error instanceof ApiError)) return undefined;
-  const messages = [
-    ...error.errors
-      .filter((e) => e.param === field || e.param?.startsWith(`${field}[`))
-      .map((e) => e.message),
-    ...(error.errors.length === 0 && error.param === field ? [error.message] : []),
-  ].filter(Boolean);
+  const messages = fieldProblems(error)
+    .filter((p) => p.param === field || p.param.startsWith(`${field}[`))
+    .map((p) => p.message)
+    .filter(Boolean);
   return messages.length > 0 ? messages.join(" ") : undefined;
 }
 
@@ -196,7 +196,7 @@ export function CustomScripts() {
               aria-describedby={`${ids}-${key}-error`}
               data-testid={`custom-script-${key}`}
             />
-            <p id={`${ids}-${key}-error`} className="error-text">
+            <p id={`${ids}-${key}-error`} className="error-text" data-testid={`custom-script-${key}-error`}>
               {err(key) ?? ""}
             </p>
           </div>
@@ -223,7 +223,11 @@ export function CustomScripts() {
           aria-describedby={`${ids}-connect-error`}
           data-testid="custom-script-connect-origins"
         />
-        <p id={`${ids}-connect-error`} className="error-text">
+        <p
+          id={`${ids}-connect-error`}
+          className="error-text"
+          data-testid="custom-script-connect-origins-error"
+        >
           {err("connect_origins") ?? ""}
         </p>
         <label htmlFor={`${ids}-integrity`}>Integrity (optional, sha384-…)</label>
@@ -236,7 +240,7 @@ export function CustomScripts() {
           aria-describedby={`${ids}-integrity-error`}
           data-testid="custom-script-integrity"
         />
-        <p id={`${ids}-integrity-error`} className="error-text">
+        <p id={`${ids}-integrity-error`} className="error-text" data-testid="custom-script-integrity-error">
           {err("integrity") ?? ""}
         </p>
         <Checkbox checked={draft.enabled} onChange={set("enabled")} testid="custom-script-enable">

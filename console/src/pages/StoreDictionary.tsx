@@ -3,6 +3,25 @@ import { type FormEvent, useEffect, useId, useState } from "react";
 import { DICTIONARIES, dictionaryApi, type StoreDictionaryPatch } from "../api/dictionaries.ts";
 import { ApiError } from "../api/errors.ts";
 import { ErrorState, Loading, TableWrap } from "../ui/common.tsx";
+import { type FieldProblem, fieldProblems } from "../ui/field-errors.ts";
+
+const listName = (id: string) => DICTIONARIES.find((x) => x.id === id)?.name ?? id;
+
+/**
+ * What a refused mapping is told, beside it: the API's sentence without its field path
+ * (`roles.arranger is blank: …, or null to remove the override` names JSON, not this form), and a
+ * dictionary named as the list is on the page.
+ */
+function mappingWords(p: FieldProblem): string {
+  if (p.code === "blank")
+    return "Only spaces: type the store's name, or leave the field empty for the name shown greyed.";
+  return p.message.replace(
+    /\bthe (apple-music|amazon-music|beatport) dictionary\b/g,
+    (_, id: string) => `the ${listName(id)} list`,
+  );
+}
+
+const and = new Intl.ListFormat("en-GB", { type: "conjunction" });
 
 /**
  * A store's dictionary on its page (docs/ddex.md, "Store dictionaries"), for platform admins: the
@@ -106,8 +125,54 @@ function Editor({ code, headingId }: { code: string; headingId: string }) {
     if (Object.keys(r).length > 0) body.roles = r;
     save.mutate(body);
   }
-  const invalid = (param: string) =>
-    save.error instanceof ApiError && save.error.errors.some((e) => e.param === param) ? true : undefined;
+  // A refused field (400 or 422) is said beside it: the list chosen, a genre's row or a role's
+  // row. Other refusals (409 not_ddex, a missing store, a role too low) are the ErrorState's.
+  const problems =
+    save.error instanceof ApiError && (save.error.status === 400 || save.error.status === 422)
+      ? fieldProblems(save.error)
+      : [];
+  const problemOf = (param: string) => problems.find((p) => p.param === param);
+  const invalid = (param: string) => (problemOf(param) ? true : undefined);
+  const errorId = (param: string) => `${ids}-error-${param}`;
+  const describedBy = (param: string) => (problemOf(param) ? errorId(param) : undefined);
+  const problemText = (param: string) => {
+    const p = problemOf(param);
+    return p ? (
+      <p id={errorId(param)} className="error-text" data-testid="dictionary-field-error">
+        {mappingWords(p)}
+      </p>
+    ) : null;
+  };
+  // Below Save: what was refused, by the names on the page (never a field path).
+  const marked = problems.flatMap((p) => {
+    if (p.param === "dictionary") return ["the list chosen"];
+    const genre = d.genres.find((g) => p.param === `genres.${g.genre}`);
+    if (genre) return [`the genre ${genre.name}`];
+    const role = d.roles.find((r) => p.param === `roles.${r.role}`);
+    return role ? [`the role ${role.role}`] : [];
+  });
+  const elsewhere = problems
+    .filter(
+      (p) =>
+        p.param !== "dictionary" &&
+        !d.genres.some((g) => p.param === `genres.${g.genre}`) &&
+        !d.roles.some((r) => p.param === `roles.${r.role}`),
+    )
+    .map((p) =>
+      p.param.startsWith("settings.")
+        ? `The store's settings need a change first: ${p.message}`
+        : mappingWords(p),
+    );
+  const summary =
+    problems.length === 0
+      ? undefined
+      : [
+          "Nothing was saved:",
+          marked.length > 0 ? `check ${and.format([...new Set(marked)])}, marked above.` : "",
+          ...elsewhere,
+        ]
+          .filter(Boolean)
+          .join(" ");
   const choosing = choice !== (d.dictionary?.id ?? "");
   const storeGenres = d.dictionary?.genres ?? [];
 
@@ -126,6 +191,7 @@ function Editor({ code, headingId }: { code: string; headingId: string }) {
             value={choice}
             onChange={(e) => setChoice(e.target.value)}
             aria-invalid={invalid("dictionary")}
+            aria-describedby={describedBy("dictionary")}
             data-testid="dictionary-choice"
           >
             <option value="">None: Backline's genre names</option>
@@ -135,6 +201,7 @@ function Editor({ code, headingId }: { code: string; headingId: string }) {
               </option>
             ))}
           </select>
+          {problemText("dictionary")}
           {d.dictionary ? (
             <p className="help" data-testid="dictionary-source">
               From {d.dictionary.source.document}, {d.dictionary.source.version}.{" "}
@@ -188,6 +255,7 @@ function Editor({ code, headingId }: { code: string; headingId: string }) {
                             value={genres[g.genre] ?? ""}
                             onChange={(e) => setGenres({ ...genres, [g.genre]: e.target.value })}
                             aria-invalid={invalid(`genres.${g.genre}`)}
+                            aria-describedby={describedBy(`genres.${g.genre}`)}
                             className="mapping-choice"
                             data-testid="dictionary-genre-select"
                           >
@@ -205,10 +273,13 @@ function Editor({ code, headingId }: { code: string; headingId: string }) {
                             placeholder={g.name}
                             onChange={(e) => setGenres({ ...genres, [g.genre]: e.target.value })}
                             aria-invalid={invalid(`genres.${g.genre}`)}
+                            aria-describedby={describedBy(`genres.${g.genre}`)}
                             className="mapping-choice"
+                            maxLength={100}
                             data-testid="dictionary-genre-input"
                           />
                         )}
+                        {problemText(`genres.${g.genre}`)}
                       </td>
                     </tr>
                   );
@@ -241,9 +312,12 @@ function Editor({ code, headingId }: { code: string; headingId: string }) {
                         placeholder={r.from === "dictionary" ? (r.store_role ?? "") : r.ddex_role}
                         onChange={(e) => setRoles({ ...roles, [r.role]: e.target.value })}
                         aria-invalid={invalid(`roles.${r.role}`)}
+                        aria-describedby={describedBy(`roles.${r.role}`)}
                         className="mapping-choice"
+                        maxLength={100}
                         data-testid="dictionary-role-input"
                       />
+                      {problemText(`roles.${r.role}`)}
                     </td>
                   </tr>
                 ))}
@@ -262,7 +336,13 @@ function Editor({ code, headingId }: { code: string; headingId: string }) {
               Saved.
             </p>
           ) : null}
-          {save.isError ? <ErrorState error={save.error} /> : null}
+          {summary ? (
+            <p className="error-text" role="alert" data-testid="dictionary-error">
+              {summary}
+            </p>
+          ) : save.isError ? (
+            <ErrorState error={save.error} />
+          ) : null}
         </form>
       )}
     </section>
