@@ -8,9 +8,10 @@ import { PASSWORD } from "../support/portal-seed.ts";
  * A release's add-ons in the portal (docs/operator.md "Add-ons") in headless Chromium against
  * `npm start`'s server: the tenant sells YouTube Content ID and an extra store (defined through
  * /admin/v1 with its service-role key); the owner of "Lantern Records" opens Night Drive, sees
- * both with their prices, starts buying one and cancels, then buys Content ID after the page says
- * what is charged to the account. The desk's order list then has it at the price shown, and the
- * page shows it added; a second look buys nothing more. Axe and screenshots on desktop and phone.
+ * both with their prices (the extra store named as the portal names stores, not by its code),
+ * starts buying one and cancels, then buys Content ID after the page says what is charged to the
+ * account. The desk's order list then has it at the price shown, and the page shows it added; a
+ * second look buys nothing more. Axe and screenshots on desktop and phone.
  */
 
 const skip = portalSkip();
@@ -64,6 +65,11 @@ describe("the portal in Chromium: add-ons", { skip }, () => {
         "4.99 USD a year",
       );
       assert.equal(await item("apple_music").locator(tid("add-on-price")).innerText(), "2.00 USD once");
+      // Without a description, what it does names the store as the portal's store list does (GET
+      // /rules), never by its code.
+      const unlocks = await item("apple_music").innerText();
+      assert.match(unlocks, /Delivers this release to Apple Music\./);
+      assert.doesNotMatch(unlocks, /apple_music/);
       await record("add-ons", "release-add-ons");
 
       // Started, then cancelled: nothing bought.

@@ -42,9 +42,20 @@ export const buyAddOn = (accountId: string, releaseId: string, code: string): Pr
 export const priceWords = (a: { price: string; currency: string; billing: AddOn["billing"] }): string =>
   `${a.price} ${a.currency} ${a.billing === "per_year" ? "a year" : "once"}`;
 
-/** What an add-on does, in the member's words. */
-export function effectWords(a: AddOn): string {
-  if (a.effect === "unlock_store") return `Delivers this release to ${a.store_codes.join(", ")}.`;
+const AND = new Intl.ListFormat("en-GB", { type: "conjunction" });
+
+/**
+ * What an add-on does, in the member's words: the stores it unlocks by their names (`storeName`,
+ * from GET /rules' stores), never their codes; a store the rules do not list (turned off) is
+ * "another store".
+ */
+export function effectWords(a: AddOn, storeName: (code: string) => string | undefined): string {
+  if (a.effect === "unlock_store") {
+    const names = a.store_codes.map(storeName).filter((n): n is string => Boolean(n));
+    const others = a.store_codes.length - names.length;
+    if (others > 0) names.push(others === 1 ? "another store" : `${others} other stores`);
+    return `Delivers this release to ${AND.format(names)}.`;
+  }
   if (a.effect === "priority_review") return "Your release is reviewed before the others waiting.";
   return "Our team takes care of it for this release.";
 }

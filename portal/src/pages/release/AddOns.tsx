@@ -10,6 +10,7 @@ import {
   priceWords,
 } from "../../api/add-ons.ts";
 import { FormError, Notice } from "../../ui.tsx";
+import { rulesQuery } from "./queries.ts";
 
 /**
  * A release's add-ons (docs/operator.md "Add-ons"): what the tenant sells for it, what it has, and
@@ -33,11 +34,15 @@ export function AddOns({
     queryKey: ["release-add-ons", releaseId],
     queryFn: () => listReleaseAddOns(accountId, releaseId),
   });
+  // The stores' names (GET /rules, which the release's page has asked for already).
+  const rules = useQuery(rulesQuery(accountId));
   const [asking, setAsking] = useState<AddOn | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [bought, setBought] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  if (offered.isPending || orders.isPending || offered.isError || orders.isError) return null;
+  if (offered.isPending || orders.isPending || rules.isPending || offered.isError || orders.isError)
+    return null;
+  const storeName = (code: string) => rules.data?.stores.find((s) => s.code === code)?.name;
   const active = new Map(orders.data.filter((o) => o.active).map((o) => [o.add_on, o]));
   // Bought ones stay listed after they went off sale.
   const gone = orders.data.filter((o) => o.active && !offered.data.some((a) => a.code === o.add_on));
@@ -73,7 +78,7 @@ export function AddOns({
             <li key={a.code} data-testid="add-on" data-code={a.code} data-bought={order ? "true" : "false"}>
               <div className="add-on-text">
                 <strong>{a.name}</strong> <span data-testid="add-on-price">{priceWords(a)}</span>
-                <p>{a.description || effectWords(a)}</p>
+                <p>{a.description || effectWords(a, storeName)}</p>
               </div>
               {order ? (
                 <p className="add-on-state" data-testid="add-on-active">
