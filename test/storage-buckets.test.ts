@@ -79,6 +79,22 @@ function suite(env: Record<string, string>) {
         const r = await service.storage.createBucket(bad);
         assert.equal(errorOf(r).message, "Bucket name invalid", bad);
       }
+      const badName = await fetch(`${app.url}/storage/v1/bucket`, {
+        method: "POST",
+        headers: {
+          apikey: keys.service_role_key,
+          authorization: `Bearer ${keys.service_role_key}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ id: "a/b", name: "a/b" }),
+      });
+      assert.equal(badName.status, 400);
+      assert.deepEqual(await badName.json(), {
+        statusCode: "400",
+        code: "InvalidBucketName",
+        error: "Invalid Input",
+        message: "Bucket name invalid",
+      });
       const builtIn = await service.storage.createBucket("artwork");
       assert.equal(errorOf(builtIn).statusCode, "409");
 
@@ -369,6 +385,20 @@ function suite(env: Record<string, string>) {
       assert.equal(copied.owner_id, "");
       assert.deepEqual(copied.user_metadata, { take: 1 });
       assert.equal((copied.metadata as Obj).size, 1);
+
+      // A move onto an existing object: Storage's code for it (a copy's is KeyAlreadyExists).
+      const onto = await fetch(`${app.url}/storage/v1/object/move`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ bucketId: "rows", sourceKey: "a.txt", destinationKey: "b.txt" }),
+      });
+      assert.equal(onto.status, 409);
+      assert.deepEqual(await onto.json(), {
+        statusCode: "409",
+        code: "ResourceAlreadyExists",
+        error: "Duplicate",
+        message: "The resource already exists",
+      });
 
       const removed = await service.storage.from("rows").remove(["a.txt", "b.txt"]);
       assert.equal(removed.error, null, JSON.stringify(removed.error));

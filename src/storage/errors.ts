@@ -25,9 +25,12 @@ export const STORAGE_ERRORS = {
   bucketExists: () =>
     new StorageError(409, "BucketAlreadyExists", "The resource already exists", "Duplicate"),
   keyExists: () => new StorageError(409, "KeyAlreadyExists", "The resource already exists", "Duplicate"),
+  /** Storage's code for a move onto an existing object (a copy's is KeyAlreadyExists). */
+  resourceExists: () =>
+    new StorageError(409, "ResourceAlreadyExists", "The resource already exists", "Duplicate"),
   bucketNotEmpty: () =>
     new StorageError(409, "ResourceNotEmpty", "The bucket you tried to delete is not empty"),
-  invalidBucketName: () => new StorageError(400, "InvalidBucketName", "Bucket name invalid"),
+  invalidBucketName: () => new StorageError(400, "InvalidBucketName", "Bucket name invalid", "Invalid Input"),
   invalidKey: (key: string) => new StorageError(400, "InvalidKey", `Invalid key: ${key}`),
   invalidMimeType: (type: string) =>
     new StorageError(415, "InvalidMimeType", `mime type ${type} is not supported`, "invalid_mime_type"),

@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import busboy from "busboy";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Db } from "../db/db.ts";
+import { asDbError } from "../db/errors.ts";
 import type { Claims } from "../db/types.ts";
 import {
   bucketJson,
@@ -443,7 +444,9 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
         if (to.bucket !== from.bucket) {
           checkFits(destination, (await findObject(tx, who.tenant.id, from.bucket, from.name)).metadata);
         }
-        await moveObject(tx, who.tenant.id, from, to);
+        await moveObject(tx, who.tenant.id, from, to).catch((error: unknown) => {
+          throw asDbError(error)?.sqlstate === "23505" ? STORAGE_ERRORS.resourceExists() : error;
+        });
       });
       return reply.send({ message: "Successfully moved" });
     }),
