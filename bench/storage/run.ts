@@ -11,6 +11,9 @@
 // both sides.
 //
 //   STORAGE_PEER=/tmp/storage-peer/peer.json node bench/storage/run.ts [postgres|pglite ...]
+//
+// BENCH_STORAGE_ONLY="upload 1 MB,list" measures only the requests whose names start so;
+// BENCH_SERVER_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is Backline's NODE_OPTIONS.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import fs from "node:fs/promises";
@@ -29,6 +32,7 @@ import {
   CONNECTIONS,
   cpuSecondsOf,
   DURATION,
+  postgresCpuSeconds,
   type Server,
   SMOKE,
   startServer,
@@ -53,6 +57,8 @@ interface Side {
   headers: Record<string, string>;
   /** The server's process, for its CPU time. */
   pid?: number;
+  /** Its database on the local PostgreSQL, for its backends' CPU time. */
+  database?: string;
 }
 
 interface Figure {
@@ -61,6 +67,21 @@ interface Figure {
   p99: number;
   errors: number;
   cpuMs?: number;
+  /** CPU ms per request of the PostgreSQL backends of the side's database. */
+  dbCpuMs?: number;
+}
+
+const ONLY = (process.env.BENCH_STORAGE_ONLY ?? "")
+  .split(",")
+  .map((w) => w.trim())
+  .filter(Boolean);
+const SERVER_NODE_OPTIONS = process.env.BENCH_SERVER_NODE_OPTIONS;
+
+/** CPU seconds the backends used between two readings (per backend: one that opened counts whole). */
+function backendsBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
+  return total;
 }
 
 async function call(side: Side, method: string, p: string, body?: unknown, type = "application/json") {
@@ -133,14 +154,18 @@ async function measure(
     });
   await run(WARMUP);
   const before = side.pid ? cpuSecondsOf(side.pid) : 0;
+  const dbBefore = side.database ? postgresCpuSeconds(side.database) : undefined;
   const r = await run(o.duration ?? DURATION);
   const total = r.requests.total;
+  const dbSeconds =
+    side.database && dbBefore ? backendsBetween(dbBefore, postgresCpuSeconds(side.database)) : undefined;
   return {
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
     errors: r.errors + r.non2xx,
     ...(side.pid && total > 0 ? { cpuMs: ((cpuSecondsOf(side.pid) - before) * 1000) / total } : {}),
+    ...(dbSeconds !== undefined && total > 0 ? { dbCpuMs: (dbSeconds * 1000) / total } : {}),
   };
 }
 
@@ -198,8 +223,9 @@ async function figures(
   backline: Side,
   peer: Side | undefined,
 ): Promise<{ backline: Map<string, Figure>; peer: Map<string, Figure> | undefined }> {
-  const b = await kinds(backline);
-  const p = peer ? await kinds(peer) : undefined;
+  const wanted = (k: { name: string }) => ONLY.length === 0 || ONLY.some((w) => k.name.startsWith(w));
+  const b = (await kinds(backline)).filter(wanted);
+  const p = peer ? (await kinds(peer)).filter(wanted) : undefined;
   const out = { backline: new Map<string, Figure>(), peer: p ? new Map<string, Figure>() : undefined };
   for (const [i, k] of b.entries()) {
     const theirs = p?.[i];
@@ -212,26 +238,28 @@ async function figures(
 
 function table(title: string, backline: Map<string, Figure>, peer: Map<string, Figure> | undefined): string {
   const f = (v: number | undefined, d = 1) => (v === undefined ? "?" : v.toFixed(d));
+  // The embedded database runs inside Backline's process: its CPU is in the process's column.
+  const db = (x: Figure) => (x.dbCpuMs === undefined ? "–" : x.dbCpuMs.toFixed(2));
   const lines = [
     title,
     "",
     peer
-      ? "| request | Backline req/s | Storage req/s | ratio | Backline p50 / p99 ms | Storage p50 / p99 ms | p99 ratio | CPU ms per request (Backline / Storage) | errors |"
-      : "| request | Backline req/s | p50 / p99 ms | CPU ms per request | errors |",
-    peer ? "|---|---|---|---|---|---|---|---|---|" : "|---|---|---|---|---|",
+      ? "| request | Backline req/s | Storage req/s | ratio | Backline p50 / p99 ms | Storage p50 / p99 ms | p99 ratio | CPU ms per request (Backline / Storage) | PostgreSQL backends' CPU ms per request (Backline / Storage) | errors |"
+      : "| request | Backline req/s | p50 / p99 ms | CPU ms per request | PostgreSQL backends' CPU ms per request | errors |",
+    peer ? "|---|---|---|---|---|---|---|---|---|---|" : "|---|---|---|---|---|---|",
   ];
   for (const [what, b] of backline) {
     const s = peer?.get(what);
     lines.push(
       s
-        ? `| ${what} | ${f(b.rps)} | ${f(s.rps)} | ${(b.rps / s.rps).toFixed(2)}x | ${f(b.p50)} / ${f(b.p99)} | ${f(s.p50)} / ${f(s.p99)} | ${(b.p99 / Math.max(s.p99, 1)).toFixed(2)}x | ${f(b.cpuMs, 2)} / ${f(s.cpuMs, 2)} | ${b.errors} / ${s.errors} |`
-        : `| ${what} | ${f(b.rps)} | ${f(b.p50)} / ${f(b.p99)} | ${f(b.cpuMs, 2)} | ${b.errors} |`,
+        ? `| ${what} | ${f(b.rps)} | ${f(s.rps)} | ${(b.rps / s.rps).toFixed(2)}x | ${f(b.p50)} / ${f(b.p99)} | ${f(s.p50)} / ${f(s.p99)} | ${(b.p99 / Math.max(s.p99, 1)).toFixed(2)}x | ${f(b.cpuMs, 2)} / ${f(s.cpuMs, 2)} | ${db(b)} / ${db(s)} | ${b.errors} / ${s.errors} |`
+        : `| ${what} | ${f(b.rps)} | ${f(b.p50)} / ${f(b.p99)} | ${f(b.cpuMs, 2)} | ${db(b)} | ${b.errors} |`,
     );
   }
   return lines.join("\n");
 }
 
-async function backlineSide(server: Server, engine: Engine): Promise<Side> {
+async function backlineSide(server: Server, engine: Engine, database: string): Promise<Side> {
   const s = await seed(engine);
   const keys = await tenantKeys({ id: s.tenantId, jwt_secret: s.secret, created_at: s.createdAt });
   return {
@@ -239,8 +267,13 @@ async function backlineSide(server: Server, engine: Engine): Promise<Side> {
     base: `${server.url}/storage/v1`,
     headers: { apikey: keys.service_role_key, authorization: `Bearer ${keys.service_role_key}` },
     ...(server.child.pid ? { pid: server.child.pid } : {}),
+    database,
   };
 }
+
+/** Backline's NODE_OPTIONS for a profile (BENCH_SERVER_NODE_OPTIONS), else nothing added. */
+const serverNodeOptions = (): Record<string, string> =>
+  SERVER_NODE_OPTIONS ? { NODE_OPTIONS: SERVER_NODE_OPTIONS } : {};
 
 async function onPostgres(peer: Side | undefined): Promise<string> {
   const dbName = `backline_bench_storage_${process.pid}`;
@@ -256,9 +289,10 @@ async function onPostgres(peer: Side | undefined): Promise<string> {
       DATABASE_URL: withDatabase(ADMIN_URL, dbName, "authenticator"),
       DATABASE_POOL_SIZE: "10",
       DATA_DIR: dataDir,
+      ...serverNodeOptions(),
     });
     try {
-      const side = await backlineSide(server, owner);
+      const side = await backlineSide(server, owner, dbName);
       const f = await figures(side, peer);
       return table("Backline on PostgreSQL", f.backline, f.peer);
     } finally {
@@ -283,7 +317,11 @@ async function onPglite(peer: Side | undefined): Promise<string> {
     } finally {
       await engine.close();
     }
-    const server = await startServer("backline", { DATA_DIR: dataDir, DATABASE_URL: "" });
+    const server = await startServer("backline", {
+      DATA_DIR: dataDir,
+      DATABASE_URL: "",
+      ...serverNodeOptions(),
+    });
     try {
       const keys = await tenantKeys({
         id: keysOf.tenantId,
@@ -318,13 +356,19 @@ async function main() {
       .join(" ")} at the start, Node ${process.versions.node}`,
   ];
   if (peerFile) {
-    const p = JSON.parse(readFileSync(peerFile, "utf8")) as { url: string; serviceKey: string; pid?: number };
+    const p = JSON.parse(readFileSync(peerFile, "utf8")) as {
+      url: string;
+      serviceKey: string;
+      pid?: number;
+      database?: string;
+    };
     const pid = p.pid;
     peer = {
       name: "Supabase Storage",
       base: p.url.replace(/\/+$/, ""),
       headers: { apikey: p.serviceKey, authorization: `Bearer ${p.serviceKey}` },
       ...(pid ? { pid } : {}),
+      ...(p.database ? { database: p.database } : {}),
     };
   }
   for (const engine of engines) {

@@ -116,13 +116,8 @@ export class LocalStore implements ObjectStore {
       },
     });
     try {
-      await pipeline(body, counter, createWriteStream(tmp, { flags: "wx", mode: 0o640 }));
-      const handle = await open(tmp, "r+");
-      try {
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
+      // flush: the file is fsynced through the descriptor that wrote it, before it is closed.
+      await pipeline(body, counter, createWriteStream(tmp, { flags: "wx", mode: 0o640, flush: true }));
     } catch (error) {
       await rm(tmp, { force: true });
       throw error;
@@ -131,8 +126,12 @@ export class LocalStore implements ObjectStore {
       bytes,
       sha256: hash.digest("hex"),
       commit: async () => {
-        await mkdir(path.dirname(target), { recursive: true });
-        await rename(tmp, target);
+        // The directory is made once (a rename into a missing one fails with ENOENT), not asked each time.
+        await rename(tmp, target).catch(async (error: NodeJS.ErrnoException) => {
+          if (error.code !== "ENOENT") throw error;
+          await mkdir(path.dirname(target), { recursive: true });
+          await rename(tmp, target);
+        });
         const dir = await open(path.dirname(target), "r");
         try {
           await dir.sync();
@@ -150,9 +149,9 @@ export class LocalStore implements ObjectStore {
   }
 
   async read(key: string, range?: { start: number; end?: number }): Promise<Readable> {
-    const file = this.file(key);
-    await stat(file);
-    return createReadStream(file, range ? { start: range.start, end: range.end } : {});
+    // Opened here (a missing object rejects now), then streamed from that descriptor.
+    const handle = await open(this.file(key), "r");
+    return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
   }
 
   async localCopy(key: string): Promise<{ path: string; release(): Promise<void> }> {

@@ -19,6 +19,7 @@ import type { ObjectStore } from "./driver.ts";
 import { STORAGE_ERRORS, StorageError } from "./errors.ts";
 import { TooLargeError } from "./local.ts";
 import {
+  bucketForWrite,
   checkKey,
   findObject,
   infoJson,
@@ -226,11 +227,10 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
     // One transaction asks for the bucket and whether the caller may write there, before any byte.
     const bucket = claims
       ? await db.withRequestContext(claims, async (tx) => {
-          const found = await findBucket(tx, tenantId, bucketId);
-          if (!(await mayWrite(tx, tenantId, bucketId, name))) {
+          const found = await bucketForWrite(tx, tenantId, bucketId, name);
+          if (!found.mayWrite)
             throw STORAGE_ERRORS.accessDenied("new row violates row-level security policy");
-          }
-          return found;
+          return found.bucket;
         })
       : await db.asService((tx) => findBucket(tx, tenantId, bucketId));
     const limit = Math.min(
@@ -402,7 +402,8 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
         await findBucket(tx, who.tenant.id, bucket);
         return listObjects(tx, who.tenant.id, bucket, options);
       });
-      return reply.send(items);
+      // JSON text made by the database (./objects.ts).
+      return reply.type("application/json; charset=utf-8").send(items);
     }),
   );
 

@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { asDbError } from "../db/errors.ts";
 import type { Tx } from "../db/types.ts";
+import type { BucketRow } from "./buckets.ts";
 import { STORAGE_ERRORS, validKey } from "./errors.ts";
 
 /**
@@ -65,6 +67,31 @@ export async function mayWrite(tx: Tx, tenantId: string, bucket: string, name: s
 }
 
 /**
+ * The bucket as the caller sees it (NoSuchBucket otherwise) and whether the caller may write
+ * this name there (`mayWrite`), in one statement: an upload asks both before any byte is stored.
+ */
+export async function bucketForWrite(
+  tx: Tx,
+  tenantId: string,
+  bucket: string,
+  name: string,
+): Promise<{ bucket: BucketRow; mayWrite: boolean }> {
+  const row = (
+    await tx.query<BucketRow & { may_write: boolean }>(
+      `select id, public, file_size_limit, allowed_mime_types, folder_per_account, read_roles, write_roles,
+         owner, created_at, updated_at,
+         coalesce(auth.role() = 'tenant_service' or auth.has_staff_role($1, 'admin'), false)
+           or internal.storage_object_allowed($1, $2, $3, true) as may_write
+       from storage.buckets where tenant_id = $1 and id = $2`,
+      [tenantId, bucket, name],
+    )
+  ).rows[0];
+  if (!row) throw STORAGE_ERRORS.noSuchBucket();
+  const { may_write, ...found } = row;
+  return { bucket: found, mayWrite: may_write === true };
+}
+
+/**
  * Records stored bytes under `name`: a new row, or with `upsert` the existing one's bytes replaced.
  * Returns the row and the key of the bytes it replaced (to remove once committed).
  */
@@ -81,13 +108,16 @@ export async function saveObject(
     upsert: boolean;
   },
 ): Promise<{ row: ObjectRow; replacedKey: string | undefined }> {
-  const existing = (
-    await tx.query<{ id: string; object_key: string }>(
-      "select id, object_key from storage.objects where tenant_id = $1 and bucket_id = $2 and name = $3 for update",
-      [input.tenantId, input.bucket, input.name],
-    )
-  ).rows[0];
-  if (existing && !input.upsert) throw STORAGE_ERRORS.keyExists();
+  // A new name is one statement: the unique (tenant, bucket, name) refuses one that exists (also
+  // one the caller cannot see, as Storage does). Only an upsert reads the row it replaces first.
+  const existing = input.upsert
+    ? (
+        await tx.query<{ id: string; object_key: string }>(
+          "select id, object_key from storage.objects where tenant_id = $1 and bucket_id = $2 and name = $3 for update",
+          [input.tenantId, input.bucket, input.name],
+        )
+      ).rows[0]
+    : undefined;
   if (existing) {
     const row = (
       await tx.query<ObjectRow>(
@@ -107,21 +137,27 @@ export async function saveObject(
     if (!row) throw STORAGE_ERRORS.accessDenied("new row violates row-level security policy");
     return { row, replacedKey: existing.object_key };
   }
-  const row = (
-    await tx.query<ObjectRow>(
-      `insert into storage.objects (tenant_id, bucket_id, name, owner, object_key, metadata, user_metadata)
-       values ($1, $2, $3, $4, $5, $6, $7) returning ${COLUMNS}`,
-      [
-        input.tenantId,
-        input.bucket,
-        input.name,
-        input.owner ?? null,
-        input.objectKey,
-        JSON.stringify(input.metadata),
-        input.userMetadata ? JSON.stringify(input.userMetadata) : null,
-      ],
-    )
-  ).rows[0] as ObjectRow;
+  let row: ObjectRow;
+  try {
+    row = (
+      await tx.query<ObjectRow>(
+        `insert into storage.objects (tenant_id, bucket_id, name, owner, object_key, metadata, user_metadata)
+         values ($1, $2, $3, $4, $5, $6, $7) returning ${COLUMNS}`,
+        [
+          input.tenantId,
+          input.bucket,
+          input.name,
+          input.owner ?? null,
+          input.objectKey,
+          JSON.stringify(input.metadata),
+          input.userMetadata ? JSON.stringify(input.userMetadata) : null,
+        ],
+      )
+    ).rows[0] as ObjectRow;
+  } catch (error) {
+    if (asDbError(error)?.sqlstate === "23505") throw STORAGE_ERRORS.keyExists();
+    throw error;
+  }
   return { row, replacedKey: undefined };
 }
 
@@ -163,41 +199,41 @@ export function listOptions(body: Record<string, unknown>): ListOptions {
   };
 }
 
+/** A timestamptz column as JSON text of the same form as Date#toISOString (UTC, milliseconds). */
+const isoSql = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** `like` for names starting with `prefix`, its `%`, `_` and `\\` taken literally (an index range, unlike left()). */
+export const prefixPattern = (prefix: string) => `${prefix.replace(/[\\%_]/g, "\\$&")}%`;
+
 /**
  * Storage's list (v1): one level under the prefix, folders (id null) and files, the objects the
- * caller may read only (the query runs under the policies).
+ * caller may read only (the query runs under the policies). The answer is JSON text made by the
+ * database in the same statement (one string to carry and send, not a thousand rows to convert).
  */
-export async function listObjects(
-  tx: Tx,
-  tenantId: string,
-  bucket: string,
-  o: ListOptions,
-): Promise<Record<string, unknown>[]> {
-  const r = await tx.query<Record<string, unknown>>(
+export async function listObjects(tx: Tx, tenantId: string, bucket: string, o: ListOptions): Promise<string> {
+  const r = await tx.query<{ body: string }>(
     `with under as (
        select id, created_at, updated_at, last_accessed_at, metadata, substr(name, length($3) + 1) as rest
        from storage.objects
-       where tenant_id = $1 and bucket_id = $2 and left(name, length($3)) = $3
+       where tenant_id = $1 and bucket_id = $2 and name like $4
      ), items as (
        select distinct split_part(rest, '/', 1) as name, null::uuid as id, null::timestamptz as created_at,
          null::timestamptz as updated_at, null::timestamptz as last_accessed_at, null::jsonb as metadata
        from under where strpos(rest, '/') > 0
        union all
        select rest, id, created_at, updated_at, last_accessed_at, metadata from under where strpos(rest, '/') = 0
+     ), page as (
+       select * from items where $5 = '' or starts_with(lower(name), lower($5))
+       order by ${o.column} ${o.order} nulls first, name ${o.order}
+       limit $6 offset $7
      )
-     select * from items where $4 = '' or lower(name) like lower($4) || '%'
-     order by ${o.column} ${o.order} nulls first, name ${o.order}
-     limit $5 offset $6`,
-    [tenantId, bucket, o.prefix, o.search.replace(/[%_]/g, ""), o.limit, o.offset],
+     select coalesce(json_agg(json_build_object('name', name, 'id', id, 'updated_at', ${isoSql("updated_at")},
+       'created_at', ${isoSql("created_at")}, 'last_accessed_at', ${isoSql("last_accessed_at")},
+       'metadata', metadata)), '[]')::text as body
+     from page`,
+    [tenantId, bucket, o.prefix, prefixPattern(o.prefix), o.search, o.limit, o.offset],
   );
-  return r.rows.map((row) => ({
-    name: row.name,
-    id: row.id,
-    updated_at: iso(row.updated_at),
-    created_at: iso(row.created_at),
-    last_accessed_at: iso(row.last_accessed_at),
-    metadata: row.metadata,
-  }));
+  return r.rows[0]?.body ?? "[]";
 }
 
 const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string).toISOString());
@@ -330,7 +366,7 @@ export async function listObjectsV2(
     `with under as (
        select id, name, created_at, updated_at, last_accessed_at, metadata, substr(name, length($3) + 1) as rest
        from storage.objects
-       where tenant_id = $1 and bucket_id = $2 and left(name, length($3)) = $3
+       where tenant_id = $1 and bucket_id = $2 and name like $8
      ), entries as (
        select null::uuid as id, $3 || split_part(rest, '/', 1) || '/' as name, max(created_at) as created_at,
          max(updated_at) as updated_at, null::timestamptz as last_accessed_at, null::jsonb as metadata
@@ -343,7 +379,16 @@ export async function listObjectsV2(
      where $5::text is null or (${valueText}, name) ${cmp} ($5::text, $6::text)
      order by ${sortValue} ${o.order}, name ${o.order}
      limit $7`,
-    [tenantId, bucket, o.prefix, o.delimiter, o.after?.value ?? null, o.after?.name ?? null, o.limit + 1],
+    [
+      tenantId,
+      bucket,
+      o.prefix,
+      o.delimiter,
+      o.after?.value ?? null,
+      o.after?.name ?? null,
+      o.limit + 1,
+      prefixPattern(o.prefix),
+    ],
   );
   const rows = r.rows.slice(0, o.limit);
   const last = rows[rows.length - 1];
