@@ -414,4 +414,40 @@ describeEachEngine("rls: webhooks (migration 0009)", (t) => {
     );
     assert.equal(row?.secret_ciphertext, "v1.x.y.z", "every attempt rolled back");
   });
+
+  // Migration 0059: the dispatcher's claim is one function, run as its caller; only service_role
+  // may call it, so no client can lease (and so hold back) anyone's deliveries.
+  test("claim_webhook_deliveries: the dispatcher's (service_role) alone; no client may call it", async () => {
+    const sql = `select count(*) from internal.claim_webhook_deliveries('someone', null, '{}', '{}', '{}', 10, 50, 60000)`;
+    const got: Record<string, unknown> = {};
+    for (const caller of ["ownerA", "hookKeyA", "fullHookKeyA", "anon", "tenantService"]) {
+      got[caller] = await attempt(caller, sql);
+    }
+    assert.deepEqual(got, {
+      ownerA: "42501",
+      hookKeyA: "42501",
+      fullHookKeyA: "42501",
+      anon: "42501",
+      tenantService: "42501",
+    });
+    // As the service it leases A's and B's due deliveries (one each), rolled back here.
+    let claimed: { endpoint_id: string; locked_by: string | null }[] = [];
+    await t()
+      .db.asService(async (tx) => {
+        await tx.query(
+          `select id from internal.claim_webhook_deliveries('someone', null, '{}', '{}', '{}', 10, 50, 60000)`,
+        );
+        claimed = (
+          await tx.query<{ endpoint_id: string; locked_by: string | null }>(
+            "select endpoint_id, locked_by from internal.webhook_deliveries where endpoint_id = any ($1::uuid[])",
+            [[ids.endpointA, ids.endpointB]],
+          )
+        ).rows;
+        throw new Error("rollback");
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof Error && error.message === "rollback")) throw error;
+      });
+    assert.deepEqual(claimed.map((c) => c.locked_by).sort(), ["someone", "someone"]);
+  });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.ts";
+import { prepared } from "../db/prepared.ts";
 import type { Tx } from "../db/types.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { type EventRow, envelopeBody, type PayloadVersion } from "./envelope.ts";
@@ -137,6 +138,59 @@ interface Finished {
   resolve: () => void;
 }
 
+/** Takes due deliveries for a lease (migration 0059); prepared: planned once per connection. */
+const CLAIM = prepared(
+  `select more, id, endpoint_id, attempts, event_id, type, account_id, data, created_at, seq, ordering,
+          payload_version, url, secret_ciphertext, previous_secret_ciphertext
+   from internal.claim_webhook_deliveries($1::text, $2::timestamptz, $3::uuid[], $4::uuid[], $5::int[], $6::int,
+                                          $7::int, $8::double precision)`,
+);
+
+/**
+ * Records a batch of attempts in one statement: the deliveries this dispatcher still holds are
+ * updated (and released), their attempts logged, and each endpoint whose latest attempt of the
+ * batch succeeded gets last_success_at (at most once a second: a busy endpoint's row is not a
+ * point of contention) and its failing_since cleared. Only deliveries this dispatcher still holds:
+ * one whose lease ran out and that another dispatcher took is that one's to record (its attempt
+ * counts, not this one). A held delivery is pending (recording it releases it); not saying so
+ * keeps the planner on the primary key rather than the partial index of pending deliveries.
+ */
+const RECORD = prepared(
+  `with input as (
+     select * from unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[],
+                          $8::timestamptz[], $9::int[], $10::int[], $11::text[], $12::text[], $13::text[])
+       with ordinality as t(id, endpoint_id, attempt, status, next_at, done_at, started_at, duration_ms,
+                            status_code, outcome, error, response_body, ord)
+   ), updated as (
+     update internal.webhook_deliveries d
+     set attempts = i.attempt, status = i.status, next_attempt_at = coalesce(i.next_at, d.next_attempt_at),
+         last_status_code = i.status_code, last_error = i.error,
+         completed_at = case when i.status = 'pending' then null else i.done_at end,
+         locked_by = null, locked_until = null
+     from input i
+     where d.id = any ($2::uuid[]) and d.id = i.id and d.locked_by = $1
+     returning d.id
+   ), inserted as (
+     insert into internal.webhook_attempts
+       (delivery_id, endpoint_id, attempt, started_at, duration_ms, status_code, outcome, error, response_body)
+     select i.id, i.endpoint_id, i.attempt, i.started_at, i.duration_ms, i.status_code, i.outcome, i.error,
+            i.response_body
+     from input i join updated u on u.id = i.id
+     returning delivery_id
+   ), latest as (
+     select distinct on (i.endpoint_id) i.endpoint_id, i.outcome
+     from input i join updated u on u.id = i.id
+     order by i.endpoint_id, i.ord desc
+   ), succeeded as (
+     update internal.webhook_endpoints e set last_success_at = $14::timestamptz, failing_since = null
+     where e.id in (select l.endpoint_id from latest l where l.outcome = 'ok')
+       and (e.failing_since is not null or e.last_success_at is null
+            or e.last_success_at < $14::timestamptz - interval '1 second')
+     returning e.id
+   )
+   select delivery_id from inserted`,
+);
+
 /** Postgres text cannot hold NUL; the log keeps the rest. */
 const clean = (text: string | undefined, max: number): string | null =>
   text === undefined ? null : text.replaceAll("\u0000", "\uFFFD").slice(0, max);
@@ -182,6 +236,8 @@ export class WebhookDispatcher {
   private readonly queue: { d: Claimed; claimedAt: number }[] = [];
   private readonly prefetch: number;
   private readonly plainSecrets = new Map<string, string>();
+  /** Recent events' request bodies, by event id and payload version (bodyOf). */
+  private readonly bodies = new Map<string, string>();
   private readonly unrecorded: Finished[] = [];
   private flushing: Promise<void> | undefined;
   private running = false;
@@ -522,72 +578,53 @@ export class WebhookDispatcher {
       if (load >= cap) full.push(endpoint);
       else room.set(endpoint, cap - load);
     }
-    // Looked at: twice what may be taken, so an endpoint with a backlog cannot fill the batch alone.
-    const looked = limit * 2;
-    const claimed = await this.db.asService(async (tx) => {
-      // Walk the due index in order and stop after `looked` rows. Without this, a table whose
-      // statistics are stale (new, or just filled by a burst) is planned as a bitmap scan and a
-      // sort of the whole backlog, for every batch.
-      await tx.query(
-        "select set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)",
-      );
-      const candidates = (
-        await tx.query<{ id: string; endpoint_id: string }>(
-          `select d.id, d.endpoint_id from internal.webhook_deliveries d
-           join internal.webhook_endpoints e on e.id = d.endpoint_id
-           where d.status = 'pending' and d.next_attempt_at <= coalesce($1::timestamptz, now())
-             and (d.locked_until is null or d.locked_until <= coalesce($1::timestamptz, now()))
-             and e.enabled
-             -- A strict endpoint's delivery goes only when no earlier one of it is pending.
-             and (e.ordering = 'best_effort' or not exists (
-               select 1 from internal.webhook_deliveries p
-               where p.endpoint_id = d.endpoint_id and p.status = 'pending' and p.position < d.position))
-             and not (d.endpoint_id = any ($2::uuid[]))
-           order by d.next_attempt_at
-           limit $3
-           for update of d skip locked`,
-          [now, full, looked],
-        )
-      ).rows;
-      if (candidates.length === 0) return [];
-      // In due order, each endpoint up to its room; the rest stay (their locks end with this transaction).
-      const taken: string[] = [];
-      const taking = new Map<string, number>();
-      for (const c of candidates) {
-        if (taken.length >= limit) break;
-        const n = taking.get(c.endpoint_id) ?? 0;
-        if (n >= (room.get(c.endpoint_id) ?? cap)) continue;
-        taking.set(c.endpoint_id, n + 1);
-        taken.push(c.id);
-      }
-      const more = candidates.length === looked;
-      const rows = (
-        await tx.query<Claimed>(
-          `with claimed as (
-               update internal.webhook_deliveries d
-               set locked_by = $1,
-                   locked_until = coalesce($2::timestamptz, now()) + make_interval(secs => $4::double precision / 1000)
-               where d.id = any ($3::uuid[])
-               returning d.id, d.endpoint_id, d.event_id, d.attempts
-             )
-             select c.id, c.endpoint_id, c.attempts, ev.id as event_id, ev.type, ev.account_id, ev.data, ev.created_at,
-                    ev.seq, e.ordering, e.payload_version, e.url, e.secret_ciphertext,
-                    case when e.previous_secret_expires_at > coalesce($2::timestamptz, now())
-                      then e.previous_secret_ciphertext end
-                      as previous_secret_ciphertext
-             from claimed c
-             join internal.events ev on ev.id = c.event_id
-             join internal.webhook_endpoints e on e.id = c.endpoint_id`,
-          [this.id, now, taken, this.leaseMs],
-        )
-      ).rows;
-      for (const r of rows) r.more = more;
-      return rows;
-    });
+    // One statement (migration 0059): looks at twice what may be taken (so that an endpoint with a
+    // backlog cannot fill the batch alone) walking the due index, locks them FOR UPDATE SKIP
+    // LOCKED, takes each endpoint's first ones up to its room and leases them. With the role, a
+    // claim is four round trips (BEGIN, the role, this, COMMIT), not six.
+    const claimed = await this.db.asService(
+      async (tx) =>
+        (
+          await tx.query<Claimed>(CLAIM, [
+            this.id,
+            now,
+            full,
+            [...room.keys()],
+            [...room.values()],
+            cap,
+            limit,
+            this.leaseMs,
+          ])
+        ).rows,
+    );
     // Counted once the claim committed; deliver() counts each down when its request has ended.
     for (const d of claimed)
       this.endpointLoad.set(d.endpoint_id, (this.endpointLoad.get(d.endpoint_id) ?? 0) + 1);
     return claimed;
+  }
+
+  /**
+   * The request body of a delivery's event in its endpoint's payload version. An event goes to each
+   * of its account's endpoints, usually claimed together: its body is made once and kept for the
+   * others (the event's row never changes, so the bytes are the same however often it is sent).
+   */
+  private bodyOf(d: Claimed): string {
+    const key = `${d.event_id} ${d.payload_version}`;
+    let body = this.bodies.get(key);
+    if (body === undefined) {
+      const event: EventRow = {
+        id: d.event_id,
+        type: d.type,
+        account_id: d.account_id,
+        data: d.data,
+        created_at: d.created_at,
+        seq: d.seq,
+      };
+      body = envelopeBody(event, d.payload_version);
+      if (this.bodies.size >= 1000) this.bodies.clear();
+      this.bodies.set(key, body);
+    }
+    return body;
   }
 
   private decrypt(ciphertext: string): string {
@@ -639,15 +676,7 @@ export class WebhookDispatcher {
       await this.release(d, 60_000).catch(() => {});
       return;
     }
-    const event: EventRow = {
-      id: d.event_id,
-      type: d.type,
-      account_id: d.account_id,
-      data: d.data,
-      created_at: d.created_at,
-      seq: d.seq,
-    };
-    const body = envelopeBody(event, d.payload_version);
+    const body = this.bodyOf(d);
     const startedAt = this.now();
     const headers = signatureHeaders(secrets, d.event_id, Math.floor(Date.now() / 1000), body);
     const result = await this.sender.send(d.url, body, headers);
@@ -719,48 +748,24 @@ export class WebhookDispatcher {
     const now = this.now();
     const told: Disabled[] = [];
     await this.db.asService(async (tx) => {
-      // Only deliveries this dispatcher still holds: one whose lease ran out and that another
-      // dispatcher took is that one's to record (its attempt counts, not this one). A held
-      // delivery is pending (recording it releases it); not saying so keeps the planner on the
-      // primary key rather than the partial index of pending deliveries.
-      const recorded = await tx.query<{ delivery_id: string }>(
-        `with input as (
-           select * from unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[],
-                                $8::timestamptz[], $9::int[], $10::int[], $11::text[], $12::text[], $13::text[])
-             as t(id, endpoint_id, attempt, status, next_at, done_at, started_at, duration_ms, status_code, outcome,
-                  error, response_body)
-         ), updated as (
-           update internal.webhook_deliveries d
-           set attempts = i.attempt, status = i.status, next_attempt_at = coalesce(i.next_at, d.next_attempt_at),
-               last_status_code = i.status_code, last_error = i.error,
-               completed_at = case when i.status = 'pending' then null else i.done_at end,
-               locked_by = null, locked_until = null
-           from input i
-           where d.id = any ($2::uuid[]) and d.id = i.id and d.locked_by = $1
-           returning d.id
-         )
-         insert into internal.webhook_attempts
-           (delivery_id, endpoint_id, attempt, started_at, duration_ms, status_code, outcome, error, response_body)
-         select i.id, i.endpoint_id, i.attempt, i.started_at, i.duration_ms, i.status_code, i.outcome, i.error,
-                i.response_body
-         from input i join updated u on u.id = i.id
-         returning delivery_id`,
-        [
-          this.id,
-          rows.map((r) => r.f.d.id),
-          rows.map((r) => r.f.d.endpoint_id),
-          rows.map((r) => r.attempt),
-          rows.map((r) => r.status),
-          rows.map((r) => r.next?.toISOString() ?? null),
-          rows.map((r) => r.f.finishedAt.toISOString()),
-          rows.map((r) => r.f.startedAt.toISOString()),
-          rows.map((r) => r.f.result.durationMs),
-          rows.map((r) => r.f.result.statusCode ?? null),
-          rows.map((r) => r.f.result.outcome),
-          rows.map((r) => clean(r.f.result.error, 2000)),
-          rows.map((r) => clean(r.f.result.responseBody, 4096)),
-        ],
-      );
+      const at = now.toISOString();
+      // Each endpoint whose latest attempt here succeeded is marked so in the same statement.
+      const recorded = await tx.query<{ delivery_id: string }>(RECORD, [
+        this.id,
+        rows.map((r) => r.f.d.id),
+        rows.map((r) => r.f.d.endpoint_id),
+        rows.map((r) => r.attempt),
+        rows.map((r) => r.status),
+        rows.map((r) => r.next?.toISOString() ?? null),
+        rows.map((r) => r.f.finishedAt.toISOString()),
+        rows.map((r) => r.f.startedAt.toISOString()),
+        rows.map((r) => r.f.result.durationMs),
+        rows.map((r) => r.f.result.statusCode ?? null),
+        rows.map((r) => r.f.result.outcome),
+        rows.map((r) => clean(r.f.result.error, 2000)),
+        rows.map((r) => clean(r.f.result.responseBody, 4096)),
+        at,
+      ]);
       const held = new Set(recorded.rows.map((r) => r.delivery_id));
       if (held.size < rows.length) {
         this.logger?.warn(
@@ -771,23 +776,11 @@ export class WebhookDispatcher {
       // Each endpoint's state follows its latest attempt of the batch.
       const latest = new Map<string, (typeof rows)[number]>();
       for (const r of rows) if (held.has(r.f.d.id)) latest.set(r.f.d.endpoint_id, r);
-      const succeeded: string[] = [];
       const failing: string[] = [];
       const gone: string[] = [];
       for (const [endpointId, r] of latest) {
-        if (r.f.result.outcome === "ok") succeeded.push(endpointId);
-        else failing.push(endpointId);
+        if (r.f.result.outcome !== "ok") failing.push(endpointId);
         if (r.f.result.statusCode === 410) gone.push(endpointId);
-      }
-      const at = now.toISOString();
-      if (succeeded.length > 0) {
-        // At most once a second per endpoint: a busy endpoint's row is not a point of contention.
-        await tx.query(
-          `update internal.webhook_endpoints set last_success_at = $2::timestamptz, failing_since = null
-           where id = any($1::uuid[]) and (failing_since is not null or last_success_at is null
-                                           or last_success_at < $2::timestamptz - interval '1 second')`,
-          [succeeded, at],
-        );
       }
       if (gone.length > 0) {
         told.push(
