@@ -188,7 +188,10 @@ const RECORD = prepared(
             or e.last_success_at < $14::timestamptz - interval '1 second')
      returning e.id
    )
-   select delivery_id from inserted`,
+   -- The commit does not wait for the WAL flush: a server crash could forget the last
+   -- attempts recorded, whose deliveries are then sent again once their lease runs out — which
+   -- at-least-once delivery allows (receivers drop duplicates by webhook-id).
+   select delivery_id from inserted where set_config('synchronous_commit', 'off', true) = 'off'`,
 );
 
 /** Postgres text cannot hold NUL; the log keeps the rest. */
