@@ -398,11 +398,8 @@ export function registerObjectRoutes(json: FastifyInstance, deps: ObjectRouteDep
       const { bucket } = objectPath(request);
       if (isBuiltIn(bucket)) throw STORAGE_ERRORS.notSupported(`list() of ${bucket}`);
       const options = listOptions(body(request));
-      const items = await asCaller(who, async (tx) => {
-        await findBucket(tx, who.tenant.id, bucket);
-        return listObjects(tx, who.tenant.id, bucket, options);
-      });
-      // JSON text made by the database (./objects.ts).
+      // JSON text made by the database, which also checks the bucket (./objects.ts).
+      const items = await asCaller(who, (tx) => listObjects(tx, who.tenant.id, bucket, options));
       return reply.type("application/json; charset=utf-8").send(items);
     }),
   );

@@ -205,13 +205,18 @@ const isoSql = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-
 /** `like` for names starting with `prefix`, its `%`, `_` and `\\` taken literally (an index range, unlike left()). */
 export const prefixPattern = (prefix: string) => `${prefix.replace(/[\\%_]/g, "\\$&")}%`;
 
+/** A nullable SQL value as JSON text: `text` (already JSON) or null. */
+const orNull = (text: string) => `coalesce(${text}, 'null')`;
+
 /**
  * Storage's list (v1): one level under the prefix, folders (id null) and files, the objects the
- * caller may read only (the query runs under the policies). The answer is JSON text made by the
- * database in the same statement (one string to carry and send, not a thousand rows to convert).
+ * caller may read only (the query runs under the policies), or NoSuchBucket. One statement: the
+ * bucket's check and the page, whose JSON text the database writes (compact, by concatenation:
+ * cheaper than json_build_object, and one string to carry and send instead of a thousand rows to
+ * convert twice).
  */
 export async function listObjects(tx: Tx, tenantId: string, bucket: string, o: ListOptions): Promise<string> {
-  const r = await tx.query<{ body: string }>(
+  const r = await tx.query<{ found: boolean; body: string | null }>(
     `with under as (
        select id, created_at, updated_at, last_accessed_at, metadata, substr(name, length($3) + 1) as rest
        from storage.objects
@@ -227,13 +232,20 @@ export async function listObjects(tx: Tx, tenantId: string, bucket: string, o: L
        order by ${o.column} ${o.order} nulls first, name ${o.order}
        limit $6 offset $7
      )
-     select coalesce(json_agg(json_build_object('name', name, 'id', id, 'updated_at', ${isoSql("updated_at")},
-       'created_at', ${isoSql("created_at")}, 'last_accessed_at', ${isoSql("last_accessed_at")},
-       'metadata', metadata)), '[]')::text as body
-     from page`,
+     select exists (select from storage.buckets where tenant_id = $1 and id = $2) as found,
+       (select '[' || string_agg(
+          '{"name":' || to_json(name)::text
+          || ',"id":' || ${orNull(`'"' || id || '"'`)}
+          || ',"updated_at":' || ${orNull(`'"' || ${isoSql("updated_at")} || '"'`)}
+          || ',"created_at":' || ${orNull(`'"' || ${isoSql("created_at")} || '"'`)}
+          || ',"last_accessed_at":' || ${orNull(`'"' || ${isoSql("last_accessed_at")} || '"'`)}
+          || ',"metadata":' || ${orNull("metadata::text")} || '}', ',') || ']'
+        from page) as body`,
     [tenantId, bucket, o.prefix, prefixPattern(o.prefix), o.search, o.limit, o.offset],
   );
-  return r.rows[0]?.body ?? "[]";
+  const row = r.rows[0];
+  if (!row?.found) throw STORAGE_ERRORS.noSuchBucket();
+  return row.body ?? "[]";
 }
 
 const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string).toISOString());
