@@ -3,6 +3,7 @@ import { type FormEvent, useId, useState } from "react";
 import { type Download, money, type Payout, type PayoutBatch, save } from "../../api/money.ts";
 import { Checkbox, Empty, ErrorState, Loading, Page, Status, TableWrap, When } from "../../ui/common.tsx";
 import { ConfirmDialog } from "../../ui/Dialog.tsx";
+import { fieldProblems } from "../../ui/field-errors.ts";
 import {
   Amount,
   FieldError,
@@ -276,11 +277,10 @@ function SettleForm({ batchId, onDone }: { batchId: string; onDone: () => void }
   const [failed, setFailed] = useState<Record<string, string | undefined>>({});
   const [reference, setReference] = useState("");
   const settle = useMutation({
-    mutationFn: () =>
+    // The failed lines as sent: the API names a refused one by its place in this list (`failed[2].reason`).
+    mutationFn: (sent: { payout_id: string; reason: string }[]) =>
       money.settleBatch(batchId, {
-        failed: Object.entries(failed)
-          .filter(([, reason]) => reason !== undefined)
-          .map(([payout_id, reason]) => ({ payout_id, reason: (reason ?? "").trim() })),
+        failed: sent,
         ...(reference.trim() ? { reference: reference.trim() } : {}),
       }),
     onSuccess: () => {
@@ -289,6 +289,19 @@ function SettleForm({ batchId, onDone }: { batchId: string; onDone: () => void }
     },
   });
   const missingReason = Object.values(failed).some((r) => r !== undefined && r.trim() === "");
+  /**
+   * A refusal of one failed line, said under that line's reason: `failed[i]…` by its place in the
+   * list sent, or the list's own refusal when it names the line's payout (not in this batch).
+   */
+  const lineError = (payoutId: string): string | undefined => {
+    const at = settle.variables?.findIndex((f) => f.payout_id === payoutId) ?? -1;
+    if (at < 0) return undefined;
+    return (
+      fieldError(settle.error, `failed[${at}]`) ??
+      fieldProblems(settle.error).find((p) => p.param === "failed" && p.message.includes(payoutId))?.message
+    );
+  };
+  const linesClaim = (settle.variables ?? []).some((f) => lineError(f.payout_id) !== undefined);
   return (
     <form
       className="card"
@@ -297,7 +310,12 @@ function SettleForm({ batchId, onDone }: { batchId: string; onDone: () => void }
       noValidate
       onSubmit={(e: FormEvent) => {
         e.preventDefault();
-        if (!missingReason) settle.mutate();
+        if (!missingReason)
+          settle.mutate(
+            Object.entries(failed)
+              .filter(([, reason]) => reason !== undefined)
+              .map(([payout_id, reason]) => ({ payout_id, reason: (reason ?? "").trim() })),
+          );
       }}
     >
       <h3 id={`${ids}-h`}>
@@ -316,9 +334,7 @@ function SettleForm({ batchId, onDone }: { batchId: string; onDone: () => void }
           {lines.data.data.map((o) => {
             const reason = failed[o.id];
             const error =
-              reason !== undefined && reason.trim() === ""
-                ? "Say why it failed."
-                : fieldError(settle.error, "failed");
+              reason !== undefined && reason.trim() === "" ? "Say why it failed." : lineError(o.id);
             return (
               <li key={o.id} data-testid="settle-line" data-payout-id={o.id}>
                 <Checkbox
@@ -367,7 +383,7 @@ function SettleForm({ batchId, onDone }: { batchId: string; onDone: () => void }
       >
         Settle the batch
       </button>
-      <FormError message={formError(settle.error, ["failed", "reference"])} />
+      <FormError message={linesClaim ? undefined : formError(settle.error, ["reference"])} />
     </form>
   );
 }

@@ -11,6 +11,7 @@ import { ApiError } from "../../api/errors.ts";
 import { getSession } from "../../api/session.ts";
 import { atLeast, type Role, roleOn } from "../../roles.ts";
 import { Link, useLocation } from "../../router.tsx";
+import { fieldProblems } from "../../ui/field-errors.ts";
 
 export const MONEY_PAGES = [
   { to: "/money/periods", label: "Periods" },
@@ -65,25 +66,37 @@ export function NeedsAdmin({ what }: { what: string }) {
   );
 }
 
-/** The message of an API error about `param` (or one of its sub-fields), if it is about it. */
+/**
+ * The message of an API error about `param` (or one of its sub-fields: `lines[0].amount` is about
+ * `lines`), in plain words without the API's field path (`payout_threshold: must be…` is said
+ * "Must be…" under the threshold), if it is about it.
+ */
 export function fieldError(error: unknown, ...params: string[]): string | undefined {
-  if (!(error instanceof ApiError)) return undefined;
+  const problems = fieldProblems(error);
   for (const param of params) {
-    const found = error.errors.find((e) => e.param === param || e.param?.startsWith(`${param}.`));
-    if (found?.message) return found.message;
-    if (error.param === param) return error.message;
+    const messages = problems
+      .filter((p) => p.param === param || p.param.startsWith(`${param}.`) || p.param.startsWith(`${param}[`))
+      .map((p) => p.message)
+      .filter((m, i, all) => m !== "" && all.indexOf(m) === i);
+    if (messages.length > 0) return messages.join(" ");
   }
   return undefined;
 }
 
-/** The error of a form that no field claims, in words. */
+/**
+ * The error of a form that no field claims, in words; a refused field the form does not show is
+ * said in plain words too (without its path).
+ */
 export function formError(error: unknown, params: string[]): string | undefined {
   if (!error) return undefined;
   if (params.some((p) => fieldError(error, p))) return undefined;
   if (error instanceof ApiError) {
     if (error.code === "insufficient_role") return `Your role is too low: ${error.message}`;
     if (error.status === 401) return "Your session has ended: sign in again.";
-    return error.message;
+    const unclaimed = fieldProblems(error)
+      .map((p) => p.message)
+      .filter((m, i, all) => m !== "" && all.indexOf(m) === i);
+    return unclaimed.length > 0 ? unclaimed.join(" ") : error.message;
   }
   if (error instanceof TypeError) return "The server could not be reached.";
   return error instanceof Error ? error.message : String(error);
