@@ -1,15 +1,25 @@
 // One import, in a process of its own so that its peak RSS is the import's alone:
 //   node bench/royalties/child.ts <postgres-url | pglite-data-dir> <tenant-id> <report-file>
 // Prints one JSON line: { seconds, lines, maxRssMb, status }.
+import { loadConfig } from "../../src/config.ts";
 import { Db } from "../../src/db/db.ts";
+import { baselineWasmOnly } from "../../src/db/memory.ts";
 import { PgliteEngine } from "../../src/db/pglite.ts";
 import { PostgresEngine } from "../../src/db/postgres.ts";
 import { importRoyalties } from "../../src/royalties/import.ts";
 
 const [target = "", tenantId = "", file = ""] = process.argv.slice(2);
+// The embedded database as `backline royalties import` opens it: WebAssembly on V8's baseline
+// compiler (src/cli/main.ts) and the configured shared_buffers (PGLITE_SHARED_BUFFERS, 8MB).
+const embedded = () => {
+  baselineWasmOnly();
+  const config = loadConfig({ DATA_DIR: target, PGLITE_SHARED_BUFFERS: process.env.PGLITE_SHARED_BUFFERS });
+  const sharedBuffers = config.database.engine === "pglite" ? config.database.sharedBuffers : undefined;
+  return PgliteEngine.open({ dataDir: target, sharedBuffers });
+};
 const engine = target.startsWith("postgres")
   ? new PostgresEngine({ url: target, poolSize: 2, applicationName: "bench-royalties" })
-  : await PgliteEngine.open({ dataDir: target });
+  : await embedded();
 const db = new Db(engine);
 const started = performance.now();
 const phases: Record<string, number> = {};

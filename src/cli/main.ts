@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import v8 from "node:v8";
+import { baselineWasmOnly } from "../db/memory.ts";
 import { type DbOpener, processIo, RunOnServer } from "./context.ts";
 import { runCommandLine } from "./run.ts";
 import { cliSocketPath, forwardToServer } from "./socket.ts";
@@ -17,7 +17,7 @@ const openLocally: DbOpener = async (fn) => {
   const { openDatabase } = await import("../db/open.ts");
   const { default: pino } = await import("pino");
   const config = loadConfigOrDie();
-  if (config.database.engine === "pglite" && !longRunning(args)) baselineWasm();
+  if (config.database.engine === "pglite" && !longRunning(args)) baselineWasmOnly();
   const logger = pino({ level: "warn" }, pino.destination(2));
   const db = await openDatabase(config, { migrate: config.migrateOnStart, logger });
   try {
@@ -42,18 +42,15 @@ const openForCommand: DbOpener = async (fn) => {
 /**
  * A command that runs for seconds opens the embedded database's WebAssembly on V8's baseline
  * compiler only: optimising PGlite's large module costs more than a short command gains from it
- * (`backline jobs list`: 1.5 → 0.8 s of CPU, 690 → 190 MB peak; bench/README.md). The flags are
- * process-wide, so the database's thread, started after this, runs the same way. The server, a
- * worker and a royalty import run long and heavy: they keep V8's defaults.
+ * (`backline jobs list`: 1.5 → 0.8 s of CPU, 690 → 190 MB peak; bench/README.md). So does a
+ * royalty import: the optimising compiler's peak (~400–500 MB) is more than the import itself
+ * takes, and the import is no faster for it (src/db/memory.ts). The flags are process-wide, so
+ * the database's thread, started after this, runs the same way. The server and a worker run long
+ * and serve many kinds of statements: they keep V8's defaults.
  */
-function baselineWasm(): void {
-  for (const flag of ["--liftoff", "--no-wasm-tier-up", "--no-wasm-dynamic-tiering"])
-    v8.setFlagsFromString(flag);
-}
-
 function longRunning(args: string[]): boolean {
-  const [group, command] = args.filter((a) => !a.startsWith("-"));
-  return group === "serve" || group === "worker" || (group === "royalties" && command === "import");
+  const [group] = args.filter((a) => !a.startsWith("-"));
+  return group === "serve" || group === "worker";
 }
 
 /**

@@ -7,6 +7,7 @@ import { loadSecretBox } from "../secrets/box.ts";
 import type { QueueLimits } from "./admission.ts";
 import { Db } from "./db.ts";
 import type { FirstStartJob, FirstStartResult } from "./first-start.ts";
+import { BASELINE_WASM_FLAGS } from "./memory.ts";
 import { loadMigrations, migrate, migrationStatus } from "./migrate.ts";
 import { PgliteEngine } from "./pglite.ts";
 import type { PostgresEngine } from "./postgres.ts";
@@ -131,7 +132,7 @@ async function createInChildProcess(job: FirstStartJob): Promise<{ version: numb
     // WebAssembly on V8's baseline compiler only, as short `backline` commands run it (src/cli/main.ts):
     // optimising PGlite's code for a process that ends after the migrations costs more than it
     // saves (a first start's child 7.5 → 6.2 s here).
-    execArgv: [...process.execArgv, "--liftoff", "--no-wasm-tier-up", "--no-wasm-dynamic-tiering"],
+    execArgv: [...process.execArgv, ...BASELINE_WASM_FLAGS],
     stdio: ["ignore", "ignore", "pipe", "ipc"],
   });
   let stderr = "";

@@ -10,11 +10,13 @@ import type { Tx } from "../db/types.ts";
  *   other_units, revenue (net), gross_revenue, fees and royalty_lines.
  *
  * Each is one grouped INSERT ... ON CONFLICT DO UPDATE over the import's lines, adding to what
- * earlier imports left, so the cost is one pass per table over the new lines only.
+ * earlier imports left, so the cost is one pass per table over the new lines only. `workMem`: the
+ * transaction's work_mem, bulkWorkMem(db.kind) (src/db/memory.ts).
  */
-export async function updateRollups(tx: Tx, importId: string): Promise<void> {
-  // Large imports group millions of lines: let the hash aggregates stay in memory (this transaction only).
-  await tx.query("set local work_mem = '128MB'");
+export async function updateRollups(tx: Tx, importId: string, workMem: string): Promise<void> {
+  // Large imports group millions of lines: work_mem for this transaction only, as large as the
+  // engine affords (src/db/memory.ts: on PGlite a sort's memory is never given back).
+  await tx.query(`set local work_mem = '${workMem}'`);
   await tx.query(
     `insert into internal.royalty_totals as t (tenant_id, account_id, release_id, period_start, period_end, store,
        territory, currency, lines, units, streams, downloads, ugc_uses, gross, fees, net)
@@ -74,8 +76,8 @@ export async function updateRollups(tx: Tx, importId: string): Promise<void> {
  * negative figures would break the analytics' checks even on its way to ON CONFLICT); a row the
  * import alone had made, now all zero, goes — the rollups are derived from the lines, which stay.
  */
-export async function reverseRollups(tx: Tx, importId: string): Promise<void> {
-  await tx.query("set local work_mem = '128MB'");
+export async function reverseRollups(tx: Tx, importId: string, workMem: string): Promise<void> {
+  await tx.query(`set local work_mem = '${workMem}'`);
   const sums = `count(*) as lines, sum(units) as units,
        coalesce(sum(units) filter (where usage_type = 'stream'), 0) as streams,
        coalesce(sum(units) filter (where usage_type = 'download'), 0) as downloads,

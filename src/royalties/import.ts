@@ -4,6 +4,7 @@ import { stat } from "node:fs/promises";
 import { z } from "zod";
 import type { Db } from "../db/db.ts";
 import { asDbError } from "../db/errors.ts";
+import { bulkWorkMem } from "../db/memory.ts";
 import type { Tx } from "../db/types.ts";
 import { Count, Currency, count, Money, timestamp } from "../http/formats.ts";
 import { updateRollups } from "./analytics.ts";
@@ -446,7 +447,7 @@ export async function importRoyalties(db: Db, options: ImportOptions): Promise<I
           throw error;
         });
       importId = inserted.rows[0]?.id ?? "";
-      return load(tx, importId, format, store, options, size, phase, warnings);
+      return load(tx, importId, format, store, options, size, phase, warnings, bulkWorkMem(db.kind));
     });
     return { status: "completed", report, seconds: (Date.now() - started) / 1000 };
   } catch (error) {
@@ -710,6 +711,7 @@ async function load(
   totalBytes: number,
   phase: (name: string) => void,
   warnings: Warnings,
+  workMem: string,
 ): Promise<ImportReport> {
   const { isrcs, upcs, codes, storeIds } = await loadCatalog(
     tx,
@@ -890,7 +892,7 @@ async function load(
     });
   const report = importOut(updated.rows[0] as ImportRow);
 
-  await updateRollups(tx, importId).catch((error: unknown) => {
+  await updateRollups(tx, importId, workMem).catch((error: unknown) => {
     // Each line is under 10^12, but many of them summed into one analytics or totals row can
     // overflow its numeric column: refuse the import (rolled back whole) rather than fail with a trace.
     if (asDbError(error)?.sqlstate === "22003") {

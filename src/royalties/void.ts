@@ -1,4 +1,5 @@
 import type { Db } from "../db/db.ts";
+import { bulkWorkMem } from "../db/memory.ts";
 import { count, timestamp } from "../http/formats.ts";
 import { reverseRollups } from "./analytics.ts";
 import { findImport, type ImportReport } from "./import.ts";
@@ -89,7 +90,7 @@ export async function voidImport(
        order by id`,
       [importId],
     );
-    await reverseRollups(tx, importId);
+    await reverseRollups(tx, importId, bulkWorkMem(db.kind));
     // And what the import had allocated to payees, fees and recoupment is reversed in the ledger.
     await tx.query("select internal.reverse_allocation($1)", [importId]);
 
