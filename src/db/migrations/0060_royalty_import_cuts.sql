@@ -105,6 +105,12 @@ begin
     return 0;
   end if;
 
+  -- Each advance or expense below reads its account's sums and sets what it took by number:
+  -- without these indexes every recoupable read all the import's sums, twice.
+  if recouping then
+    create index on alloc_sums (account_id, currency);
+    create index on alloc_sums (n);
+  end if;
   analyze alloc_sums;
 
   create temporary table alloc_recoup (n bigint, recoupable_id uuid, amount numeric) on commit drop;
