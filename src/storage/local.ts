@@ -51,6 +51,8 @@ export class LocalStore implements ObjectStore {
   readonly root: string;
   private readonly storageUrl: string;
   private readonly signer: TokenSigner;
+  /** The temporary files' directory, made by the first upload (not asked again on each). */
+  private uploadsDir: Promise<string> | undefined;
 
   constructor(options: { root: string; publicUrl: string; signer: TokenSigner }) {
     this.root = path.resolve(options.root);
@@ -102,8 +104,14 @@ export class LocalStore implements ObjectStore {
    */
   async receive(key: string, body: Readable, maxBytes: number): Promise<Received> {
     const target = this.file(key);
-    const tmpDir = path.join(this.root, ".uploads");
-    await mkdir(tmpDir, { recursive: true });
+    this.uploadsDir ??= mkdir(path.join(this.root, ".uploads"), { recursive: true }).then(
+      () => path.join(this.root, ".uploads"),
+      (error: unknown) => {
+        this.uploadsDir = undefined;
+        throw error;
+      },
+    );
+    const tmpDir = await this.uploadsDir;
     const tmp = path.join(tmpDir, `${randomUUID()}.part`);
     const hash = createHash("sha256");
     let bytes = 0;
@@ -120,6 +128,8 @@ export class LocalStore implements ObjectStore {
       await pipeline(body, counter, createWriteStream(tmp, { flags: "wx", mode: 0o640, flush: true }));
     } catch (error) {
       await rm(tmp, { force: true });
+      // The directory went away meanwhile (a restore): the next upload makes it again.
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") this.uploadsDir = undefined;
       throw error;
     }
     return {
