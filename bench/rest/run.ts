@@ -90,22 +90,25 @@ async function main() {
           for (const which of order) {
             const m =
               which === "backline"
-                ? await load(`${backline.url}/rest/v1/${q.table}?${q.query}`, headers)
-                : await load(`${baseline.url}/${q.name}`, {});
+                ? await load(`${backline.url}/rest/v1/${q.table}?${q.query}`, headers, {
+                    server: backline,
+                    database: dbName,
+                  })
+                : await load(`${baseline.url}/${q.name}`, {}, { server: baseline, database: dbName });
             sums[which].push(m);
           }
         }
         const bl = average(sums.backline);
         const base = average(sums.baseline);
         table.push(
-          `| ${q.name} | ${base.rps.toFixed(0)} | ${bl.rps.toFixed(0)} | ${(bl.rps / base.rps).toFixed(2)}x | ${base.p50.toFixed(1)} / ${base.p99.toFixed(1)} | ${bl.p50.toFixed(1)} / ${bl.p99.toFixed(1)} | ${(bl.p99 / base.p99).toFixed(2)}x | ${bl.errors + base.errors} |`,
+          `| ${q.name} | ${base.rps.toFixed(0)} | ${bl.rps.toFixed(0)} | ${(bl.rps / base.rps).toFixed(2)}x | ${base.p50.toFixed(1)} / ${base.p99.toFixed(1)} | ${bl.p50.toFixed(1)} / ${bl.p99.toFixed(1)} | ${(bl.p99 / base.p99).toFixed(2)}x | ${cpu(base)} | ${cpu(bl)} | ${bl.errors + base.errors} |`,
         );
       }
       results.push(
         "",
         `PostgreSQL, ${CONNECTIONS} connections, ${DURATION} s x ${ROUNDS} rounds, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}), Node ${process.versions.node}`,
-        "| query | baseline req/s | Backline req/s | ratio | baseline p50/p99 ms | Backline p50/p99 ms | p99 ratio | errors |",
-        "|---|---|---|---|---|---|---|---|",
+        "| query | baseline req/s | Backline req/s | ratio | baseline p50/p99 ms | Backline p50/p99 ms | p99 ratio | baseline CPU ms/req Node / PostgreSQL | Backline CPU ms/req Node / PostgreSQL | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         ...table,
       );
     } finally {
@@ -121,6 +124,11 @@ async function main() {
     await admin.end();
   }
   process.stdout.write(`${results.join("\n")}\n`);
+}
+
+/** CPU milliseconds per request: the server's Node process / the database's PostgreSQL backends. */
+function cpu(m: Measure): string {
+  return `${m.serverCpu?.toFixed(2) ?? "?"} / ${m.databaseCpu?.toFixed(2) ?? "?"}`;
 }
 
 /**
