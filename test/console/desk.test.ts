@@ -452,6 +452,10 @@ describe("the console in Chromium: a review, a delivery and a royalty import", {
         "the field's error is not repeated below",
       );
       assert.equal(await page.locator(tid("settings-primary-color")).getAttribute("aria-invalid"), "true");
+      // Beside the colour, in plain words: not the API's field path ("branding.primary_color: …").
+      const colourError = await page.locator(tid("settings-primary-color-error")).innerText();
+      assert.notEqual(colourError.trim(), "");
+      assert.doesNotMatch(colourError, /^[a-z_]+(\.[a-z_]+)*(: | (is|are|must) )/);
       await page.locator(tid("settings-display-name")).fill("Northwind Records");
       await page.locator(tid("settings-primary-color")).fill("#0a7d32");
       await page.locator(tid("settings-save")).click();

@@ -5,6 +5,7 @@ import { ApiError } from "../api/errors.ts";
 import type { TenantConfig } from "../api/session.ts";
 import type { SettingsPatch, TenantSettings } from "../api/types.ts";
 import { Checkbox, ErrorState, Loading, Page, When } from "../ui/common.tsx";
+import { fieldProblems } from "../ui/field-errors.ts";
 import { CustomScripts } from "./CustomScripts.tsx";
 
 interface Form {
@@ -65,7 +66,10 @@ export default function Settings() {
     },
   });
   const logoError =
-    logo.error instanceof ApiError ? logo.error.message : logo.error ? String(logo.error) : "";
+    fieldProblems(logo.error)
+      .map((p) => p.message)
+      .join(" ") ||
+    (logo.error instanceof ApiError ? logo.error.message : logo.error ? String(logo.error) : "");
   const set = (key: keyof Form) => (value: string | boolean) =>
     setForm((f) => (f ? { ...f, [key]: value } : f));
 
@@ -87,11 +91,9 @@ export default function Settings() {
       },
     });
   }
-  const fieldError = (param: string): string | undefined => {
-    const e = save.error;
-    if (!(e instanceof ApiError)) return undefined;
-    return e.errors.find((x) => x.param === param)?.message ?? (e.param === param ? e.message : undefined);
-  };
+  /** The refusal of `param` in plain words, without the API's path (`branding.primary_color: …`). */
+  const fieldError = (param: string): string | undefined =>
+    fieldProblems(save.error).find((x) => x.param === param)?.message;
   const errorId = (key: string) => `${ids}-${key}-error`;
   /** Whether the form shows the error next to its fields (then it is not said again below). */
   const fieldsClaim = (e: unknown): boolean =>
@@ -123,7 +125,7 @@ export default function Settings() {
             aria-describedby={errorId("release_lead_days")}
             data-testid="settings-lead-days"
           />
-          <p id={errorId("release_lead_days")} className="error-text">
+          <p id={errorId("release_lead_days")} className="error-text" data-testid="settings-lead-days-error">
             {fieldError("release_lead_days") ?? ""}
           </p>
           <Checkbox checked={form.auto_review} onChange={set("auto_review")} testid="settings-auto-review">
@@ -149,7 +151,11 @@ export default function Settings() {
                 aria-describedby={errorId(key)}
                 data-testid={`settings-${key.replace(/_/g, "-")}`}
               />
-              <p id={errorId(key)} className="error-text">
+              <p
+                id={errorId(key)}
+                className="error-text"
+                data-testid={`settings-${key.replace(/_/g, "-")}-error`}
+              >
                 {fieldError(`branding.${key}`) ?? ""}
               </p>
             </div>
