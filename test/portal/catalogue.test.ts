@@ -107,6 +107,11 @@ describe("the portal in Chromium: a release from draft to live; royalties", { sk
       await page.locator(tid("edit-upc")).blur();
       await page.locator(tid("edit-upc-error")).waitFor();
       assert.match(await page.locator(tid("edit-upc-error")).innerText(), /check digit/i);
+      // Not the API's field path ("upc: …").
+      assert.doesNotMatch(
+        await page.locator(tid("edit-upc-error")).innerText(),
+        /^[A-Za-z_]+(\[\d+\])?(\.[A-Za-z_]+)*: /,
+      );
       assert.match(await page.locator(tid("save-state")).innerText(), /Not saved/);
       await page.locator(tid("edit-upc")).fill(UPC);
       await page.locator(tid("edit-upc")).blur();

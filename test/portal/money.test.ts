@@ -150,6 +150,11 @@ describe("the portal in Chromium: money", { skip, concurrency: 2 }, () => {
       await page.getByLabel("PayPal e-mail address").fill("not an address");
       await page.locator(tid("method-save")).click();
       await page.locator(tid("method-receiver-error")).waitFor();
+      // In plain words, not with the API's field path ("receiver: …").
+      assert.doesNotMatch(
+        await page.locator(tid("method-receiver-error")).innerText(),
+        /^[A-Za-z_]+(\[\d+\])?(\.[A-Za-z_]+)*: /,
+      );
       await page.getByLabel("PayPal e-mail address").fill("ana@example.org");
       await page.locator(tid("method-save")).click();
       await page.locator(tid("method-saved")).waitFor();

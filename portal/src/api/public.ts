@@ -5,6 +5,7 @@
  * `Backline-Account`: the member's role in that account decides (viewer: read only). Failures
  * come out as `PlainError`s with every field's problem in plain words (`fields`).
  */
+import { withoutPath } from "../../../ui-shared/field-errors.ts";
 import { accessToken, currentTenant, PlainError, plainFromStatus } from "./portal.ts";
 
 const BASE = "/api/public/v1";
@@ -58,8 +59,9 @@ export function plainProblem(p: ApiProblem): string {
     case "track.audio:audio_invalid":
       return `The audio of track ${n} cannot be used: ${p.message.replace(/^the audio of track \d+ \([^)]*\) is not usable: /, "")}. Upload another file.`;
   }
-  // The API's sentences are written for people too; start it with a capital.
-  return p.message.charAt(0).toUpperCase() + p.message.slice(1).replace(/\.?$/, ".");
+  // The API's sentences are written for people too: said beside the field, without the field's
+  // path the API starts them with (`tracks[0].title: …`), with a capital and a full stop.
+  return withoutPath(p.param, p.message);
 }
 
 /** An API failure as a PlainError: field problems (`errors`, or `param`) keyed by field. */
