@@ -276,7 +276,10 @@ describe("the console's money pages in Chromium: fees, a period, tax forms, a pa
       await page.locator(tid("fee-rate-input")).fill("150");
       await page.locator(tid("fee-save")).click();
       await page.locator(`${tid("fee-form")} ${tid("field-error")}`).waitFor();
-      assert.match(await page.locator(`${tid("fee-form")} ${tid("field-error")}`).innerText(), /at most 100/i);
+      assert.match(
+        await page.locator(`${tid("fee-form")} ${tid("field-error")}`).innerText(),
+        /at most 100/i,
+      );
       assert.doesNotMatch(
         await page.locator(`${tid("fee-form")} ${tid("field-error")}`).innerText(),
         FIELD_PATH,
