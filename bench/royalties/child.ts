@@ -9,10 +9,11 @@ import { PostgresEngine } from "../../src/db/postgres.ts";
 import { importRoyalties } from "../../src/royalties/import.ts";
 
 const [target = "", tenantId = "", file = ""] = process.argv.slice(2);
-// The embedded database as `backline royalties import` opens it: WebAssembly on V8's baseline
-// compiler (src/cli/main.ts) and the configured shared_buffers (PGLITE_SHARED_BUFFERS, 8MB).
+// The embedded database as `backline royalties import` opens it: the configured shared_buffers
+// (PGLITE_SHARED_BUFFERS, 8MB), not PGlite's own 128MB. BENCH_BASELINE_WASM=1: WebAssembly on
+// V8's baseline compiler only (src/db/memory.ts), as short `backline` commands run it.
 const embedded = () => {
-  baselineWasmOnly();
+  if (process.env.BENCH_BASELINE_WASM === "1") baselineWasmOnly();
   const config = loadConfig({ DATA_DIR: target, PGLITE_SHARED_BUFFERS: process.env.PGLITE_SHARED_BUFFERS });
   const sharedBuffers = config.database.engine === "pglite" ? config.database.sharedBuffers : undefined;
   return PgliteEngine.open({ dataDir: target, sharedBuffers });

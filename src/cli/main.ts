@@ -42,15 +42,15 @@ const openForCommand: DbOpener = async (fn) => {
 /**
  * A command that runs for seconds opens the embedded database's WebAssembly on V8's baseline
  * compiler only: optimising PGlite's large module costs more than a short command gains from it
- * (`backline jobs list`: 1.5 → 0.8 s of CPU, 690 → 190 MB peak; bench/README.md). So does a
- * royalty import: the optimising compiler's peak (~400–500 MB) is more than the import itself
- * takes, and the import is no faster for it (src/db/memory.ts). The flags are process-wide, so
- * the database's thread, started after this, runs the same way. The server and a worker run long
- * and serve many kinds of statements: they keep V8's defaults.
+ * (`backline jobs list`: 1.5 → 0.8 s of CPU, 690 → 190 MB peak; bench/README.md). The flags are
+ * process-wide, so the database's thread, started after this, runs the same way. The server, a
+ * worker and a royalty import run long and heavy: they keep V8's defaults (on the baseline
+ * compiler a 200,000-line import peaks at ~400 instead of ~770 MB but takes 1.4× as long;
+ * bench/README.md, "PGlite's peak memory at 1M lines").
  */
 function longRunning(args: string[]): boolean {
-  const [group] = args.filter((a) => !a.startsWith("-"));
-  return group === "serve" || group === "worker";
+  const [group, command] = args.filter((a) => !a.startsWith("-"));
+  return group === "serve" || group === "worker" || (group === "royalties" && command === "import");
 }
 
 /**
