@@ -683,7 +683,6 @@ describeEachEngine("royalties: import", (t) => {
       tenantId: tenant.id,
       format: "backline",
       file,
-      batchSize: 500,
       progressEveryMs: 0,
       onProgress: (p) => seen.push(p),
     });

@@ -130,6 +130,21 @@ export async function host(port, options) {
       case "exec":
         await inTx(m.tx, (ptx) => ptx.exec(m.sql));
         return { value: null };
+      case "copy":
+        return {
+          value: await inTx(m.tx, async (ptx) => {
+            // Reading '/dev/blob' is reading a server file, which only the database's owner may do:
+            // the owner runs this one statement (its text is Backline's own, src/db/pglite.ts, never
+            // a client's), then the transaction's role is back.
+            const was = await ptx.query(
+              "select current_setting('role') as role, set_config('role', 'none', true)",
+            );
+            const role = /** @type {{ role: string }} */ (was.rows[0]).role;
+            const r = await ptx.query(m.text, [], { blob: new Blob([m.data]) });
+            await ptx.query("select set_config('role', $1, true)", [role]);
+            return r.affectedRows ?? 0;
+          }),
+        };
       case "end": {
         const opened = txs.get(m.tx);
         if (!opened) throw new Error(`transaction ${m.tx} is not open`);

@@ -12,6 +12,8 @@ export type Request =
   | { id: number; op: "begin"; tx: number; readOnly: boolean }
   | { id: number; op: "query"; tx: number; text: string; params: unknown[] | undefined }
   | { id: number; op: "exec"; tx: number; sql: string }
+  /** `COPY ... FROM '/dev/blob'` (`text`) fed `data`: whole rows of COPY's text format, transferred. */
+  | { id: number; op: "copy"; tx: number; text: string; data: ArrayBuffer }
   | { id: number; op: "end"; tx: number; commit: boolean }
   | { id: number; op: "listen"; channel: string }
   | { id: number; op: "unlisten"; listener: number }

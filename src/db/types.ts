@@ -19,10 +19,11 @@ export interface Tx {
   ): Promise<QueryResult<Row>>;
   exec(sql: string): Promise<void>;
   /**
-   * PostgreSQL only (undefined on PGlite): streams `source` into `COPY ... FROM STDIN` (`sql`)
-   * and resolves with the number of rows copied. For bulk loads (royalty imports).
+   * Streams `source` (COPY's text format) into `COPY ... FROM STDIN` (`sql`) and resolves with the
+   * number of rows copied. For bulk loads (royalty imports). PGlite has no COPY protocol: there the
+   * rows go in pieces of whole lines through `COPY ... FROM '/dev/blob'`.
    */
-  copyFrom?: (sql: string, source: AsyncIterable<string | Buffer>) => Promise<number>;
+  copyFrom(sql: string, source: AsyncIterable<string | Buffer>): Promise<number>;
 }
 
 export type EngineKind = "pglite" | "postgres";

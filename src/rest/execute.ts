@@ -198,7 +198,7 @@ function explaining(tx: Tx, plan: PlanRequest): Tx {
         : `${lines.join("\n")}`;
     throw new Rollback({ status: 200, headers: {}, body });
   };
-  return { query, exec: (sql) => tx.exec(sql) };
+  return { query, exec: (sql) => tx.exec(sql), copyFrom: (sql, source) => tx.copyFrom(sql, source) };
 }
 
 /**

@@ -15,7 +15,7 @@ import { type Codes, formatAmount, monthProblem, type NormalLine, normalise } fr
 /**
  * The import of one store report (docs/royalties.md): the file is read as a stream, each line is
  * parsed by its format, checked, matched to the tenant's delivered tracks (ISRC) and releases (UPC), and
- * bulk loaded — COPY on PostgreSQL, multi-row inserts on PGlite — in ONE transaction with the
+ * bulk loaded with COPY (on PGlite through '/dev/blob', src/db/pglite.ts) in ONE transaction with the
  * per-account totals, the analytics, the royalties.imported events and the notifications.
  *
  * Malformed lines: the whole report is refused, nothing is loaded, and the refusal is recorded
@@ -46,8 +46,6 @@ export interface ImportOptions {
   onProgress?: (progress: ImportProgress) => void;
   /** How often onProgress is called, at most (ms). */
   progressEveryMs?: number;
-  /** Rows per insert statement on PGlite. */
-  batchSize?: number;
   /** Called as each phase ends (hash, load, rollups, events) with its duration, for benchmarks. */
   onPhase?: (phase: string, ms: number) => void;
 }
@@ -823,39 +821,24 @@ async function load(
     if (malformed > 0) throw new Rejected(errors, malformed, linesTotal + malformed);
   }
 
-  if (tx.copyFrom) {
-    const tenantId = options.tenantId;
-    const text = async function* (): AsyncGenerator<Buffer> {
-      for await (const batch of batches()) {
-        let s = "";
-        for (const b of batch) {
-          const l = b.line;
-          s += `${importId}\t${tenantId}\t${b.accountId ?? "\\N"}\t${b.releaseId ?? "\\N"}\t${b.trackId ?? "\\N"}\t${l.line}\t${
-            l.reportingPeriod
-          }\t${l.periodStart}\t${l.periodEnd}\t${l.store}\t${l.territory ?? "\\N"}\t${l.upc ?? "\\N"}\t${l.isrc ?? "\\N"}\t${
-            l.usageType
-          }\t${l.units}\t${l.gross}\t${l.fees}\t${l.net}\t${l.currency}\n`;
-        }
-        // As bytes at once: a batch's text is a rope of thousands of pieces, which would otherwise
-        // wait on the socket long enough to be promoted to V8's old space (measured: −30%).
-        yield Buffer.from(s);
-      }
-    };
-    await tx.copyFrom(`copy internal.royalty_lines (${COPY_COLUMNS}) from stdin`, text());
-  } else {
-    const size = options.batchSize ?? 5000;
-    let pending: Matched[] = [];
-    const flush = async () => {
-      if (pending.length === 0) return;
-      await insertBatch(tx, importId, options.tenantId, pending);
-      pending = [];
-    };
+  const tenantId = options.tenantId;
+  const text = async function* (): AsyncGenerator<Buffer> {
     for await (const batch of batches()) {
-      for (const b of batch) pending.push(b);
-      if (pending.length >= size) await flush();
+      let s = "";
+      for (const b of batch) {
+        const l = b.line;
+        s += `${importId}\t${tenantId}\t${b.accountId ?? "\\N"}\t${b.releaseId ?? "\\N"}\t${b.trackId ?? "\\N"}\t${l.line}\t${
+          l.reportingPeriod
+        }\t${l.periodStart}\t${l.periodEnd}\t${l.store}\t${l.territory ?? "\\N"}\t${l.upc ?? "\\N"}\t${l.isrc ?? "\\N"}\t${
+          l.usageType
+        }\t${l.units}\t${l.gross}\t${l.fees}\t${l.net}\t${l.currency}\n`;
+      }
+      // As bytes at once: a batch's text is a rope of thousands of pieces, which would otherwise
+      // wait on the socket long enough to be promoted to V8's old space (measured: −30%).
+      yield Buffer.from(s);
     }
-    await flush();
-  }
+  };
+  await tx.copyFrom(`copy internal.royalty_lines (${COPY_COLUMNS}) from stdin`, text());
 
   phase("load");
   // (Assigned inside the generator: TypeScript's narrowing cannot see it.)
@@ -1039,36 +1022,4 @@ function unitsCount(units: bigint): number {
     );
   }
   return Number(units);
-}
-
-/** PGlite: one multi-row insert per batch, the columns as arrays. */
-async function insertBatch(tx: Tx, importId: string, tenantId: string, rows: Matched[]): Promise<void> {
-  const col = <T>(f: (m: Matched) => T) => rows.map(f);
-  await tx.query(
-    `insert into internal.royalty_lines (${COPY_COLUMNS})
-     select $1::uuid, $2::uuid, * from unnest($3::uuid[], $4::uuid[], $5::uuid[], $6::int8[], $7::date[], $8::date[],
-       $9::date[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::int8[], $16::numeric[],
-       $17::numeric[], $18::numeric[], $19::text[])`,
-    [
-      importId,
-      tenantId,
-      col((m) => m.accountId),
-      col((m) => m.releaseId),
-      col((m) => m.trackId),
-      col((m) => m.line.line),
-      col((m) => m.line.reportingPeriod),
-      col((m) => m.line.periodStart),
-      col((m) => m.line.periodEnd),
-      col((m) => m.line.store),
-      col((m) => m.line.territory),
-      col((m) => m.line.upc),
-      col((m) => m.line.isrc),
-      col((m) => m.line.usageType),
-      col((m) => m.line.units),
-      col((m) => m.line.gross),
-      col((m) => m.line.fees),
-      col((m) => m.line.net),
-      col((m) => m.line.currency),
-    ],
-  );
 }
