@@ -498,6 +498,62 @@ describeEachEngine("webhook delivery", (t) => {
     );
   });
 
+  test("a claim's lease is a heap-only update: no index is written for it (migration 0062)", async () => {
+    await endpoint(receiver.route("heap-only"));
+    for (let i = 0; i < 5; i++) await emit();
+    const c = clock();
+    // This connection's counts not yet sent to the statistics, before and after the claim.
+    const { taken, hot, updated } = await db().asService(async (tx) => {
+      const counts = async () =>
+        (
+          await tx.query<{ hot: number; updated: number }>(
+            `select pg_stat_get_xact_tuples_hot_updated('internal.webhook_deliveries'::regclass)::int as hot,
+                    pg_stat_get_xact_tuples_updated('internal.webhook_deliveries'::regclass)::int as updated`,
+          )
+        ).rows[0] as { hot: number; updated: number };
+      const before = await counts();
+      const claimed = await tx.query(
+        "select id from internal.claim_webhook_deliveries('heap-only-test', $1, '{}', '{}', '{}', 10, 10, 60000)",
+        [c.now().toISOString()],
+      );
+      const after = await counts();
+      return {
+        taken: claimed.rowCount,
+        hot: after.hot - before.hot,
+        updated: after.updated - before.updated,
+      };
+    });
+    assert.equal(taken, 5);
+    assert.equal(updated, 5);
+    assert.equal(hot, 5, "each lease stayed on its page, with no new index entry");
+  });
+
+  test("events claimed together reach every endpoint whole, in each endpoint's payload version", async () => {
+    // An event's body is made once per payload version and kept for its other deliveries
+    // (WebhookDispatcher.bodyOf): each endpoint still gets each event, in its own version.
+    const routes = [1, 2, 3].map((n) => receiver.route(`shared-data-${n}`));
+    const endpoints = await Promise.all(routes.map((r) => endpoint(r)));
+    await sql("update internal.webhook_endpoints set payload_version = '1.0' where id = $1", [
+      endpoints[1]?.id,
+    ]);
+    const events = [
+      await emit("release.live", { title: "First of two", total_units: 1 }),
+      await emit("release.live", { title: "Second of two", total_units: 2 }),
+    ];
+    const d = dispatcher({ now: clock().now });
+    assert.equal(await d.runDue(), 6);
+    for (const e of endpoints) {
+      const bodies = e.route.received.map(
+        (r) => JSON.parse(r.body) as { id: string; data: { object: { title: string } } },
+      );
+      assert.deepEqual(
+        bodies.map((b) => [b.id, b.data.object.title]).sort(),
+        events.map((ev) => [ev.id, ev.data.object.title]).sort(),
+        `endpoint ${e.route.url}`,
+      );
+    }
+  });
+
   test("during a rotation both secrets sign; after it only the new one does", async () => {
     const old = newSigningSecret();
     const fresh = receiver.route("rotating");
