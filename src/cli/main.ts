@@ -45,8 +45,9 @@ const openForCommand: DbOpener = async (fn) => {
  * (`backline jobs list`: 1.5 → 0.8 s of CPU, 690 → 190 MB peak; bench/README.md). The flags are
  * process-wide, so the database's thread, started after this, runs the same way. The server, a
  * worker and a royalty import run long and heavy: they keep V8's defaults (on the baseline
- * compiler a 200,000-line import peaks at ~400 instead of ~770 MB but takes 1.4× as long;
- * bench/README.md, "PGlite's peak memory at 1M lines").
+ * compiler a 1M-line import peaks at 439 instead of 793 MB but takes 1.7× as long; the 793 MB
+ * is V8 optimising one large function of PostgreSQL's, once per process: bench/README.md, "The
+ * embedded import's COPY, and where its peak memory comes from").
  */
 function longRunning(args: string[]): boolean {
   const [group, command] = args.filter((a) => !a.startsWith("-"));
