@@ -165,6 +165,10 @@ describeEachEngine("public API: a transfer from a zip of an ERN delivery", (t) =
     assert.equal(real.status, "completed", JSON.stringify(real));
     // A real run has used the archive: its object is gone, and the slot says so.
     assert.deepEqual(await keptOf(uploadId), { in_database: false, object_key: null });
+    // The object is removed just after the job's commit (src/transfer/job.ts: never before it), so
+    // a client that saw "completed" may find it still there for a moment.
+    const removedBy = Date.now() + 10_000;
+    while (existsSync(store.file(key)) && Date.now() < removedBy) await new Promise((r) => setTimeout(r, 20));
     assert.equal(existsSync(store.file(key)), false);
     const used = await api("POST", "/transfers", { upload_id: uploadId });
     assert.equal(used.status, 409);
